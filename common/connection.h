@@ -1,0 +1,34 @@
+// ServeConnection: the request loop of one client connection.
+//
+// Reads 100-byte request frames one after another (keep-alive) and answers
+// each with a 100-byte reply, until the peer closes. A frame cut short by the
+// peer's half-close is answered, then the loop ends. A peer that sends nothing
+// for `idle_timeout_ns` is dropped silently; one that stalls in the middle of
+// a frame gets "ERROR incomplete frame ..." and is dropped (framing is lost).
+// A reset or a vanished reader just ends the loop. The caller closes the fd.
+//
+// The same function serves every I/O model that gives a connection a thread
+// of its own (thread per connection, worker pool).
+// Thread safety: one call per connection; calls on different fds run in
+// parallel.
+#ifndef KV_COMMON_CONNECTION_H_
+#define KV_COMMON_CONNECTION_H_
+
+#include <cstdint>
+
+#include "common/request_handler.h"
+
+namespace kv {
+
+struct ConnectionLimits {
+  int64_t idle_timeout_ns = 5'000'000'000;   // no byte of a new frame by then
+  int64_t write_timeout_ns = 5'000'000'000;  // reply not taken by then
+};
+
+// Serves fd until the peer is done. Returns the number of frames answered.
+uint64_t ServeConnection(int fd, RequestHandler* handler,
+                         const ConnectionLimits& limits);
+
+}  // namespace kv
+
+#endif  // KV_COMMON_CONNECTION_H_

@@ -1,0 +1,94 @@
+#include "common/latency_log.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace kv {
+namespace {
+
+std::string Slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class LatencyLogTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("lockbench_log_" + std::to_string(::getpid()) + "_" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(LatencyLogTest, OneLinePerBatchInKitFormat) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "times").string();
+  o.batch_size = 4;
+  LatencyLog log(o);
+  std::string error;
+  ASSERT_TRUE(log.Open(&error)) << error;
+  for (int i = 0; i < 9; ++i) {
+    log.Record({1, true, 2000 + 1000 * (i % 4), 10, 20});  // 2,3,4,5 us
+  }
+  // 9 records, batch 4: two lines, each the mean 3.5 us in seconds.
+  EXPECT_EQ(Slurp(o.time_file), "3.500000e-06\n3.500000e-06\n");
+  const LatencyTotals t = log.Totals();
+  EXPECT_EQ(t.requests, 9u);
+  EXPECT_EQ(t.batches_written, 2u);
+  EXPECT_DOUBLE_EQ(t.mean_wait_s, 10e-9);
+  EXPECT_DOUBLE_EQ(t.mean_hold_s, 20e-9);
+}
+
+TEST_F(LatencyLogTest, RenamedFileStartsAgain) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "server_output_time_aggregated").string();
+  o.batch_size = 1;
+  LatencyLog log(o);
+  std::string error;
+  ASSERT_TRUE(log.Open(&error)) << error;
+  log.Record({0, true, 1000, 0, 0});
+  std::filesystem::rename(o.time_file, dir_ / "time_s1_n10");  // as test.sh does
+  log.Record({0, true, 2000, 0, 0});
+  EXPECT_EQ(Slurp(dir_ / "time_s1_n10"), "1.000000e-06\n");
+  EXPECT_EQ(Slurp(o.time_file), "2.000000e-06\n");
+}
+
+TEST_F(LatencyLogTest, TraceHasHeaderRowsAndLimit) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "times").string();
+  o.trace_file = (dir_ / "trace.csv").string();
+  o.trace_limit = 2;
+  LatencyLog log(o);
+  std::string error;
+  ASSERT_TRUE(log.Open(&error)) << error;
+  log.Record({7, false, 300, 100, 200});
+  log.Record({8, true, 30, 10, 20});
+  log.Record({9, true, 3, 1, 2});
+  log.Flush();
+  EXPECT_EQ(Slurp(o.trace_file),
+            "pos,is_read,latency_ns,wait_ns,hold_ns\n7,0,300,100,200\n8,1,30,10,20\n");
+}
+
+TEST_F(LatencyLogTest, UnwritableTimeFileFailsAtOpen) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "no" / "such" / "dir" / "times").string();
+  LatencyLog log(o);
+  std::string error;
+  EXPECT_FALSE(log.Open(&error));
+  EXPECT_NE(error.find("open "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kv

@@ -1,0 +1,154 @@
+#include "common/net.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/clock.h"
+
+namespace kv {
+namespace {
+
+// Milliseconds left until deadline_ns, rounded up, at least 0.
+int MillisLeft(int64_t deadline_ns) {
+  const int64_t left = deadline_ns - MonotonicNanos();
+  if (left <= 0) return 0;
+  return static_cast<int>((left + 999'999) / 1'000'000);
+}
+
+// Waits for `events` on fd. Returns 1 if ready, 0 on timeout, -1 on error.
+int WaitFor(int fd, short events, int64_t deadline_ns) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const int ms = MillisLeft(deadline_ns);
+    const int r = poll(&p, 1, ms);
+    if (r > 0) return 1;
+    if (r == 0) return 0;
+    if (errno != EINTR) return -1;
+  }
+}
+
+}  // namespace
+
+bool ParseSocketAddress(const std::string& ip, uint16_t port,
+                        SocketAddress* out) {
+  *out = SocketAddress{};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&out->storage);
+  if (inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    out->length = sizeof(sockaddr_in);
+    return true;
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out->storage);
+  if (inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    out->length = sizeof(sockaddr_in6);
+    return true;
+  }
+  return false;
+}
+
+std::string FormatSocketAddress(const SocketAddress& address) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (address.storage.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address.storage);
+    inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
+    port = ntohs(v4->sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address.storage);
+  inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
+  port = ntohs(v6->sin6_port);
+  return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+int ListenTcp(const SocketAddress& address, std::string* error, bool* in_use) {
+  *in_use = false;
+  const std::string where = FormatSocketAddress(address);
+  const int fd = socket(address.storage.ss_family,
+                        SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    *error = "socket " + where + ": " + std::strerror(errno);
+    return -1;
+  }
+  const int one = 1;
+  // Restarting a server must not wait for TIME_WAIT connections to expire.
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+    *error = "setsockopt SO_REUSEADDR " + where + ": " + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  if (address.storage.ss_family == AF_INET6) {
+    // Bind exactly the address given, not the IPv4 twin too.
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  }
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&address.storage),
+           address.length) != 0) {
+    *in_use = errno == EADDRINUSE;
+    *error = "bind " + where + ": " + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  if (listen(fd, SOMAXCONN) != 0) {
+    *in_use = errno == EADDRINUSE;
+    *error = "listen " + where + ": " + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int AcceptConnection(int listen_fd) {
+  for (;;) {
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) return fd;
+    if (errno != EINTR && errno != ECONNABORTED) return -1;
+  }
+}
+
+FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns) {
+  *got = 0;
+  while (*got < kFrameSize) {
+    // Try first: the request has usually arrived already, saving a poll().
+    const ssize_t r = recv(fd, buf + *got, kFrameSize - *got, MSG_DONTWAIT);
+    if (r > 0) {
+      *got += static_cast<std::size_t>(r);
+      continue;
+    }
+    if (r == 0) return *got == 0 ? FrameRead::kClosed : FrameRead::kShortFrame;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return FrameRead::kError;
+    const int ready = WaitFor(fd, POLLIN, deadline_ns);
+    if (ready == 0) return FrameRead::kTimeout;
+    if (ready < 0) return FrameRead::kError;
+  }
+  return FrameRead::kFrame;
+}
+
+bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns) {
+  std::size_t put = 0;
+  while (put < frame.size()) {
+    const ssize_t r = send(fd, frame.data() + put, frame.size() - put,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r > 0) {
+      put += static_cast<std::size_t>(r);
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (WaitFor(fd, POLLOUT, deadline_ns) != 1) return false;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+}  // namespace kv

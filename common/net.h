@@ -1,0 +1,68 @@
+// Socket helpers for the lab protocol. No parsing here (see protocol.h).
+//
+// Every function checks its system calls and reports failures as values: a
+// listener returns -1 and fills *error with "<call> <address>: <strerror>",
+// frame I/O returns a result code. SIGPIPE is avoided with MSG_NOSIGNAL.
+// Thread safety: reentrant; a given fd is used by one thread at a time.
+#ifndef KV_COMMON_NET_H_
+#define KV_COMMON_NET_H_
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/protocol.h"
+
+namespace kv {
+
+// The kit fills sin_port without htons(), so on a little-endian machine the
+// kit client told "port P" connects to P with its two bytes swapped
+// (3000 -> 47115). Our servers listen on both; our client connects like the kit.
+constexpr uint16_t KitPortTwin(uint16_t port) {
+  return static_cast<uint16_t>((port >> 8) | (port << 8));
+}
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+};
+
+// Parses a numeric IPv4 or IPv6 address (no DNS) and a port.
+// Returns false if `ip` is not a numeric address.
+bool ParseSocketAddress(const std::string& ip, uint16_t port,
+                        SocketAddress* out);
+
+// "127.0.0.1:3000" or "[::1]:3000".
+std::string FormatSocketAddress(const SocketAddress& address);
+
+// Binds and listens (SO_REUSEADDR, backlog SOMAXCONN). Returns the listening
+// fd, or -1 with *error = "bind 127.0.0.1:3000: Address already in use" etc.
+// *in_use is set when the failure was EADDRINUSE.
+int ListenTcp(const SocketAddress& address, std::string* error, bool* in_use);
+
+// Accepts one connection from a listening socket, retrying on EINTR and
+// ECONNABORTED. Returns the fd (close-on-exec), or -1 with errno set (EAGAIN
+// when nothing is pending on a non-blocking listener).
+int AcceptConnection(int listen_fd);
+
+enum class FrameRead {
+  kFrame,       // kFrameSize bytes arrived
+  kShortFrame,  // 1..kFrameSize-1 bytes, then the peer half-closed
+  kClosed,      // the peer closed before sending a byte
+  kTimeout,     // the deadline passed (*got bytes arrived so far)
+  kError,       // reset or other socket error
+};
+
+// Reads one frame into buf (kFrameSize bytes) before `deadline_ns`
+// (MonotonicNanos() time). *got receives the number of bytes read.
+FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns);
+
+// Writes one whole frame before `deadline_ns`. Returns false if the peer is
+// gone or the deadline passed.
+bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns);
+
+}  // namespace kv
+
+#endif  // KV_COMMON_NET_H_

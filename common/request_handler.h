@@ -1,0 +1,53 @@
+// RequestHandler: one request frame in, one reply frame out. No sockets.
+//
+// Parses the frame (protocol.h), performs the read or write on the Store,
+// fills the reply (the slot's value, or "ERROR <reason>"), and records the
+// lab's latency sample for valid requests. Rejected requests never touch the
+// array and are not recorded, only counted. The whole path is a pure function
+// of (frame, store state), which is what the fuzz targets and unit tests drive.
+//
+// Thread safety: Handle() may be called concurrently from any number of
+// threads; it relies on the Store's and LatencyLog's own guarantees.
+#ifndef KV_COMMON_REQUEST_HANDLER_H_
+#define KV_COMMON_REQUEST_HANDLER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "common/latency_log.h"
+#include "common/protocol.h"
+#include "common/store.h"
+
+namespace kv {
+
+// Counters for the shutdown summary; relaxed atomics, read on demand.
+struct RequestCounters {
+  std::atomic<uint64_t> frames{0};    // every frame answered
+  std::atomic<uint64_t> rejected{0};  // frames answered with ERROR
+};
+
+class RequestHandler {
+ public:
+  // `log` may be null (no latency bookkeeping, e.g. in fuzzing).
+  RequestHandler(Store* store, LatencyLog* log, RequestCounters* counters)
+      : store_(store), log_(log), counters_(counters) {}
+
+  // Handles one frame whose last byte arrived at `received_ns`
+  // (MonotonicNanos()). Always fills *reply with a complete reply frame.
+  // Returns true for a valid request, false for a rejected one.
+  bool Handle(std::string_view frame, int64_t received_ns, Frame* reply);
+
+  // Answers a frame that could not be read whole (e.g. the peer stalled):
+  // counts it as rejected and fills *reply with "ERROR <message>".
+  void Reject(std::string_view message, Frame* reply);
+
+ private:
+  Store* store_;
+  LatencyLog* log_;
+  RequestCounters* counters_;
+};
+
+}  // namespace kv
+
+#endif  // KV_COMMON_REQUEST_HANDLER_H_

@@ -1,0 +1,121 @@
+// Store: the string array plus the locking strategy that guards it.
+//
+// This is the one interface the server core talks to. The four lab variants
+// (and any further strategy) are Stores; the server never knows which lock is
+// inside. Lock-based strategies only describe their lock table (which lock
+// guards slot pos, and whether reads may share it) and reuse LockedStore below;
+// a strategy that is not a lock (a seqlock, pointer swapping) implements Store
+// directly.
+//
+// Semantics, identical for every strategy:
+//   Read(pos)        : one artificial delay, then a copy of slot pos.
+//   Write(pos, text) : set (one delay) then get (one delay) under ONE
+//                      exclusive critical section, as the kit's write path
+//                      does; *out receives the value read back.
+// Both return OutOfRange for pos >= size() and leave the array untouched.
+// AccessTiming reports how long the caller waited for the lock and how long it
+// held it; no lock is ever held when these functions return, so the caller
+// does its socket I/O unlocked.
+//
+// Thread safety: every Store is safe for concurrent use by any number of
+// threads (except the test-only unlocked store, which exists to be caught).
+#ifndef KV_COMMON_STORE_H_
+#define KV_COMMON_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "common/artificial_delay.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "common/string_array.h"
+
+namespace kv {
+
+struct AccessTiming {
+  int64_t wait_ns = 0;  // from asking for the lock to getting it
+  int64_t hold_ns = 0;  // from getting the lock to releasing it
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // A short stable name, e.g. "one-mutex"; used in logs and results.
+  virtual std::string_view name() const = 0;
+  virtual std::size_t size() const = 0;
+
+  virtual Status Read(std::size_t pos, Value* out, AccessTiming* timing) = 0;
+  virtual Status Write(std::size_t pos, std::string_view text, Value* out,
+                       AccessTiming* timing) = 0;
+};
+
+// Builds a Store of n slots whose artificial delay is `delay` (which must
+// outlive it).
+using StoreFactory =
+    std::unique_ptr<Store> (*)(std::size_t n, ArtificialDelay* delay);
+
+// A Store made of a StringArray and a lock table. LockTable provides
+//   explicit LockTable(std::size_t n);
+//   static constexpr std::string_view kName;
+//   ReadGuard(pos)  -> an RAII guard that excludes writers of slot pos
+//   WriteGuard(pos) -> an RAII guard that excludes everyone from slot pos
+// and nothing else: timing, bounds checks and the data live here, once.
+template <typename LockTable>
+class LockedStore final : public Store {
+ public:
+  static constexpr std::string_view kStrategyName = LockTable::kName;
+
+  LockedStore(std::size_t n, ArtificialDelay* delay)
+      : array_(n, delay), locks_(n) {}
+
+  static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
+    return std::make_unique<LockedStore>(n, delay);
+  }
+
+  std::string_view name() const override { return kStrategyName; }
+  std::size_t size() const override { return array_.size(); }
+
+  Status Read(std::size_t pos, Value* out, AccessTiming* timing) override {
+    if (pos >= array_.size()) return Status::OutOfRange("pos", pos, size());
+    const int64_t asked = MonotonicNanos();
+    int64_t got;
+    {
+      auto guard = locks_.ReadGuard(pos);
+      got = MonotonicNanos();
+      array_.GetLocked(pos, out);
+    }  // unlocked before the caller touches the socket
+    Account(asked, got, timing);
+    return Status::OK();
+  }
+
+  Status Write(std::size_t pos, std::string_view text, Value* out,
+               AccessTiming* timing) override {
+    if (pos >= array_.size()) return Status::OutOfRange("pos", pos, size());
+    const int64_t asked = MonotonicNanos();
+    int64_t got;
+    {
+      auto guard = locks_.WriteGuard(pos);
+      got = MonotonicNanos();
+      array_.SetLocked(pos, text);
+      array_.GetLocked(pos, out);  // the reply is the value read back
+    }
+    Account(asked, got, timing);
+    return Status::OK();
+  }
+
+ private:
+  static void Account(int64_t asked, int64_t got, AccessTiming* timing) {
+    timing->wait_ns = got - asked;
+    timing->hold_ns = MonotonicNanos() - got;
+  }
+
+  StringArray array_;
+  LockTable locks_;
+};
+
+}  // namespace kv
+
+#endif  // KV_COMMON_STORE_H_

@@ -1,0 +1,50 @@
+// ThreadPerConnection: the lab's I/O model, one thread per accepted connection.
+//
+// Each connection gets a detached thread (small 256 KiB stack, so a thousand
+// concurrent clients cost little memory) running ServeConnection() until the
+// peer is done, then closing the fd. Drain() shuts down the read side of every
+// open connection, so a thread blocked waiting for a next request wakes up and
+// ends, while one in the middle of a request finishes it and sends its reply.
+//
+// Thread safety: conn_mu_ guards open_fds_; the connection threads and the
+// accept thread meet only there. Dispatch()/Drain() as in io_model.h.
+#ifndef KV_COMMON_THREAD_PER_CONNECTION_H_
+#define KV_COMMON_THREAD_PER_CONNECTION_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <unordered_set>
+
+#include "common/connection.h"
+#include "common/io_model.h"
+#include "common/request_handler.h"
+
+namespace kv {
+
+class ThreadPerConnection final : public IoModel {
+ public:
+  // `handler` must outlive every connection thread (see Drain()).
+  ThreadPerConnection(RequestHandler* handler, ConnectionLimits limits)
+      : handler_(handler), limits_(limits) {}
+
+  std::string_view name() const override { return "thread-per-connection"; }
+  bool Dispatch(int fd) override;
+  std::size_t Drain(int64_t deadline_ns) override;
+  std::size_t open_connections() const override;
+
+ private:
+  static void* ThreadMain(void* arg);
+  void Serve(int fd);
+
+  RequestHandler* const handler_;
+  const ConnectionLimits limits_;
+
+  mutable std::mutex conn_mu_;
+  std::condition_variable all_closed_;
+  std::unordered_set<int> open_fds_;  // guarded by conn_mu_
+};
+
+}  // namespace kv
+
+#endif  // KV_COMMON_THREAD_PER_CONNECTION_H_

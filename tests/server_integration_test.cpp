@@ -1,0 +1,287 @@
+// Integration tests: each real mainN binary on a free loopback port, spoken to
+// over TCP with raw bytes (after memcached t/bogus-commands.t). Every read has
+// a timeout, every server is stopped (or killed) at the end of its test.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/net.h"
+#include "tests/server_process.h"
+
+namespace kv {
+namespace {
+
+using testing_support::BinaryPath;
+using testing_support::FreePortPair;
+using testing_support::OneShot;
+using testing_support::RunCommand;
+using testing_support::ServerProcess;
+using testing_support::TestConnection;
+
+std::string Slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ServerTest : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("lockbench_it_" + std::to_string(::getpid()) + "_" + GetParam());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Starts GetParam() with n strings and extra options; fails the test if it
+  // does not become ready.
+  void StartServer(std::size_t n, std::vector<std::string> extra = {}) {
+    port_ = FreePortPair();
+    ASSERT_NE(port_, 0);
+    std::vector<std::string> args{std::to_string(n), "127.0.0.1",
+                                  std::to_string(port_)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string out;
+    ASSERT_TRUE(server_.Start(BinaryPath(GetParam()), args, dir_.string(), &out))
+        << out;
+    EXPECT_NE(out.find("127.0.0.1:" + std::to_string(port_)), std::string::npos);
+  }
+
+  std::string StopServer() {
+    std::string out;
+    EXPECT_EQ(server_.Stop(SIGTERM, 3000, &out), 0) << out;
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  uint16_t port_ = 0;
+  ServerProcess server_;
+};
+
+TEST_P(ServerTest, ServesInitialValuesAndReadAfterWrite) {
+  StartServer(100);
+  EXPECT_EQ(OneShot(port_, "0-1-"), "String 0: the initial value");
+  EXPECT_EQ(OneShot(port_, "99-1-String[99] has been modified by thread 1"),
+            "String 99: the initial value");
+  EXPECT_EQ(OneShot(port_, "42-0-String[42] has been modified by thread 7"),
+            "String[42] has been modified by thread 7");
+  EXPECT_EQ(OneShot(port_, "42-1-"), "String[42] has been modified by thread 7");
+  EXPECT_EQ(OneShot(port_, "43-1-"), "String 43: the initial value");
+  StopServer();
+}
+
+TEST_P(ServerTest, KitClientPortTwinServesTheSameArray) {
+  StartServer(10);
+  const uint16_t twin = KitPortTwin(port_);
+  EXPECT_EQ(OneShot(port_, "3-0-via the real port"), "via the real port");
+  EXPECT_EQ(OneShot(twin, "3-1-"), "via the real port");
+  StopServer();
+}
+
+TEST_P(ServerTest, KeepAliveConnectionCarriesManyRequests) {
+  StartServer(10, {"--delay-us", "0"});
+  TestConnection c(port_);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 200; ++i) {
+    const std::string text = "value " + std::to_string(i);
+    ASSERT_TRUE(c.SendRequest(std::to_string(i % 10) + "-0-" + text));
+    ASSERT_EQ(c.ReadReply(), text);
+    ASSERT_TRUE(c.SendRequest(std::to_string(i % 10) + "-1-"));
+    ASSERT_EQ(c.ReadReply(), text);
+  }
+  StopServer();
+}
+
+TEST_P(ServerTest, ThousandRequestsWriteExactlyOneTimingLine) {
+  StartServer(100, {"--delay-us", "1"});
+  TestConnection c(port_);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(c.SendRequest(std::to_string(i % 100) + (i % 3 ? "-1-" : "-0-x")));
+    ASSERT_NE(c.ReadReply(), "<timeout>");
+  }
+  // A rejected request does not count towards the next batch.
+  ASSERT_TRUE(c.SendRequest("500-1-"));
+  EXPECT_EQ(c.ReadReply().rfind("ERROR ", 0), 0u);
+  const std::string out = StopServer();
+  const std::string times = Slurp(dir_ / "server_output_time_aggregated");
+  EXPECT_TRUE(std::regex_match(times, std::regex(R"(\d\.\d{6}e[-+]\d\d\n)")))
+      << "timing file: " << times;
+  EXPECT_NE(out.find("summary requests=1001 errors=1 "), std::string::npos) << out;
+}
+
+struct BadInput {
+  const char* name;
+  std::string bytes;       // sent as is (a full frame unless said otherwise)
+  std::string error_part;  // expected inside the ERROR reply
+};
+
+std::string Frame100(const std::string& text) {
+  std::string f = text;
+  f.resize(kFrameSize, '\0');
+  return f;
+}
+
+TEST_P(ServerTest, EveryBadInputGetsAnErrorAndTheServerCarriesOn) {
+  StartServer(10);
+  const std::vector<BadInput> cases = {
+      {"empty frame", Frame100(""), "empty request"},
+      {"no dashes", Frame100("hello"), "missing '-' after pos"},
+      {"one dash", Frame100("3-1"), "missing '-' after is_read"},
+      {"non-numeric pos", Frame100("x-1-"), "pos 'x' is not"},
+      {"negative pos", Frame100("-4-1-"), "pos -4 is negative"},
+      {"overflowing pos", Frame100("184467440737095516160-1-"), "out of range"},
+      {"pos >= n", Frame100("10-1-"), "pos 10 out of range [0,10)"},
+      {"is_read 2", Frame100("1-2-"), "is_read '2' must be 0"},
+      {"binary text", Frame100("1-0-\x01\xfe\xff"), "not printable UTF-8"},
+      {"binary garbage", std::string(kFrameSize, '\xff'), "no NUL terminator"},
+      {"no NUL", std::string(kFrameSize, 'A'), "no NUL terminator"},
+  };
+  // All on ONE connection: frames are fixed-size, so after each rejected frame
+  // the stream is still in step and the connection stays usable.
+  TestConnection c(port_);
+  ASSERT_TRUE(c.ok());
+  for (const BadInput& bad : cases) {
+    SCOPED_TRACE(bad.name);
+    ASSERT_TRUE(c.SendBytes(bad.bytes));
+    const std::string reply = c.ReadReply();
+    EXPECT_EQ(reply.rfind("ERROR ", 0), 0u) << reply;
+    EXPECT_NE(reply.find(bad.error_part), std::string::npos) << reply;
+    ASSERT_TRUE(c.SendRequest("1-1-"));
+    EXPECT_EQ(c.ReadReply(), "String 1: the initial value");
+  }
+  // The array is unchanged everywhere.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(OneShot(port_, std::to_string(i) + "-1-"),
+              "String " + std::to_string(i) + ": the initial value");
+  }
+  const std::string out = StopServer();
+  EXPECT_NE(out.find("errors=11 "), std::string::npos) << out;
+}
+
+TEST_P(ServerTest, HalfClosedShortFrameIsAFrame) {
+  StartServer(10);
+  TestConnection c(port_);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.SendBytes("3-1-"));  // as `printf '3-1-' | nc -N` does
+  c.HalfClose();
+  EXPECT_EQ(c.ReadReply(), "String 3: the initial value");
+  EXPECT_TRUE(c.WaitClosed(2000));
+  StopServer();
+}
+
+TEST_P(ServerTest, IdleAndStalledClientsAreDropped) {
+  StartServer(10, {"--idle-timeout-ms", "300"});
+  TestConnection idle(port_);
+  TestConnection stalled(port_);
+  ASSERT_TRUE(idle.ok() && stalled.ok());
+  ASSERT_TRUE(stalled.SendBytes("3-1-"));  // part of a frame, no half-close
+  const int64_t t0 = MonotonicNanos();
+  EXPECT_TRUE(idle.WaitClosed(3000));
+  const std::string reply = stalled.ReadReply(3000);
+  EXPECT_EQ(reply.rfind("ERROR incomplete frame: 4 of 100 bytes", 0), 0u) << reply;
+  EXPECT_TRUE(stalled.WaitClosed(1000));
+  EXPECT_LT(MonotonicNanos() - t0, 2'500'000'000);
+  EXPECT_EQ(OneShot(port_, "2-1-"), "String 2: the initial value");
+  StopServer();
+}
+
+TEST_P(ServerTest, ClientLeavingBeforeTheReplyDoesNotHurt) {
+  StartServer(10);
+  for (int i = 0; i < 50; ++i) {
+    TestConnection c(port_);
+    ASSERT_TRUE(c.ok());
+    c.SendRequest("5-0-written by a client that left");
+  }  // closed without reading
+  TestConnection reset(port_);
+  ASSERT_TRUE(reset.ok());
+  reset.SendRequest("6-1-");
+  linger l{1, 0};  // close with RST
+  setsockopt(reset.fd(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(OneShot(port_, "5-1-"), "written by a client that left");
+  StopServer();
+}
+
+TEST_P(ServerTest, SigtermWithOpenConnectionsExitsPromptly) {
+  StartServer(10);
+  std::vector<std::unique_ptr<TestConnection>> open;
+  for (int i = 0; i < 20; ++i) {
+    open.push_back(std::make_unique<TestConnection>(port_));
+    ASSERT_TRUE(open.back()->ok());
+  }
+  ASSERT_TRUE(open[0]->SendRequest("1-0-before stop"));
+  EXPECT_EQ(open[0]->ReadReply(), "before stop");
+  const int64_t t0 = MonotonicNanos();
+  std::string out;
+  EXPECT_EQ(server_.Stop(SIGTERM, 3000, &out), 0) << out;
+  EXPECT_LT(MonotonicNanos() - t0, 1'000'000'000);
+  EXPECT_NE(out.find("summary requests=1 errors=0 "), std::string::npos) << out;
+  EXPECT_NE(out.find("unfinished_connections=0"), std::string::npos) << out;
+}
+
+TEST_P(ServerTest, BadArgumentsExitTwoWithUsage) {
+  const std::string bin = BinaryPath(GetParam());
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {},
+           {"0", "127.0.0.1", "3000"},
+           {"10000001", "127.0.0.1", "3000"},
+           {"ten", "127.0.0.1", "3000"},
+           {"10", "localhost", "3000"},
+           {"10", "300.1.1.1", "3000"},
+           {"10", "127.0.0.1", "0"},
+           {"10", "127.0.0.1", "65536"},
+           {"10", "127.0.0.1", "3000", "--delay-us", "-1"},
+           {"10", "127.0.0.1", "3000", "--bogus"}}) {
+    std::string out;
+    EXPECT_EQ(RunCommand(bin, args, &out, 10'000), 2) << out;
+    EXPECT_NE(out.find("Usage"), std::string::npos) << out;
+  }
+  std::string help;
+  EXPECT_EQ(RunCommand(bin, {"--help"}, &help, 10'000), 0);
+  EXPECT_NE(help.find("--delay-us"), std::string::npos);
+}
+
+TEST_P(ServerTest, AddressInUseIsOneLineAndExitOne) {
+  StartServer(10);
+  std::string out;
+  EXPECT_EQ(RunCommand(BinaryPath(GetParam()),
+                       {"10", "127.0.0.1", std::to_string(port_)}, &out, 10'000),
+            1);
+  EXPECT_NE(out.find("Address already in use"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  StopServer();
+}
+
+TEST_P(ServerTest, ServesIpv6Loopback) {
+  port_ = FreePortPair();
+  std::string out;
+  ASSERT_TRUE(server_.Start(BinaryPath(GetParam()),
+                            {"10", "::1", std::to_string(port_), "--no-twin"},
+                            dir_.string(), &out))
+      << out;
+  TestConnection c(port_, "::1");
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.SendRequest("9-1-"));
+  EXPECT_EQ(c.ReadReply(), "String 9: the initial value");
+  StopServer();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFour, ServerTest,
+                         testing::Values("main1", "main2", "main3", "main4"));
+
+}  // namespace
+}  // namespace kv
