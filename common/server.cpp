@@ -118,7 +118,7 @@ uint64_t AcceptLoop(const std::vector<int>& listeners, IoModel* io,
 }  // namespace
 
 int RunServer(const ServerOptions& options, const std::string& program,
-              StoreFactory factory) {
+              const StoreMaker& factory) {
   std::string error;
   if (!InstallSignals(&error)) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), error.c_str());

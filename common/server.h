@@ -17,6 +17,12 @@
 #ifndef KV_COMMON_SERVER_H_
 #define KV_COMMON_SERVER_H_
 
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
 #include "common/server_options.h"
 #include "common/store.h"
 
@@ -27,9 +33,15 @@ namespace kv {
 int RunServerMain(int argc, char** argv, StoreFactory factory,
                   std::string_view strategy);
 
+// Builds the Store for RunServer(); unlike StoreFactory it may carry
+// run-time parameters (lockserver's --stripes), e.g. as a capturing lambda.
+using StoreMaker =
+    std::function<std::unique_ptr<Store>(std::size_t n, ArtificialDelay* delay)>;
+
 // Runs a server with already-parsed options (for tests and other front ends).
+// A StoreFactory converts to a StoreMaker.
 int RunServer(const ServerOptions& options, const std::string& program,
-              StoreFactory factory);
+              const StoreMaker& factory);
 
 template <typename StoreT>
 int ServerMain(int argc, char** argv) {

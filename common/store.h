@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "common/artificial_delay.h"
 #include "common/clock.h"
@@ -68,8 +69,11 @@ class LockedStore final : public Store {
  public:
   static constexpr std::string_view kStrategyName = LockTable::kName;
 
-  LockedStore(std::size_t n, ArtificialDelay* delay)
-      : array_(n, delay), locks_(n) {}
+  // Any extra arguments go to the lock table's constructor after n (e.g. a
+  // stripe count, see store_striped.h).
+  template <typename... LockArgs>
+  LockedStore(std::size_t n, ArtificialDelay* delay, LockArgs&&... lock_args)
+      : array_(n, delay), locks_(n, std::forward<LockArgs>(lock_args)...) {}
 
   static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
     return std::make_unique<LockedStore>(n, delay);
