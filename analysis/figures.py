@@ -1,0 +1,229 @@
+"""plot_* helpers: each draws on the Axes it is given and returns the artists it made.
+
+No file I/O, no plt.subplots here (report.py owns figures and files). One fixed colour and
+marker per strategy everywhere, colour-blind safe (Okabe-Ito).
+"""
+
+import numpy as np
+import pandas as pd
+
+from . import SERVERS, STRATEGIES
+from .tables import ordered_values
+
+COLORS = {"main1": "#D55E00", "main2": "#0072B2", "main3": "#E69F00", "main4": "#009E73"}
+MARKERS = {"main1": "o", "main2": "s", "main3": "^", "main4": "D"}
+
+# Fixed style for every figure (reproducible SVG: fixed hash salt, no dates in report.py).
+RC = {
+    "figure.dpi": 100, "savefig.dpi": 120, "font.size": 9, "axes.titlesize": 10,
+    "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8, "legend.frameon": False,
+    "svg.hashsalt": "lockbench", "svg.fonttype": "path", "path.simplify": False,
+}
+
+
+def _legend(ax, **kw):
+    """Legend outside the plot area, so it never hides data (constrained layout makes room)."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
+
+
+def label(server: str) -> str:
+    return f"{server} ({STRATEGIES.get(server, '?')})"
+
+
+def _servers(df) -> list:
+    present = set(df["server"])
+    return [s for s in SERVERS if s in present]
+
+
+def plot_mean_latency(ax, summary: pd.DataFrame):
+    """Grouped bars: mean lab latency (ms, log scale) per n and server, 95% CI whiskers."""
+    ns = sorted(summary["n"].unique())
+    servers = _servers(summary)
+    width = 0.8 / max(len(servers), 1)
+    x = np.arange(len(ns))
+    artists = []
+    for i, s in enumerate(servers):
+        g = summary[summary["server"] == s].set_index("n").reindex(ns)
+        mean = g["mean_s"].to_numpy() * 1e3
+        err = np.vstack([mean - g["ci_lo_s"].to_numpy() * 1e3,
+                         g["ci_hi_s"].to_numpy() * 1e3 - mean])
+        err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
+        artists.append(ax.bar(x + (i - (len(servers) - 1) / 2) * width, mean, width,
+                              yerr=err, capsize=2, color=COLORS[s], label=label(s),
+                              edgecolor="black", linewidth=0.4,
+                              error_kw={"elinewidth": 0.8}))
+    ax.set_xticks(x, [f"n = {n}" for n in ns])
+    ax.set_yscale("log")
+    ax.set_ylabel("mean memory access latency [ms] (log scale)")
+    ax.set_xlabel("array size n")
+    ax.set_title("Mean latency per run, 95% CI of the mean")
+    _legend(ax)
+    return artists
+
+
+def plot_latency_distribution(axes, lab: pd.DataFrame):
+    """One panel per n: box plot of the per-run lab latency (ms) of each server; the
+    whiskers span 1.5 IQR, points beyond are single runs. Log scale, shared y."""
+    ns = sorted(lab["n"].unique())
+    artists = []
+    for ax, n in zip(np.atleast_1d(axes), ns):
+        g = lab[(lab["n"] == n) & lab["latency_s"].notna()]
+        servers = _servers(g)
+        data = [g.loc[g["server"] == s, "latency_s"].to_numpy() * 1e3 for s in servers]
+        bp = ax.boxplot(data, tick_labels=servers, patch_artist=True, widths=0.6,
+                        flierprops={"markersize": 3})
+        for patch, s in zip(bp["boxes"], servers):
+            patch.set_facecolor(COLORS[s])
+            patch.set_alpha(0.75)
+        for med in bp["medians"]:
+            med.set_color("black")
+        ax.set_yscale("log")
+        ax.set_title(f"n = {n}")
+        ax.set_xlabel("server")
+        artists.append(bp)
+    np.atleast_1d(axes)[0].set_ylabel("memory access latency per run [ms] (log scale)")
+    return artists
+
+
+def plot_wait_hold(axes, wh: pd.DataFrame):
+    """Left: mean lock wait, lock hold and the rest of the memory-access latency (ms),
+    stacked, one bar per server (colour) grouped by n. Right: the same as shares (%)."""
+    from matplotlib.patches import Patch
+
+    ax_abs, ax_pct = axes
+    ns = sorted(wh["n"].unique())
+    wh = wh.assign(_g=wh["n"].map({n: i for i, n in enumerate(ns)}),
+                   _o=wh["server"].map({s: i for i, s in enumerate(SERVERS)}))
+    wh = wh.sort_values(["_g", "_o"]).reset_index(drop=True)
+    x = (wh["_g"] * (len(SERVERS) + 1) + wh["_o"]).to_numpy(dtype=float)
+    centers = [x[wh["_g"] == i].mean() for i in range(len(ns))]
+    parts = [("wait_s", "lock wait", 1.0, None),
+             ("hold_s", "lock held (array access + delay)", 0.55, "//"),
+             ("other_s", "rest of the measured interval", 0.2, "..")]
+    colors = [COLORS.get(s, "grey") for s in wh["server"]]
+    total = (wh["wait_s"] + wh["hold_s"] + wh["other_s"]).replace(0, np.nan)
+    artists = []
+    for ax, pct, ylabel in ((ax_abs, False, "mean time per request [ms]"),
+                            (ax_pct, True, "share of the request's latency [%]")):
+        bottom = np.zeros(len(wh))
+        for col, _, alpha, hatch in parts:
+            v = (wh[col] / total * 100).to_numpy() if pct else wh[col].to_numpy() * 1e3
+            v = np.nan_to_num(v.astype(float))
+            artists.append(ax.bar(x, v, 0.85, bottom=bottom, color=colors, alpha=alpha,
+                                  hatch=hatch, edgecolor="black", linewidth=0.4))
+            bottom += v
+        ax.set_xticks(centers, [f"n = {n}" for n in ns])
+        ax.set_xlabel("array size n (one bar per server)")
+        ax.set_ylabel(ylabel)
+    ax_abs.set_title("Where the latency goes (mean per request)")
+    ax_pct.set_title("Share of wait and hold")
+    ax_pct.set_ylim(0, 100)
+    kinds = [Patch(facecolor="grey", alpha=a, hatch=h, edgecolor="black", label=name)
+             for _, name, a, h in parts]
+    servers = [Patch(facecolor=COLORS[s], edgecolor="black", label=label(s))
+               for s in _servers(wh)]
+    _legend(ax_pct, handles=kinds + servers)
+    return artists
+
+
+def plot_saturation(axes, thr: pd.DataFrame, knees: pd.DataFrame):
+    """Top: throughput (req/s) vs client threads; bottom: p95 client latency (us, log) vs
+    client threads. Closed loop. The knee (fewest threads reaching 90% of the peak) is
+    circled on both curves."""
+    ax_t, ax_p = axes
+    artists = []
+    for s in _servers(thr):
+        g = thr[thr["server"] == s].sort_values("threads")
+        artists += ax_t.plot(g["threads"], g["throughput_rps"], marker=MARKERS[s],
+                             color=COLORS[s], label=label(s))
+        ax_t.fill_between(g["threads"], g["throughput_min_rps"], g["throughput_max_rps"],
+                          color=COLORS[s], alpha=0.15, linewidth=0)
+        artists += ax_p.plot(g["threads"], g["lat_p95_us"], marker=MARKERS[s], color=COLORS[s],
+                             label=label(s))
+        k = knees[knees["server"] == s]
+        if not k.empty:
+            k = k.iloc[0]
+            kp95 = g.loc[g["threads"] == k["knee_threads"], "lat_p95_us"].iloc[0]
+            for ax, y in ((ax_t, k["knee_rps"]), (ax_p, kp95)):
+                artists.append(ax.scatter([k["knee_threads"]], [y], s=160, facecolors="none",
+                                          edgecolors=COLORS[s], linewidths=1.5, zorder=5))
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ticks = sorted(thr["threads"].unique())
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax_t.set_ylabel("throughput [requests/s]")
+    ax_t.set_ylim(bottom=0)
+    ax_t.set_title("Saturation (closed loop; circle = knee, 90% of peak; band = min-max)")
+    ax_p.set_yscale("log")
+    ax_p.set_ylabel("p95 client latency [us] (log scale)")
+    ax_p.set_xlabel("client threads")
+    _legend(ax_t)
+    return artists
+
+
+def plot_latency_cdf(axes, traces: pd.DataFrame):
+    """One panel per n: empirical CDF of the per-request memory-access latency (us, log x)
+    from the servers' traces."""
+    ns = sorted(traces["n"].unique())
+    artists = []
+    for ax, n in zip(np.atleast_1d(axes), ns):
+        g = traces[traces["n"] == n]
+        for s in _servers(g):
+            v = np.sort(g.loc[g["server"] == s, "latency_ns"].to_numpy() / 1e3)
+            v = np.clip(v, 1e-3, None)
+            y = np.arange(1, len(v) + 1) / len(v)
+            artists += ax.step(v, y, where="post", color=COLORS[s], label=label(s))
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"n = {n}")
+        ax.set_xlabel("memory access latency per request [us] (log scale)")
+    np.atleast_1d(axes)[0].set_ylabel("fraction of requests")
+    _legend(np.atleast_1d(axes)[-1])
+    return artists
+
+
+def plot_latency_vs_n(ax, df: pd.DataFrame, ylabel: str, title: str):
+    """Latency (ms, log) against array size n (log) per server. df: server, n, latency_ms."""
+    artists = []
+    for s in _servers(df):
+        g = df[df["server"] == s].sort_values("n")
+        artists += ax.plot(g["n"], g["latency_ms"], marker=MARKERS[s], color=COLORS[s],
+                           label=label(s))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("array size n (log scale)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    _legend(ax)
+    return artists
+
+
+def plot_sweep(axes, summary: pd.DataFrame, param: str, xlabel: str):
+    """Three panels against a swept parameter (shown as evenly spaced categories): median
+    throughput (req/s), median p95 client latency (us, log), and the server's mean
+    memory-access latency (ms, log) when the server summaries are there."""
+    ax_t, ax_p, ax_s = axes
+    values = ordered_values(summary[param])
+    pos = {v: i for i, v in enumerate(values)}
+    artists = []
+    for s in _servers(summary):
+        g = summary[summary["server"] == s].copy()
+        g["_x"] = g[param].map(pos)
+        g = g.sort_values("_x")
+        kw = {"marker": MARKERS[s], "color": COLORS[s], "label": label(s)}
+        artists += ax_t.plot(g["_x"], g["throughput_rps"], **kw)
+        artists += ax_p.plot(g["_x"], g["lat_p95_us"], **kw)
+        if "summary_mean_latency_s" in g:
+            artists += ax_s.plot(g["_x"], g["summary_mean_latency_s"] * 1e3, **kw)
+    fmt = (lambda v: f"{v:g}") if not isinstance(values[0], str) else str
+    for ax in axes:
+        ax.set_xticks(range(len(values)), [fmt(v) for v in values])
+        ax.set_xlabel(xlabel)
+    ax_t.set_ylabel("throughput [requests/s]")
+    ax_t.set_ylim(bottom=0)
+    ax_p.set_ylabel("p95 client latency [us] (log scale)")
+    ax_p.set_yscale("log")
+    ax_s.set_ylabel("server mean memory access latency [ms] (log scale)")
+    ax_s.set_yscale("log")
+    _legend(ax_s)
+    return artists

@@ -1,0 +1,194 @@
+"""The raw results layout and its loaders.
+
+A results directory (written by runner.py, read-only afterwards) holds:
+  metadata.json           machine, build, git commit, every parameter, one entry per session
+  lab.csv                 one row per client run of the lab experiment (LAB_COLUMNS)
+  lab_servers.csv         one row per server start of the lab experiment (SERVER_COLUMNS)
+  lab_client.jsonl        the client's JSON output of every lab run, as printed
+  sweep_<kind>.csv        one row per client run of a sweep (SWEEP_COLUMNS)
+  sweep_<kind>_servers.csv one row per server start of a sweep (SERVER_COLUMNS)
+  sweep_<kind>_client.jsonl
+  traces/<server>_n<n>.csv per-request trace of the lab servers (TRACE_COLUMNS, bounded)
+  time/time_s<S>_n<n>     the servers' time files, as the kit names them
+  logs/                   server stdout/stderr
+Loaders check columns and types and raise LoadError naming the file and the problem.
+"""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from . import SERVERS
+
+SWEEP_KINDS = ("threads", "read-ratio", "n", "delay", "connection")
+
+# Client result columns shared by lab and sweep rows (from the client's JSON "results").
+CLIENT_RESULT_COLUMNS = {
+    "ok": "Int64", "errors": "Int64", "elapsed_s": "float64", "throughput_rps": "float64",
+    "lat_mean_us": "float64", "lat_p50_us": "float64", "lat_p90_us": "float64",
+    "lat_p95_us": "float64", "lat_p99_us": "float64", "lat_p999_us": "float64",
+    "lat_max_us": "float64", "saturated": "boolean",
+}
+
+LAB_COLUMNS = {
+    "server": "string", "n": "int64", "rep": "int64", "delay_us": "float64",
+    "read_ratio": "float64", "threads": "Int64", "requests": "Int64", "connection": "string",
+    "port": "int64", "git_sha": "string",
+    "latency_s": "float64",      # the run's line of the server's time file (the lab metric)
+    "time_lines": "int64",       # lines the run added to the time file (1 when in step)
+    **CLIENT_RESULT_COLUMNS,
+}
+
+SWEEP_COLUMNS = {
+    "kind": "string", "value": "string", "server": "string", "n": "int64", "rep": "int64",
+    "delay_us": "float64", "read_ratio": "float64", "threads": "int64",
+    "connection": "string", "duration_s": "float64", "warmup_s": "float64",
+    "port": "int64", "git_sha": "string",
+    **CLIENT_RESULT_COLUMNS,
+}
+
+SUMMARY_KEYS = ("requests", "errors", "mean_latency_s", "mean_wait_s", "mean_hold_s",
+                "mean_delay_slept_us")
+
+SERVER_COLUMNS = {
+    "experiment": "string", "value": "string", "server": "string", "n": "int64",
+    "rep": "int64", "delay_us": "float64", "port": "int64", "exit_code": "Int64",
+    **{f"summary_{k}": "float64" for k in SUMMARY_KEYS},
+    "summary": "string",
+}
+
+TRACE_COLUMNS = {"pos": "int64", "is_read": "int64", "latency_ns": "int64",
+                 "wait_ns": "int64", "hold_ns": "int64"}
+
+
+class LoadError(Exception):
+    """A raw results file is missing, malformed, or inconsistent."""
+
+
+def _typed(df: pd.DataFrame, schema: dict, where: str) -> pd.DataFrame:
+    missing = [c for c in schema if c not in df.columns]
+    if missing:
+        raise LoadError(f"{where}: missing column(s) {', '.join(missing)}")
+    out = df.copy()
+    for col, dtype in schema.items():
+        try:
+            if dtype == "boolean":
+                out[col] = out[col].map(
+                    lambda v: pd.NA if pd.isna(v) else str(v).strip().lower() in ("true", "1")
+                ).astype("boolean")
+            elif dtype == "string":
+                out[col] = out[col].astype("string")
+            else:
+                out[col] = pd.to_numeric(out[col], errors="raise").astype(dtype)
+        except (ValueError, TypeError) as exc:
+            raise LoadError(f"{where}: column {col} is not {dtype}: {exc}") from None
+    return out
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    except FileNotFoundError:
+        raise LoadError(f"{path}: no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise LoadError(f"{path}: not a readable CSV: {exc}") from None
+
+
+def check_lab(df: pd.DataFrame, where: str = "lab data") -> pd.DataFrame:
+    """Types the lab rows and checks they make sense (known servers, n >= 1, unique runs)."""
+    df = _typed(df, LAB_COLUMNS, where)
+    unknown = sorted(set(df["server"].dropna()) - set(SERVERS))
+    if unknown:
+        raise LoadError(f"{where}: unknown server(s) {', '.join(unknown)}")
+    if (df["n"] < 1).any():
+        raise LoadError(f"{where}: n must be >= 1")
+    dup = df.duplicated(["server", "n", "rep"])
+    if dup.any():
+        first = df[dup].iloc[0]
+        raise LoadError(f"{where}: run {first['server']} n={first['n']} rep={first['rep']} "
+                        "appears more than once")
+    return df.sort_values(["server", "n", "rep"], kind="stable").reset_index(drop=True)
+
+
+def load_lab(path) -> pd.DataFrame:
+    """lab.csv -> one typed row per client run, sorted by (server, n, rep)."""
+    path = Path(path)
+    return check_lab(_read_csv(path), str(path))
+
+
+def load_sweep(path) -> pd.DataFrame:
+    """sweep_<kind>.csv -> one typed row per client run, sorted."""
+    path = Path(path)
+    df = _typed(_read_csv(path), SWEEP_COLUMNS, str(path))
+    kinds = sorted(set(df["kind"].dropna()) - set(SWEEP_KINDS))
+    if kinds:
+        raise LoadError(f"{path}: unknown sweep kind(s) {', '.join(kinds)}")
+    order = ["kind", "server", "n", "delay_us", "read_ratio", "threads", "connection", "rep"]
+    return df.sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def load_servers(path) -> pd.DataFrame:
+    """<experiment>_servers.csv -> one typed row per server start."""
+    path = Path(path)
+    df = _typed(_read_csv(path), SERVER_COLUMNS, str(path))
+    return df.sort_values(["experiment", "server", "n", "delay_us", "value", "rep"],
+                          kind="stable").reset_index(drop=True)
+
+
+def load_trace(path) -> pd.DataFrame:
+    """A server's --trace CSV (pos,is_read,latency_ns,wait_ns,hold_ns)."""
+    path = Path(path)
+    return _typed(_read_csv(path), TRACE_COLUMNS, str(path))
+
+
+def load_traces(trace_dir) -> pd.DataFrame:
+    """Every traces/<server>_n<n>.csv, concatenated with server and n columns."""
+    frames = []
+    for path in sorted(Path(trace_dir).glob("*_n*.csv")):
+        server, _, n = path.stem.rpartition("_n")
+        if server not in SERVERS or not n.isdigit():
+            continue
+        df = load_trace(path)
+        df.insert(0, "n", int(n))
+        df.insert(0, "server", server)
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame({"server": pd.Series(dtype="string"), "n": pd.Series(dtype="int64"),
+                             **{c: pd.Series(dtype=t) for c, t in TRACE_COLUMNS.items()}})
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_metadata(path) -> dict:
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LoadError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise LoadError(f"{path}: not valid JSON: {exc}") from None
+
+
+def load_results(results_dir) -> dict:
+    """Everything in a results directory that exists: {'metadata', 'lab', 'lab_servers',
+    'traces', 'sweeps': {kind: df}, 'sweep_servers': {kind: df}}. Missing parts are None/empty;
+    a directory with neither lab.csv nor any sweep is an error."""
+    d = Path(results_dir)
+    if not d.is_dir():
+        raise LoadError(f"{d}: not a directory")
+    out = {"metadata": load_metadata(d / "metadata.json") if (d / "metadata.json").exists() else {},
+           "lab": load_lab(d / "lab.csv") if (d / "lab.csv").exists() else None,
+           "lab_servers": (load_servers(d / "lab_servers.csv")
+                           if (d / "lab_servers.csv").exists() else None),
+           "traces": load_traces(d / "traces"),
+           "sweeps": {}, "sweep_servers": {}}
+    for kind in SWEEP_KINDS:
+        p = d / f"sweep_{kind}.csv"
+        if p.exists():
+            out["sweeps"][kind] = load_sweep(p)
+        ps = d / f"sweep_{kind}_servers.csv"
+        if ps.exists():
+            out["sweep_servers"][kind] = load_servers(ps)
+    if out["lab"] is None and not out["sweeps"]:
+        raise LoadError(f"{d}: no lab.csv and no sweep_*.csv: nothing to report")
+    return out

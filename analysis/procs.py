@@ -1,0 +1,237 @@
+"""Server and client processes: free ports, start, wait until listening, stop, parse output.
+
+Every server started here is registered until stopped; an atexit hook (and the runner's
+try/finally) stops any left over, so no server outlives the runner, even on Ctrl-C.
+"""
+
+import atexit
+import json
+import os
+import queue
+import random
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+HOST = "127.0.0.1"
+
+
+class RunError(Exception):
+    """An experiment cannot go on; the message is the one-line cause shown to the user."""
+
+
+def twin(port: int) -> int:
+    """The byte-swapped port the kit client connects to (KIT.md, "the port quirk")."""
+    return ((port >> 8) | (port << 8)) & 0xFFFF
+
+
+def port_free(port: int) -> bool:
+    """Whether a TCP listener could bind 127.0.0.1:port right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_port(rng: random.Random | None = None, tries: int = 200) -> int:
+    """A port P such that P and its twin are both free and both lie in 1024..32767, outside
+    Linux's default ephemeral range, so outgoing client connections never take them."""
+    rng = rng or random.Random()
+    for _ in range(tries):
+        p = (rng.randint(4, 127) << 8) | rng.randint(4, 127)
+        if p != twin(p) and port_free(p) and port_free(twin(p)):
+            return p
+    raise RunError("no free TCP port pair (P and its byte-swapped twin) found on 127.0.0.1")
+
+
+def check_binary(path: Path) -> Path:
+    if not path.is_file():
+        raise RunError(f"binary not found: {path} (build first: cmake --preset release && "
+                       "cmake --build --preset release)")
+    if not os.access(path, os.X_OK):
+        raise RunError(f"binary not executable: {path}")
+    return path
+
+
+def parse_summary(line: str) -> dict:
+    """'mainN: summary k=v k=v ...' -> {k: float or str}."""
+    out = {}
+    _, _, rest = line.partition("summary")
+    for tok in rest.split():
+        k, sep, v = tok.partition("=")
+        if not sep:
+            continue
+        try:
+            out[k] = float(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+_LIVE: set = set()
+
+
+def _stop_all() -> None:
+    for srv in list(_LIVE):
+        srv.stop()
+
+
+atexit.register(_stop_all)
+
+
+class Server:
+    """One running mainN. Use as a context manager: started on enter, stopped on exit."""
+
+    def __init__(self, binary: Path, n: int, port: int, *, delay_us: float, cwd: Path,
+                 time_file: Path, log_file: Path, trace: Path | None = None,
+                 trace_limit: int = 0, extra: tuple = (), ready_timeout: float = 15.0):
+        self.name = binary.name
+        self.n, self.port = n, port
+        self.argv = [str(binary), str(n), HOST, str(port), "--delay-us", f"{delay_us:g}",
+                     "--time-file", str(time_file), "-q", *extra]
+        if trace is not None and trace_limit > 0:
+            self.argv += ["--trace", str(trace), "--trace-limit", str(trace_limit)]
+        self.cwd, self.log_file, self.ready_timeout = cwd, log_file, ready_timeout
+        self.proc = None
+        self.lines: queue.Queue = queue.Queue()
+        self.summary_line = None
+        self.exit_code = None
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def start(self) -> "Server":
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_file, "a")
+        self._log.write(f"# {' '.join(self.argv)}\n")
+        self._log.flush()
+        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=subprocess.PIPE,
+                                     stderr=self._log, stdin=subprocess.DEVNULL, text=True,
+                                     start_new_session=True)
+        self._log.write(f"# pid={self.proc.pid}\n")
+        self._log.flush()
+        _LIVE.add(self)
+        threading.Thread(target=self._pump, daemon=True).start()
+        deadline = time.monotonic() + self.ready_timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.stop()
+                raise RunError(f"{self.name} (n={self.n}) did not print its listening line "
+                               f"within {self.ready_timeout:g} s; see {self.log_file}") from None
+            if line is None:
+                code = self.proc.wait()
+                self.stop()
+                raise RunError(f"{self.name} (n={self.n}) exited with code {code} at start-up: "
+                               f"{self._last_log_line() or 'no message'}")
+            self._log.write(line + "\n")
+            if line.startswith(f"{self.name}: listening on "):
+                return self
+
+    def _last_log_line(self) -> str:
+        self._log.flush()
+        try:
+            lines = [ln for ln in self.log_file.read_text().splitlines()
+                     if ln.strip() and not ln.startswith("# ")]
+        except OSError:
+            return ""
+        return lines[-1].strip() if lines else ""
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def died(self) -> RunError:
+        return RunError(f"{self.name} (n={self.n}) died during the experiment with exit code "
+                        f"{self.proc.poll()}; see {self.log_file}")
+
+    def stop(self, timeout: float = 5.0) -> dict:
+        """SIGTERM, wait, SIGKILL the process group if needed; returns the parsed summary."""
+        if self.proc is None:
+            return {}
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait()
+        self.exit_code = self.proc.returncode
+        _LIVE.discard(self)
+        while True:  # drain what the server printed before exiting
+            try:
+                line = self.lines.get(timeout=1.0)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self._log.write(line + "\n")
+            if line.startswith(f"{self.name}: summary"):
+                self.summary_line = line
+        self._log.write(f"# exit={self.exit_code}\n")
+        self._log.close()
+        return parse_summary(self.summary_line) if self.summary_line else {}
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.exit_code is None:
+            self.stop()
+        return False
+
+
+def _need(d: dict, *path):
+    cur = d
+    for k in path:
+        if not isinstance(cur, dict) or k not in cur:
+            raise RunError(f"client JSON has no field {'.'.join(path)}")
+        cur = cur[k]
+    return cur
+
+
+def client_row(doc: dict) -> dict:
+    """The client's JSON object -> the flat result columns of a CSV row (load.py)."""
+    r = _need(doc, "results")
+    lat = _need(doc, "results", "latency_us")
+    err = _need(doc, "results", "errors")
+    total = err.get("total") if isinstance(err, dict) else err
+    return {
+        "ok": _need(doc, "results", "ok"), "errors": total,
+        "elapsed_s": _need(doc, "results", "elapsed_s"),
+        "throughput_rps": _need(doc, "results", "throughput_rps"),
+        **{f"lat_{k}_us": lat.get(k) for k in ("mean", "p50", "p90", "p95", "p99", "p999", "max")},
+        "saturated": r.get("saturated"),
+    }
+
+
+def run_client(binary: Path, n: int, port: int, args: list, timeout: float) -> tuple[list, str]:
+    """Runs the client with --format json; returns (list of JSON objects, raw stdout)."""
+    argv = [str(binary), str(n), HOST, str(port), *args, "--format", "json", "--quiet"]
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           stdin=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"client did not finish within {timeout:g} s: {' '.join(argv)}") from None
+    if p.returncode != 0:
+        msg = (p.stderr.strip().splitlines() or ["no message"])[-1]
+        raise RunError(f"client exited with code {p.returncode} ({msg}): {' '.join(argv)}")
+    try:
+        doc = json.loads(p.stdout)
+    except json.JSONDecodeError as exc:
+        raise RunError(f"client output is not JSON ({exc}): {' '.join(argv)}") from None
+    docs = doc if isinstance(doc, list) else [doc]
+    if not docs or not all(isinstance(d, dict) for d in docs):
+        raise RunError(f"client JSON is not an object or a list of objects: {' '.join(argv)}")
+    return docs, p.stdout

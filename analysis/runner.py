@@ -1,0 +1,510 @@
+"""The lab experiment and the sweeps: run servers and client, write raw results
+incrementally (one CSV row per client run), resume, and record metadata.
+
+Layout of a results directory: see load.py.
+"""
+
+import csv
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import platform
+import random
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import SERVERS
+from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
+from .procs import (RunError, Server, check_binary, client_row, pick_port, port_free,  # noqa: F401
+                    run_client, twin)
+from .progress import Progress
+
+REPO = Path(__file__).resolve().parents[1]
+LAB_N = (10, 100, 1000)
+
+# Sweep values: full and --quick.
+SWEEP_VALUES = {
+    "threads": [1, 2, 4, 8, 16, 32, 64],
+    "read-ratio": [0.0, 0.3, 0.5, 0.7, 0.9, 1.0],
+    "n": [1, 10, 100, 1000, 10_000, 100_000, 1_000_000],
+    "delay": [0, 1, 10, 100],
+    "connection": ["per-request", "keepalive"],
+}
+QUICK_SWEEP_VALUES = {
+    "threads": [1, 4, 16, 64],
+    "read-ratio": [0.5, 0.9],
+    "n": [10, 1000, 100_000],
+    "delay": [0, 10],
+    "connection": ["per-request", "keepalive"],
+}
+SWEEP_FIELD = {"threads": "threads", "read-ratio": "read_ratio", "n": "n",
+               "delay": "delay_us", "connection": "connection"}
+
+
+@dataclass
+class LabParams:
+    servers: list = field(default_factory=lambda: list(SERVERS))
+    n: list = field(default_factory=lambda: list(LAB_N))
+    runs: int = 100
+    delay_us: float = 10.0
+    pause_s: float = 0.0
+    trace_limit: int = 20000
+
+
+@dataclass
+class SweepParams:
+    kinds: list = field(default_factory=lambda: list(SWEEP_KINDS))
+    servers: list = field(default_factory=lambda: list(SERVERS))
+    n: int = 1000
+    delay_us: float = 10.0
+    read_ratio: float = 0.7
+    threads: int = 64
+    connection: str = "per-request"
+    duration_s: float = 1.0
+    warmup_s: float = 0.25
+    reps: int = 3
+    values: dict = field(default_factory=lambda: {k: list(v) for k, v in SWEEP_VALUES.items()})
+
+
+def find_binary(bin_dir: Path, name: str) -> Path:
+    """bin_dir/name, or bin_dir/name/name when CMake put the target in its subdirectory's
+    build folder (the client is built as build/release/client/client)."""
+    p = bin_dir / name
+    return p / name if p.is_dir() else p
+
+
+@dataclass
+class Ctx:
+    """What every experiment needs: where binaries and results are, and the run identity."""
+    results: Path
+    bin_dir: Path
+    git_sha: str = "unknown"
+    port: int | None = None          # fixed port (None: a fresh free pair per server start)
+    client_timeout: float = 120.0
+    rng: random.Random = field(default_factory=random.Random)
+    progress: Progress | None = None
+
+    def binary(self, name: str) -> Path:
+        return check_binary(find_binary(self.bin_dir, name))
+
+    def new_port(self) -> int:
+        if self.port is None:
+            return pick_port(self.rng)
+        if not (port_free(self.port) and port_free(twin(self.port))):
+            raise RunError(f"port {self.port} or its twin {twin(self.port)} is in use on 127.0.0.1")
+        return self.port
+
+    def note(self, text: str) -> None:
+        (self.progress.note if self.progress else lambda t: print(t, file=sys.stderr))(text)
+
+
+# ---- raw files ------------------------------------------------------------------------------
+
+def repair_csv(path: Path) -> None:
+    """Drops a last line cut short by a crash (no trailing newline), so appends stay valid."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def read_rows(path: Path) -> list:
+    repair_csv(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+class CsvLog:
+    """Appends rows to a CSV (header written once), flushing after every row."""
+
+    def __init__(self, path: Path, columns):
+        self.path, self.columns = path, list(columns)
+        repair_csv(path)
+        new = not path.exists() or path.stat().st_size == 0
+        if not new:
+            with open(path, newline="") as f:
+                header = next(csv.reader(f), [])
+            if header != self.columns:
+                raise RunError(f"{path} has different columns than this version writes; "
+                               "use a new results directory")
+        self.f = open(path, "a", newline="")
+        self.w = csv.DictWriter(self.f, self.columns, extrasaction="ignore", lineterminator="\n")
+        if new:
+            self.w.writeheader()
+            self.f.flush()
+
+    def write(self, row: dict) -> None:
+        self.w.writerow({k: _cell(row.get(k)) for k in self.columns})
+        self.f.flush()
+
+    def close(self):
+        self.f.close()
+
+
+def _cell(v):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    return v
+
+
+def fmt_value(v) -> str:
+    return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def default_results_dir(base: Path) -> Path:
+    return base / dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+# ---- metadata -------------------------------------------------------------------------------
+
+def _run(argv, cwd=None) -> str:
+    try:
+        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def git_info(repo: Path = REPO) -> dict:
+    commit = _run(["git", "rev-parse", "HEAD"], cwd=repo) or "unknown"
+    dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo))
+    return {"commit": commit, "dirty": dirty,
+            "describe": _run(["git", "describe", "--always", "--dirty"], cwd=repo)}
+
+
+def build_info(bin_dir: Path) -> dict:
+    """From the CMake build tree: build type, compiler, flags; hashes of the binaries."""
+    info = {"bin_dir": str(bin_dir)}
+    cache = bin_dir / "CMakeCache.txt"
+    if cache.exists():
+        kv = {}
+        for line in cache.read_text(errors="replace").splitlines():
+            m = re.match(r"^([A-Za-z0-9_]+):[A-Z]+=(.*)$", line)
+            if m:
+                kv[m.group(1)] = m.group(2)
+        bt = kv.get("CMAKE_BUILD_TYPE", "")
+        info.update({"build_type": bt, "cxx_compiler": kv.get("CMAKE_CXX_COMPILER", ""),
+                     "cxx_flags": kv.get("CMAKE_CXX_FLAGS", ""),
+                     "cxx_flags_build_type": kv.get(f"CMAKE_CXX_FLAGS_{bt.upper()}", ""),
+                     "sanitize": kv.get("LOCKBENCH_SANITIZE", "")})
+    for f in sorted(bin_dir.glob("CMakeFiles/*/CMakeCXXCompiler.cmake")):
+        text = f.read_text(errors="replace")
+        for key, out in (("CMAKE_CXX_COMPILER_ID", "cxx_compiler_id"),
+                         ("CMAKE_CXX_COMPILER_VERSION", "cxx_compiler_version")):
+            m = re.search(rf'set\({key} "([^"]*)"\)', text)
+            if m:
+                info[out] = m.group(1)
+    if "cxx_compiler_version" not in info and info.get("cxx_compiler"):
+        info["cxx_compiler_version"] = _run([info["cxx_compiler"], "--version"]).split("\n")[0]
+    info["binaries"] = {}
+    for name in (*SERVERS, "client"):
+        p = find_binary(bin_dir, name)
+        if p.is_file():
+            info["binaries"][name] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return info
+
+
+def machine_info() -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    osname = "unknown"
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                osname = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    from importlib.metadata import version
+    return {"cpu_model": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "os": osname, "python": platform.python_version(),
+            "packages": {p: version(p) for p in ("numpy", "pandas", "matplotlib")}}
+
+
+def write_json(path: Path, doc: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def open_results(results: Path, bin_dir: Path, lab: LabParams | None,
+                 sweeps: SweepParams | None, argv: list, resume: bool) -> tuple[dict, Ctx]:
+    """Creates (or, resuming, reopens) a results directory and its metadata.json; returns
+    the metadata and a Ctx. When resuming, the stored parameters win."""
+    meta_path = results / "metadata.json"
+    if resume:
+        if not meta_path.exists():
+            raise RunError(f"cannot resume: {meta_path} not found")
+        meta = json.loads(meta_path.read_text())
+    else:
+        if results.exists() and any(results.iterdir()):
+            raise RunError(f"results directory {results} is not empty (use --resume {results})")
+        results.mkdir(parents=True, exist_ok=True)
+        meta = {"tool": "lockbench-analysis", "schema": 1, "created_utc": utc_now(),
+                "parameters": {}, "sessions": []}
+    params = meta.setdefault("parameters", {})
+    if lab is not None and "lab" not in params:
+        params["lab"] = dataclasses.asdict(lab)
+    if sweeps is not None and "sweeps" not in params:
+        params["sweeps"] = dataclasses.asdict(sweeps)
+    git = git_info()
+    meta["git"] = meta.get("git") or git
+    meta["build"] = build_info(bin_dir)
+    meta["machine"] = machine_info()
+    meta["sessions"].append({"started_utc": utc_now(), "argv": argv, "git": git})
+    write_json(meta_path, meta)
+    sha = git["commit"][:12] + ("-dirty" if git["dirty"] else "")
+    return meta, Ctx(results=results, bin_dir=bin_dir, git_sha=sha)
+
+
+def lab_params(meta: dict) -> LabParams | None:
+    p = meta.get("parameters", {}).get("lab")
+    return LabParams(**p) if p else None
+
+
+def sweep_params(meta: dict) -> SweepParams | None:
+    p = meta.get("parameters", {}).get("sweeps")
+    return SweepParams(**p) if p else None
+
+
+def record_client_version(ctx: Ctx, doc: dict) -> None:
+    meta_path = ctx.results / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    v = f"{doc.get('tool', 'client')} {doc.get('version', '?')}"
+    if meta.get("client_version") != v:
+        meta["client_version"] = v
+        write_json(meta_path, meta)
+
+
+# ---- the lab experiment ---------------------------------------------------------------------
+
+LAB_RUN_ESTIMATE = 0.12   # seconds per kit run, for the ETA before real timings exist
+START_ESTIMATE = 0.3      # seconds per server start/stop
+
+
+def lab_todo(ctx: Ctx, p: LabParams) -> dict:
+    """{(server, n): [reps not yet in lab.csv]} in the order they will run."""
+    done = {(r["server"], int(r["n"]), int(r["rep"])) for r in read_rows(ctx.results / "lab.csv")}
+    todo = {}
+    for s in p.servers:
+        for n in p.n:
+            reps = [k for k in range(1, p.runs + 1) if (s, n, k) not in done]
+            if reps:
+                todo[(s, n)] = reps
+    return todo
+
+
+def lab_estimate(todo: dict, p: LabParams) -> tuple[float, int]:
+    runs = sum(len(v) for v in todo.values())
+    return runs * (LAB_RUN_ESTIMATE + p.pause_s) + len(todo) * START_ESTIMATE, runs
+
+
+def _count_lines(path: Path) -> list:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return []
+    return text.split("\n")[:-1]  # complete lines only
+
+
+def _wait_new_lines(path: Path, before: int, want: int, timeout: float) -> list:
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = _count_lines(path)
+        if len(lines) - before >= want or time.monotonic() > deadline:
+            return lines[before:]
+        time.sleep(0.005)
+
+
+def _server_row(experiment, value, srv: Server, delay_us, summary: dict, rep=0) -> dict:
+    row = {"experiment": experiment, "value": value, "server": srv.name, "n": srv.n,
+           "rep": rep, "delay_us": delay_us, "port": srv.port, "exit_code": srv.exit_code,
+           "summary": srv.summary_line or ""}
+    for k in SUMMARY_KEYS:
+        v = summary.get(k)
+        row[f"summary_{k}"] = v if isinstance(v, float) else None
+    return row
+
+
+def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
+    """For each (server, n): one server start, p.runs kit-mode client runs, the time-file
+    line of each run, the server's summary at the end. Rows appended as they come."""
+    todo = lab_todo(ctx, p) if todo is None else todo
+    if not todo:
+        return
+    client = ctx.binary("client")
+    for s in p.servers:
+        ctx.binary(s)
+    for sub in ("time", "traces", "logs"):
+        (ctx.results / sub).mkdir(exist_ok=True)
+    rows = CsvLog(ctx.results / "lab.csv", LAB_COLUMNS)
+    srows = CsvLog(ctx.results / "lab_servers.csv", SERVER_COLUMNS)
+    raw = open(ctx.results / "lab_client.jsonl", "a")
+    try:
+        for (s, n), reps in todo.items():
+            port = ctx.new_port()
+            trace = ctx.results / "traces" / f"{s}_n{n}.csv"
+            want_trace = p.trace_limit > 0 and not (trace.exists() and trace.stat().st_size > 0)
+            time_file = ctx.results / "time" / f"time_s{s[-1]}_n{n}"
+            srv = Server(ctx.binary(s), n, port, delay_us=p.delay_us, cwd=ctx.results,
+                         time_file=time_file, log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
+                         trace=trace if want_trace else None, trace_limit=p.trace_limit)
+            with srv:
+                for rep in reps:
+                    before = len(_count_lines(time_file))
+                    t0 = time.monotonic()
+                    try:
+                        docs, out = run_client(client, n, port, [], ctx.client_timeout)
+                    except RunError as exc:
+                        if not srv.alive():
+                            raise srv.died() from None
+                        raise RunError(f"{s} n={n} run {rep}: {exc}") from None
+                    doc = docs[0]
+                    if rep == reps[0]:
+                        record_client_version(ctx, doc)
+                    res = client_row(doc)
+                    want = max(1, int(res["ok"] or 0) // 1000) if res["ok"] else 1
+                    new = _wait_new_lines(time_file, before, want, timeout=2.0)
+                    if not srv.alive():
+                        raise srv.died()
+                    vals = [float(x) for x in new if x.strip()]
+                    cfg = doc.get("config", {})
+                    rows.write({
+                        "server": s, "n": n, "rep": rep, "delay_us": p.delay_us,
+                        "read_ratio": cfg.get("read_ratio", 0.7), "threads": cfg.get("threads"),
+                        "requests": cfg.get("requests"), "connection": cfg.get("connection"),
+                        "port": port, "git_sha": ctx.git_sha,
+                        "latency_s": sum(vals) / len(vals) if vals else None,
+                        "time_lines": len(vals), **res})
+                    raw.write(json.dumps({"server": s, "n": n, "rep": rep, "client": doc},
+                                         sort_keys=True) + "\n")
+                    raw.flush()
+                    if not vals:
+                        ctx.note(f"warning: {s} n={n} run {rep}: no new line in {time_file.name} "
+                                 f"within 2 s (client ok={res['ok']} errors={res['errors']})")
+                    if ctx.progress:
+                        ctx.progress.advance(LAB_RUN_ESTIMATE + p.pause_s
+                                             + (START_ESTIMATE if rep == reps[0] else 0),
+                                             f"lab {s} n={n} run {rep}/{p.runs} "
+                                             f"({(time.monotonic() - t0) * 1e3:.0f} ms)")
+                    if p.pause_s > 0:
+                        time.sleep(p.pause_s)
+                summary = srv.stop()
+            if srv.exit_code not in (0, None):
+                raise RunError(f"{s} (n={n}) exited with code {srv.exit_code} when stopped; "
+                               f"see {srv.log_file}")
+            srows.write(_server_row("lab", "", srv, p.delay_us, summary))
+    finally:
+        rows.close()
+        srows.close()
+        raw.close()
+
+
+# ---- the sweeps -----------------------------------------------------------------------------
+
+def sweep_point(p: SweepParams, kind: str, value) -> dict:
+    """The full configuration of one sweep point: the base point with one field changed."""
+    cfg = {"n": p.n, "delay_us": p.delay_us, "read_ratio": p.read_ratio, "threads": p.threads,
+           "connection": p.connection}
+    cfg[SWEEP_FIELD[kind]] = value
+    return cfg
+
+
+def sweep_todo(ctx: Ctx, p: SweepParams) -> list:
+    """[(kind, rep, value, server)] not yet in sweep_<kind>.csv; repetitions outermost and
+    servers innermost, so the servers of one point run interleaved (A B A B), and noise
+    spreads over all points."""
+    todo = []
+    for kind in p.kinds:
+        done = {(r["server"], r["value"], int(r["rep"]))
+                for r in read_rows(ctx.results / f"sweep_{kind}.csv")}
+        for rep in range(1, p.reps + 1):
+            for v in p.values[kind]:
+                for s in p.servers:
+                    if (s, fmt_value(v), rep) not in done:
+                        todo.append((kind, rep, v, s))
+    return todo
+
+
+def sweep_estimate(todo: list, p: SweepParams) -> tuple[float, int]:
+    return len(todo) * (p.duration_s + p.warmup_s + START_ESTIMATE), len(todo)
+
+
+def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
+    todo = sweep_todo(ctx, p) if todo is None else todo
+    if not todo:
+        return
+    client = ctx.binary("client")
+    for s in p.servers:
+        ctx.binary(s)
+    for sub in ("time", "logs"):
+        (ctx.results / sub).mkdir(exist_ok=True)
+    logs = {}
+    try:
+        for kind, rep, v, s in todo:
+            if kind not in logs:
+                logs[kind] = (CsvLog(ctx.results / f"sweep_{kind}.csv", SWEEP_COLUMNS),
+                              CsvLog(ctx.results / f"sweep_{kind}_servers.csv", SERVER_COLUMNS),
+                              open(ctx.results / f"sweep_{kind}_client.jsonl", "a"))
+            rows, srows, raw = logs[kind]
+            cfg = sweep_point(p, kind, v)
+            value = fmt_value(v)
+            tag = f"sweep_{kind}_{value}_{s}_rep{rep}"
+            port = ctx.new_port()
+            srv = Server(ctx.binary(s), cfg["n"], port, delay_us=cfg["delay_us"], cwd=ctx.results,
+                         time_file=ctx.results / "time" / tag,
+                         log_file=ctx.results / "logs" / f"sweep_{kind}_{s}.log")
+            args = ["--threads", str(cfg["threads"]), "--duration", f"{p.duration_s:g}",
+                    "--warmup", f"{p.warmup_s:g}", "--connection", cfg["connection"],
+                    "--read-ratio", f"{cfg['read_ratio']:g}", "--seed", str(rep)]
+            with srv:
+                try:
+                    docs, out = run_client(client, cfg["n"], port, args, ctx.client_timeout)
+                except RunError as exc:
+                    if not srv.alive():
+                        raise srv.died() from None
+                    raise RunError(f"sweep {kind}={value} {s} rep {rep}: {exc}") from None
+                if not srv.alive():
+                    raise srv.died()
+                summary = srv.stop()
+            if srv.exit_code not in (0, None):
+                raise RunError(f"{s} (n={cfg['n']}) exited with code {srv.exit_code} when "
+                               f"stopped; see {srv.log_file}")
+            doc = docs[0]
+            record_client_version(ctx, doc)
+            rows.write({"kind": kind, "value": value, "server": s, "rep": rep, **cfg,
+                        "duration_s": p.duration_s, "warmup_s": p.warmup_s, "port": port,
+                        "git_sha": ctx.git_sha, **client_row(doc)})
+            srows.write(_server_row(kind, value, srv, cfg["delay_us"], summary, rep))
+            raw.write(json.dumps({"kind": kind, "value": value, "server": s, "rep": rep,
+                                  "client": doc}, sort_keys=True) + "\n")
+            raw.flush()
+            if ctx.progress:
+                ctx.progress.advance(p.duration_s + p.warmup_s + START_ESTIMATE,
+                                     f"sweep {kind}={value} {s} rep {rep}/{p.reps}")
+    finally:
+        for rows, srows, raw in logs.values():
+            rows.close()
+            srows.close()
+            raw.close()

@@ -1,0 +1,248 @@
+"""Summaries and the report's tables: pure functions, DataFrame in, DataFrame or text out.
+
+Latencies are stored in seconds (the servers' time-file unit) and shown in milliseconds in
+the lab tables, in the scientific notation of the seed report (1.45E-02).
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import SERVERS, STRATEGIES
+from .stats import mean_ci
+
+MS = 1e3
+
+# The column that a sweep kind varies.
+SWEEP_PARAM = {"threads": "threads", "read-ratio": "read_ratio", "n": "n",
+               "delay": "delay_us", "connection": "connection"}
+
+
+CONNECTION_ORDER = ("per-request", "keepalive")
+
+
+def ordered_values(values) -> list:
+    """Distinct swept values in display order: numbers ascending, connection modes
+    per-request first."""
+    vals = list(dict.fromkeys(values))
+    if vals and isinstance(vals[0], str):
+        return sorted(vals, key=lambda v: (CONNECTION_ORDER.index(v)
+                                           if v in CONNECTION_ORDER else len(CONNECTION_ORDER), v))
+    return sorted(vals)
+
+
+def _server_order(servers) -> list:
+    present = set(servers)
+    return [s for s in SERVERS if s in present]
+
+
+def lab_summary(lab: pd.DataFrame) -> pd.DataFrame:
+    """Per (server, n): runs, mean, median, sample std, 95% CI of the mean, min, max (seconds)
+    of the per-run lab metric `latency_s`, and the client errors summed over the runs.
+    Runs without a time-file value (NaN) are left out of the statistics but counted in
+    `missing`."""
+    rows = []
+    for (server, n), g in lab.groupby(["server", "n"], sort=False):
+        x = g["latency_s"].astype(float).dropna().to_numpy()
+        m, lo, hi = mean_ci(x)
+        rows.append({
+            "server": server, "n": int(n), "runs": int(len(x)),
+            "missing": int(g["latency_s"].isna().sum()),
+            "mean_s": m,
+            "median_s": float(np.median(x)) if len(x) else math.nan,
+            "std_s": float(np.std(x, ddof=1)) if len(x) > 1 else math.nan,
+            "ci_lo_s": lo, "ci_hi_s": hi,
+            "min_s": float(x.min()) if len(x) else math.nan,
+            "max_s": float(x.max()) if len(x) else math.nan,
+            "errors": int(g["errors"].fillna(0).sum()),
+        })
+    out = pd.DataFrame(rows, columns=["server", "n", "runs", "missing", "mean_s", "median_s",
+                                      "std_s", "ci_lo_s", "ci_hi_s", "min_s", "max_s", "errors"])
+    out["server"] = pd.Categorical(out["server"], categories=list(SERVERS), ordered=True)
+    out = out.sort_values(["server", "n"]).reset_index(drop=True)
+    out["server"] = out["server"].astype(str)
+    return out
+
+
+def _wide(summary: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
+    t = (pd.DataFrame({"server": summary["server"], "n": summary["n"], "v": values})
+         .pivot(index="server", columns="n", values="v"))
+    t = t.reindex(index=_server_order(t.index), columns=sorted(t.columns))
+    t.index.name, t.columns.name = "server", "n"
+    return t
+
+
+def table_mean(summary: pd.DataFrame) -> pd.DataFrame:
+    """Mean lab latency in ms, rows main1..main4, columns n (Table 1 of the seed report)."""
+    return _wide(summary, summary["mean_s"] * MS)
+
+
+def table_median(summary: pd.DataFrame) -> pd.DataFrame:
+    """Median lab latency in ms, same layout (Table 2 of the seed report)."""
+    return _wide(summary, summary["median_s"] * MS)
+
+
+def table_ci95(summary: pd.DataFrame) -> pd.DataFrame:
+    """Half-width of the 95% t confidence interval of the mean, in ms."""
+    return _wide(summary, (summary["ci_hi_s"] - summary["mean_s"]) * MS)
+
+
+def table_speedup(summary: pd.DataFrame) -> pd.DataFrame:
+    """Mean latency of main1 divided by each server's mean latency at the same n
+    (> 1: faster than the single mutex). Empty if main1 was not run."""
+    base = summary[summary["server"] == "main1"].set_index("n")["mean_s"]
+    if base.empty:
+        return _wide(summary.iloc[0:0], summary["mean_s"].iloc[0:0])
+    return _wide(summary, summary["n"].map(base) / summary["mean_s"])
+
+
+def table_runs(summary: pd.DataFrame) -> pd.DataFrame:
+    """Number of runs behind each cell."""
+    return _wide(summary, summary["runs"]).astype("int64")
+
+
+# ---- text formats -------------------------------------------------------------------------
+
+def fmt_sci(x: float) -> str:
+    """1.45E-02, as in the seed report; '-' for a missing value."""
+    return "-" if x is None or not np.isfinite(x) else f"{x:.2E}"
+
+
+def fmt_pm(x: float) -> str:
+    return "-" if x is None or not np.isfinite(x) else f"± {x:.2E}"
+
+
+def fmt_speedup(x: float) -> str:
+    return "-" if x is None or not np.isfinite(x) else f"{x:.2f}x"
+
+
+def fmt_int(x) -> str:
+    return "-" if x is None or pd.isna(x) else str(int(x))
+
+
+def row_label(server: str) -> str:
+    return f"{server} ({STRATEGIES[server]})" if server in STRATEGIES else str(server)
+
+
+def format_markdown(table: pd.DataFrame, fmt, caption: str, corner: str = "n") -> str:
+    """A pipe table with a bold caption line above it; cells formatted with fmt."""
+    head = [corner] + [str(c) for c in table.columns]
+    lines = [f"**{caption}**", "",
+             "| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] + ["---:"] * len(table.columns)) + "|"]
+    for server, row in table.iterrows():
+        lines.append("| " + " | ".join([row_label(server)] + [fmt(v) for v in row]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def format_csv(table: pd.DataFrame) -> str:
+    """server,<n1>,<n2>,... with values as %.9e (full precision, byte-stable)."""
+    lines = ["server," + ",".join(str(c) for c in table.columns)]
+    for server, row in table.iterrows():
+        lines.append(",".join([str(server)] + ["" if not np.isfinite(v) else f"{v:.9e}"
+                                               for v in row.astype(float)]))
+    return "\n".join(lines) + "\n"
+
+
+def format_latex(table: pd.DataFrame, fmt, caption: str) -> str:
+    """A booktabs tabular (needs \\usepackage{booktabs}); cells formatted with fmt."""
+    cols = "l" + "r" * len(table.columns)
+    esc = lambda s: s.replace("_", r"\_").replace("±", r"$\pm$")  # noqa: E731
+    lines = [r"\begin{table}[h]", r"\centering", rf"\caption{{{esc(caption)}}}",
+             rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
+             "$n$ & " + " & ".join(str(c) for c in table.columns) + r" \\", r"\midrule"]
+    for server, row in table.iterrows():
+        lines.append(" & ".join([esc(row_label(server))] + [esc(fmt(v)) for v in row]) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+# ---- sweeps ---------------------------------------------------------------------------------
+
+def sweep_summary(sweep: pd.DataFrame, servers: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (server, swept value): medians over the repetitions of throughput and client
+    latency percentiles (never averaging percentiles across runs), min/max throughput,
+    errors summed, and, if the server summaries are given, the server-side means
+    (latency, wait, hold, delay slept) of that server start."""
+    if sweep.empty:
+        return pd.DataFrame()
+    kind = sweep["kind"].iloc[0]
+    param = SWEEP_PARAM[kind]
+    rows = []
+    for (server, value), g in sweep.groupby(["server", "value"], sort=False):
+        rows.append({
+            "kind": kind, "server": server, "value": value, param: g[param].iloc[0],
+            "reps": len(g),
+            "throughput_rps": float(g["throughput_rps"].median()),
+            "throughput_min_rps": float(g["throughput_rps"].min()),
+            "throughput_max_rps": float(g["throughput_rps"].max()),
+            "lat_mean_us": float(g["lat_mean_us"].median()),
+            "lat_p50_us": float(g["lat_p50_us"].median()),
+            "lat_p95_us": float(g["lat_p95_us"].median()),
+            "lat_p99_us": float(g["lat_p99_us"].median()),
+            "errors": int(g["errors"].fillna(0).sum()),
+            "saturated": bool(g["saturated"].fillna(False).any()),
+        })
+    out = pd.DataFrame(rows)
+    if servers is not None and not servers.empty:
+        keep = ["server", "value", "summary_mean_latency_s", "summary_mean_wait_s",
+                "summary_mean_hold_s", "summary_mean_delay_slept_us"]
+        s = servers[keep].groupby(["server", "value"], as_index=False, sort=False).median()
+        out = out.merge(s, on=["server", "value"], how="left")
+    out["_o"] = out["server"].map({s: i for i, s in enumerate(SERVERS)})
+    out["_v"] = out[param].map({v: i for i, v in enumerate(ordered_values(out[param]))})
+    out = out.sort_values(["_o", "_v"], kind="stable").drop(columns=["_o", "_v"])
+    return out.reset_index(drop=True)
+
+
+def saturation_points(thr: pd.DataFrame, fraction: float = 0.9) -> pd.DataFrame:
+    """From the threads sweep summary: per server the peak throughput and where it is
+    reached, and the knee = the fewest client threads reaching `fraction` of the peak
+    (past it, more threads add latency, not throughput), with the p95 latency there."""
+    rows = []
+    for server, g in thr.groupby("server", sort=False):
+        g = g.sort_values("threads")
+        peak = g.loc[g["throughput_rps"].idxmax()]
+        knee = g[g["throughput_rps"] >= fraction * peak["throughput_rps"]].iloc[0]
+        rows.append({"server": server, "peak_rps": float(peak["throughput_rps"]),
+                     "peak_threads": int(peak["threads"]),
+                     "knee_threads": int(knee["threads"]),
+                     "knee_rps": float(knee["throughput_rps"]),
+                     "knee_p95_us": float(knee["lat_p95_us"]),
+                     "max_threads": int(g["threads"].max()),
+                     "p95_at_max_us": float(g["lat_p95_us"].iloc[-1])})
+    return pd.DataFrame(rows, columns=["server", "peak_rps", "peak_threads", "knee_threads",
+                                       "knee_rps", "knee_p95_us", "max_threads",
+                                       "p95_at_max_us"])
+
+
+def wait_hold(traces: pd.DataFrame, servers: pd.DataFrame | None) -> pd.DataFrame:
+    """Per (server, n): mean lock wait, hold, and total memory-access latency in seconds,
+    from the per-request trace when there is one, else from the server's summary line.
+    `source` says which; `other_s` is latency not covered by wait + hold."""
+    rows = []
+    seen = set()
+    if traces is not None and not traces.empty:
+        for (server, n), g in traces.groupby(["server", "n"], sort=False):
+            seen.add((server, int(n)))
+            rows.append({"server": server, "n": int(n), "source": "trace",
+                         "requests": len(g),
+                         "wait_s": g["wait_ns"].mean() / 1e9, "hold_s": g["hold_ns"].mean() / 1e9,
+                         "latency_s": g["latency_ns"].mean() / 1e9})
+    if servers is not None and not servers.empty:
+        # A resumed (server, n) has several server starts: weight them by their requests.
+        for (server, n), g in servers.groupby(["server", "n"], sort=False):
+            g = g.dropna(subset=["summary_mean_wait_s", "summary_requests"])
+            w = g["summary_requests"]
+            if (server, int(n)) in seen or g.empty or w.sum() <= 0:
+                continue
+            rows.append({"server": server, "n": int(n), "source": "summary",
+                         "requests": int(w.sum()),
+                         **{k: float((g[f"summary_mean_{k[:-2]}_s"] * w).sum() / w.sum())
+                            for k in ("wait_s", "hold_s", "latency_s")}})
+    out = pd.DataFrame(rows, columns=["server", "n", "source", "requests", "wait_s", "hold_s",
+                                      "latency_s"])
+    out["other_s"] = (out["latency_s"] - out["wait_s"] - out["hold_s"]).clip(lower=0)
+    out["_o"] = out["server"].map({s: i for i, s in enumerate(SERVERS)})
+    return out.sort_values(["_o", "n"]).drop(columns="_o").reset_index(drop=True)
