@@ -66,7 +66,11 @@ std::string FormatSocketAddress(const SocketAddress& address) {
   const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address.storage);
   inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
   port = ntohs(v6->sin6_port);
-  return "[" + std::string(host) + "]:" + std::to_string(port);
+  std::string formatted(1, '[');  // appended: GCC 12 -Wrestrict false positive
+  formatted += host;
+  formatted += "]:";
+  formatted += std::to_string(port);
+  return formatted;
 }
 
 int ListenTcp(const SocketAddress& address, std::string* error, bool* in_use) {

@@ -11,7 +11,11 @@ namespace {
 constexpr std::string_view kShape = " (expected pos-is_read-text)";
 
 std::string Quoted(std::string_view bytes) {
-  return "'" + Sanitize(bytes) + "'";
+  // Built by appending: GCC 12's -Wrestrict misfires on "lit" + string&&.
+  std::string quoted(1, '\'');
+  quoted += Sanitize(bytes);
+  quoted += '\'';
+  return quoted;
 }
 
 // Returns the offset of the first byte that is not part of printable UTF-8

@@ -1,5 +1,7 @@
 #include "common/request_handler.h"
 
+#include <cstdio>
+
 #include "common/clock.h"
 
 namespace kv {
@@ -18,6 +20,7 @@ bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
   if (!status.ok()) {
     counters_->rejected.fetch_add(1, std::memory_order_relaxed);
     FillErrorFrame(status.message(), reply);
+    if (log_rejects_) LogReject(status.message());
     return false;
   }
   // The reply is ready to send: this is the end of the lab's interval.
@@ -33,6 +36,14 @@ void RequestHandler::Reject(std::string_view message, Frame* reply) {
   counters_->frames.fetch_add(1, std::memory_order_relaxed);
   counters_->rejected.fetch_add(1, std::memory_order_relaxed);
   FillErrorFrame(message, reply);
+  if (log_rejects_) LogReject(message);
+}
+
+void RequestHandler::LogReject(std::string_view message) const {
+  // One write per line so lines from many threads do not interleave.
+  std::fprintf(stderr, "%.*s: rejected: %.*s\n",
+               static_cast<int>(program_.size()), program_.data(),
+               static_cast<int>(message.size()), message.data());
 }
 
 }  // namespace kv

@@ -38,14 +38,25 @@ class RequestHandler {
   // Returns true for a valid request, false for a rejected one.
   bool Handle(std::string_view frame, int64_t received_ns, Frame* reply);
 
+  // With `on`, every rejected request is logged to stderr as
+  // "<program>: rejected: <reason>" (the -v option).
+  void set_log_rejects(bool on, std::string_view program) {
+    log_rejects_ = on;
+    program_ = program;
+  }
+
   // Answers a frame that could not be read whole (e.g. the peer stalled):
   // counts it as rejected and fills *reply with "ERROR <message>".
   void Reject(std::string_view message, Frame* reply);
 
  private:
+  void LogReject(std::string_view message) const;
+
   Store* store_;
   LatencyLog* log_;
   RequestCounters* counters_;
+  bool log_rejects_ = false;
+  std::string_view program_;
 };
 
 }  // namespace kv

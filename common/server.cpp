@@ -61,10 +61,13 @@ std::string BaseName(const char* path) {
   return slash != nullptr ? slash + 1 : path;
 }
 
-// At most one line per second for errors that can repeat in a tight loop.
+// At most one line per second for errors that can repeat in a tight loop;
+// none at all with --quiet.
 class RateLimitedLog {
  public:
+  explicit RateLimitedLog(bool enabled) : enabled_(enabled) {}
   void Warn(const std::string& program, const std::string& what) {
+    if (!enabled_) return;
     const int64_t now = MonotonicNanos();
     if (now - last_ns_ < 1'000'000'000) return;
     last_ns_ = now;
@@ -72,16 +75,17 @@ class RateLimitedLog {
   }
 
  private:
+  const bool enabled_;
   int64_t last_ns_ = -2'000'000'000;
 };
 
 // Accepts until the stop pipe fires. Returns the connections accepted.
 uint64_t AcceptLoop(const std::vector<int>& listeners, IoModel* io,
-                    const std::string& program) {
+                    const std::string& program, bool warnings) {
   std::vector<pollfd> fds;
   for (const int fd : listeners) fds.push_back({fd, POLLIN, 0});
   fds.push_back({g_stop_pipe[0], POLLIN, 0});
-  RateLimitedLog log;
+  RateLimitedLog log(warnings);
   uint64_t accepted = 0;
   for (;;) {
     for (auto& p : fds) p.revents = 0;
@@ -166,6 +170,7 @@ int RunServer(const ServerOptions& options, const std::string& program,
   std::unique_ptr<Store> store = factory(options.n, &delay);
   RequestCounters counters;
   RequestHandler handler(store.get(), &log, &counters);
+  handler.set_log_rejects(options.verbosity >= 2, program);
   ConnectionLimits limits;
   limits.idle_timeout_ns = options.idle_timeout_ms * 1'000'000;
   ThreadPerConnection io(&handler, limits);
@@ -180,7 +185,7 @@ int RunServer(const ServerOptions& options, const std::string& program,
               static_cast<long long>(options.delay_us));
   std::fflush(stdout);
 
-  const uint64_t connections = AcceptLoop(listeners, &io, program);
+  const uint64_t connections = AcceptLoop(listeners, &io, program, options.verbosity >= 1);
   for (const int fd : listeners) close(fd);
   // Requests in flight finish; the whole stop must take under a second.
   const std::size_t left = io.Drain(MonotonicNanos() + 800'000'000);

@@ -77,7 +77,10 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
     std::cout << app.help();
     return {ParseOutcome::Action::kExit, 0};
   } catch (const CLI::ParseError& e) {
-    std::cerr << program << ": error: " << e.what() << "\n\n" << app.help();
+    // A usage error gets the reason and the one-line usage, not the manual.
+    std::cerr << program << ": error: " << e.what() << "\nUsage: " << program
+              << " [OPTIONS] n ip port\nRun '" << program
+              << " --help' for every option.\n";
     return {ParseOutcome::Action::kExit, 2};
   }
   o->port = static_cast<uint16_t>(port);
