@@ -15,18 +15,19 @@ uint64_t ServeConnection(int fd, RequestHandler* handler,
   uint64_t answered = 0;
   for (;;) {
     std::size_t got = 0;
-    const FrameRead r = ReadFrame(fd, request, &got,
-                                  MonotonicNanos() + limits.idle_timeout_ns);
+    const FrameRead r =
+        ReadFrameBounded(fd, request, &got,
+                         MonotonicNanos() + limits.idle_timeout_ns,
+                         limits.frame_timeout_ns);
     if (r == FrameRead::kClosed || r == FrameRead::kError) break;
     if (r == FrameRead::kTimeout) {
       if (got > 0) {
-        // Part of a frame, then silence: we cannot tell where the next frame
+        // Part of a frame, then too slow: we cannot tell where the next frame
         // would start, so answer once and hang up.
         handler->Reject("incomplete frame: " + std::to_string(got) + " of " +
-                            std::to_string(kFrameSize) +
-                            " bytes, then nothing for " +
-                            std::to_string(limits.idle_timeout_ns / 1'000'000) +
-                            " ms; closing",
+                            std::to_string(kFrameSize) + " bytes within " +
+                            std::to_string(limits.frame_timeout_ns / 1'000'000) +
+                            " ms of its first byte; closing",
                         &reply);
         WriteFrame(fd, reply, MonotonicNanos() + limits.write_timeout_ns);
         ++answered;

@@ -3,9 +3,14 @@
 // Reads 100-byte request frames one after another (keep-alive) and answers
 // each with a 100-byte reply, until the peer closes. A frame cut short by the
 // peer's half-close is answered, then the loop ends. A peer that sends nothing
-// for `idle_timeout_ns` is dropped silently; one that stalls in the middle of
-// a frame gets "ERROR incomplete frame ..." and is dropped (framing is lost).
-// A reset or a vanished reader just ends the loop. The caller closes the fd.
+// for `idle_timeout_ns` is dropped silently; one whose frame is not complete
+// within `frame_timeout_ns` of its first byte (stalled, or trickling a byte at
+// a time: "slowloris") gets "ERROR incomplete frame ..." and is dropped
+// (framing is lost). A reply the peer does not take within `write_timeout_ns`
+// ends the loop. So a connection holds its thread at most
+// idle + frame + write timeouts per frame, and only while it keeps sending
+// whole frames. A reset or a vanished reader just ends the loop. The caller
+// closes the fd.
 //
 // The same function serves every I/O model that gives a connection a thread
 // of its own (thread per connection, worker pool).
@@ -22,6 +27,8 @@ namespace kv {
 
 struct ConnectionLimits {
   int64_t idle_timeout_ns = 5'000'000'000;   // no byte of a new frame by then
+  int64_t frame_timeout_ns = 1'000'000'000;  // frame not whole by then (from
+                                             // its first byte)
   int64_t write_timeout_ns = 5'000'000'000;  // reply not taken by then
 };
 

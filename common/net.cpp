@@ -5,8 +5,10 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "common/clock.h"
 
@@ -17,7 +19,9 @@ namespace {
 int MillisLeft(int64_t deadline_ns) {
   const int64_t left = deadline_ns - MonotonicNanos();
   if (left <= 0) return 0;
-  return static_cast<int>((left + 999'999) / 1'000'000);
+  // poll() takes an int; no wait here needs more than an hour at a time.
+  constexpr int64_t kMaxWaitNs = int64_t{3'600'000} * 1'000'000;
+  return static_cast<int>((std::min(left, kMaxWaitNs) + 999'999) / 1'000'000);
 }
 
 // Waits for `events` on fd. Returns 1 if ready, 0 on timeout, -1 on error.
@@ -27,7 +31,10 @@ int WaitFor(int fd, short events, int64_t deadline_ns) {
     const int ms = MillisLeft(deadline_ns);
     const int r = poll(&p, 1, ms);
     if (r > 0) return 1;
-    if (r == 0) return 0;
+    if (r == 0) {
+      if (MillisLeft(deadline_ns) > 0) continue;  // a capped wait ran out
+      return 0;
+    }
     if (errno != EINTR) return -1;
   }
 }
@@ -117,12 +124,39 @@ int AcceptConnection(int listen_fd) {
   }
 }
 
-FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns) {
+void RefuseConnection(int fd, std::string_view message) {
+  char sink[4 * kFrameSize];
+  // Bounded: at most a few frames are discarded, never a blocking read.
+  for (int i = 0; i < 4; ++i) {
+    if (recv(fd, sink, sizeof sink, MSG_DONTWAIT) <= 0) break;
+  }
+  Frame reply;
+  FillErrorFrame(message, &reply);
+  [[maybe_unused]] const ssize_t sent =
+      send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  close(fd);
+}
+
+namespace {
+
+// The frame reader behind both public functions; `hard_deadline_ns` caps the
+// frame deadline (ReadFrame's single deadline for the whole frame).
+FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got,
+                        int64_t idle_deadline_ns, int64_t frame_timeout_ns,
+                        int64_t hard_deadline_ns) {
   *got = 0;
+  int64_t deadline_ns = idle_deadline_ns;
   while (*got < kFrameSize) {
     // Try first: the request has usually arrived already, saving a poll().
     const ssize_t r = recv(fd, buf + *got, kFrameSize - *got, MSG_DONTWAIT);
     if (r > 0) {
+      if (*got == 0) {
+        // The frame has started: from now on only the frame bound counts,
+        // so a legitimate client that spoke late still gets its full frame
+        // time, and a trickling one cannot stretch it.
+        deadline_ns = std::min(MonotonicNanos() + frame_timeout_ns,
+                               hard_deadline_ns);
+      }
       *got += static_cast<std::size_t>(r);
       continue;
     }
@@ -134,6 +168,19 @@ FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns) {
     if (ready < 0) return FrameRead::kError;
   }
   return FrameRead::kFrame;
+}
+
+}  // namespace
+
+FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got,
+                           int64_t idle_deadline_ns, int64_t frame_timeout_ns) {
+  return ReadFrameImpl(fd, buf, got, idle_deadline_ns, frame_timeout_ns,
+                       std::numeric_limits<int64_t>::max());
+}
+
+FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns) {
+  return ReadFrameImpl(fd, buf, got, deadline_ns,
+                       std::numeric_limits<int64_t>::max() / 2, deadline_ns);
 }
 
 bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/protocol.h"
 
@@ -47,6 +48,13 @@ int ListenTcp(const SocketAddress& address, std::string* error, bool* in_use);
 // when nothing is pending on a non-blocking listener).
 int AcceptConnection(int listen_fd);
 
+// Refuses a connection the server will not serve (too many open, no thread,
+// no descriptor): without ever blocking, discards what the peer already sent
+// (so close() sends FIN rather than a reset that could destroy the reply),
+// sends one reply frame "ERROR <message>" if the socket takes it, and closes
+// fd. Best effort: a peer that has not sent yet may see a reset instead.
+void RefuseConnection(int fd, std::string_view message);
+
 enum class FrameRead {
   kFrame,       // kFrameSize bytes arrived
   kShortFrame,  // 1..kFrameSize-1 bytes, then the peer half-closed
@@ -58,6 +66,14 @@ enum class FrameRead {
 // Reads one frame into buf (kFrameSize bytes) before `deadline_ns`
 // (MonotonicNanos() time). *got receives the number of bytes read.
 FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns);
+
+// Reads one frame with two bounds, the server's defence against idle and
+// "slowloris" peers: the first byte must arrive before `idle_deadline_ns`;
+// once it has, the whole frame must be in within `frame_timeout_ns` of it,
+// however the peer trickles the rest (a byte a second cannot keep a
+// connection alive). kTimeout with *got == 0 means idle, *got > 0 stalled.
+FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got,
+                           int64_t idle_deadline_ns, int64_t frame_timeout_ns);
 
 // Writes one whole frame before `deadline_ns`. Returns false if the peer is
 // gone or the deadline passed.

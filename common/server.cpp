@@ -61,59 +61,156 @@ std::string BaseName(const char* path) {
   return slash != nullptr ? slash + 1 : path;
 }
 
-// At most one line per second for errors that can repeat in a tight loop;
-// none at all with --quiet.
+// At most one line per second for errors that can repeat in a tight loop
+// (none at all with --quiet); the next line printed says how many were held
+// back.
 class RateLimitedLog {
  public:
   explicit RateLimitedLog(bool enabled) : enabled_(enabled) {}
   void Warn(const std::string& program, const std::string& what) {
     if (!enabled_) return;
     const int64_t now = MonotonicNanos();
-    if (now - last_ns_ < 1'000'000'000) return;
+    if (now - last_ns_ < 1'000'000'000) {
+      ++suppressed_;
+      return;
+    }
     last_ns_ = now;
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), what.c_str());
+    if (suppressed_ > 0) {
+      std::fprintf(stderr, "%s: %s (%llu similar lines suppressed)\n",
+                   program.c_str(), what.c_str(),
+                   static_cast<unsigned long long>(suppressed_));
+    } else {
+      std::fprintf(stderr, "%s: %s\n", program.c_str(), what.c_str());
+    }
+    suppressed_ = 0;
   }
 
  private:
   const bool enabled_;
   int64_t last_ns_ = -2'000'000'000;
+  uint64_t suppressed_ = 0;
 };
 
-// Accepts until the stop pipe fires. Returns the connections accepted.
-uint64_t AcceptLoop(const std::vector<int>& listeners, IoModel* io,
-                    const std::string& program, bool warnings) {
+// One descriptor held in reserve (nginx's and libev's trick): when accept()
+// fails with EMFILE/ENFILE the listener stays readable, and a loop that just
+// retries spins. Releasing the spare lets us accept the connection at the head
+// of the queue and refuse it properly, then take the spare back.
+class SpareFd {
+ public:
+  SpareFd() { Acquire(); }
+  ~SpareFd() { Release(); }
+  SpareFd(const SpareFd&) = delete;
+  SpareFd& operator=(const SpareFd&) = delete;
+
+  bool held() const { return fd_ >= 0; }
+  bool Acquire() {
+    if (fd_ < 0) fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd_ >= 0;
+  }
+  void Release() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct AcceptStats {
+  uint64_t accepted = 0;       // connections handed to the I/O model
+  uint64_t refused = 0;        // accepted, answered "server busy", closed
+  uint64_t accept_errors = 0;  // accept() failures (EMFILE, ENFILE, ...)
+};
+
+// Connections taken from one listener per wake-up, so the other listener and
+// the stop pipe are looked at regularly even under a connection flood.
+constexpr int kAcceptBurst = 64;
+// How long accepting pauses after an error we cannot work around (ENOBUFS,
+// ENOMEM, EMFILE without a spare fd): connections wait in the kernel backlog.
+constexpr int64_t kAcceptPauseNs = 100'000'000;
+
+// Accepts until the stop pipe fires.
+//
+// Overload policy: REFUSE. A connection beyond `max_connections`, one for
+// which no thread can be created, and one that arrives while the process is
+// out of file descriptors (EMFILE/ENFILE, via the spare fd) are all accepted,
+// answered "ERROR server busy ..." and closed at once, so a client fails fast
+// instead of hanging in the backlog. Only when even that is impossible does
+// the loop stop polling the listeners for 100 ms (the stop pipe is still
+// watched). Every case is counted and logged at most once a second; nothing
+// spins, nothing exits, and service resumes by itself as connections close.
+void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
+                std::size_t max_connections, const std::string& program,
+                bool warnings, AcceptStats* stats) {
   std::vector<pollfd> fds;
   for (const int fd : listeners) fds.push_back({fd, POLLIN, 0});
   fds.push_back({g_stop_pipe[0], POLLIN, 0});
   RateLimitedLog log(warnings);
-  uint64_t accepted = 0;
+  SpareFd spare;
+  int64_t paused_until = 0;
+  const std::string busy = "server busy: " + std::to_string(max_connections) +
+                           " connections open (--max-connections); try again";
   for (;;) {
+    const int64_t now = MonotonicNanos();
+    const bool paused = now < paused_until;
+    for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
+      fds[i].events = paused ? 0 : POLLIN;
+    }
     for (auto& p : fds) p.revents = 0;
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    const int timeout_ms =
+        paused ? static_cast<int>((paused_until - now + 999'999) / 1'000'000)
+               : -1;
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       log.Warn(program, std::string("poll: ") + std::strerror(errno));
+      paused_until = MonotonicNanos() + kAcceptPauseNs;
       continue;
     }
-    if (fds.back().revents != 0) return accepted;
+    if (fds.back().revents != 0) return;
     for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
-      // Drain the backlog of this listener (it is non-blocking).
-      for (;;) {
-        const int conn = AcceptConnection(fds[i].fd);
+      for (int burst = 0; burst < kAcceptBurst; ++burst) {
+        int conn = AcceptConnection(fds[i].fd);
         if (conn < 0) {
-          if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-          // EMFILE, ENFILE, ENOBUFS...: the connection stays queued; back off
-          // instead of spinning on a listener that stays readable.
-          log.Warn(program, std::string("accept: ") + std::strerror(errno) +
-                                " (backing off)");
-          usleep(10'000);
+          const int err = errno;
+          if (err == EAGAIN || err == EWOULDBLOCK) break;
+          ++stats->accept_errors;
+          if ((err == EMFILE || err == ENFILE) && spare.held()) {
+            spare.Release();
+            conn = AcceptConnection(fds[i].fd);
+            if (conn >= 0) {
+              RefuseConnection(conn, "server busy: out of file descriptors; "
+                                     "try again");
+              ++stats->refused;
+            }
+            const bool again = spare.Acquire();
+            log.Warn(program,
+                     std::string("accept: ") + std::strerror(err) +
+                         (again ? "; refusing new connections until some close"
+                                : "; pausing accepts for 100 ms"));
+            if (conn >= 0 && again) continue;  // the next queued connection
+          } else {
+            log.Warn(program, std::string("accept: ") + std::strerror(err) +
+                                  "; pausing accepts for 100 ms");
+          }
+          paused_until = MonotonicNanos() + kAcceptPauseNs;
           break;
         }
-        ++accepted;
-        if (!io->Dispatch(conn)) {
-          log.Warn(program, std::string("cannot start a connection thread: ") +
-                                std::strerror(errno));
+        if (io->open_connections() >= max_connections) {
+          RefuseConnection(conn, busy);
+          ++stats->refused;
+          log.Warn(program, "refusing connections: " +
+                                std::to_string(max_connections) +
+                                " open (--max-connections)");
+          continue;
         }
+        if (!io->Dispatch(conn)) {  // Dispatch has refused it
+          ++stats->refused;
+          log.Warn(program, std::string("cannot start a connection thread: ") +
+                                std::strerror(errno) + "; refusing connections");
+          continue;
+        }
+        ++stats->accepted;
       }
     }
   }
@@ -173,6 +270,8 @@ int RunServer(const ServerOptions& options, const std::string& program,
   handler.set_log_rejects(options.verbosity >= 2, program);
   ConnectionLimits limits;
   limits.idle_timeout_ns = options.idle_timeout_ms * 1'000'000;
+  limits.frame_timeout_ns = options.frame_timeout_ms * 1'000'000;
+  limits.write_timeout_ns = options.write_timeout_ms * 1'000'000;
   ThreadPerConnection io(&handler, limits);
 
   std::printf("%s: listening on %s", program.c_str(), where[0].c_str());
@@ -185,7 +284,9 @@ int RunServer(const ServerOptions& options, const std::string& program,
               static_cast<long long>(options.delay_us));
   std::fflush(stdout);
 
-  const uint64_t connections = AcceptLoop(listeners, &io, program, options.verbosity >= 1);
+  AcceptStats accept_stats;
+  AcceptLoop(listeners, &io, options.max_connections, program,
+             options.verbosity >= 1, &accept_stats);
   for (const int fd : listeners) close(fd);
   // Requests in flight finish; the whole stop must take under a second.
   const std::size_t left = io.Drain(MonotonicNanos() + 800'000'000);
@@ -195,13 +296,15 @@ int RunServer(const ServerOptions& options, const std::string& program,
   std::printf(
       "%s: summary requests=%llu errors=%llu mean_latency_s=%e mean_wait_s=%e "
       "mean_hold_s=%e mean_delay_slept_us=%.2f connections=%llu "
-      "unfinished_connections=%zu\n",
+      "unfinished_connections=%zu refused=%llu accept_errors=%llu\n",
       program.c_str(),
       static_cast<unsigned long long>(counters.frames.load()),
       static_cast<unsigned long long>(counters.rejected.load()),
       t.mean_latency_s, t.mean_wait_s, t.mean_hold_s,
-      delay.MeanSleptNanos() / 1e3, static_cast<unsigned long long>(connections),
-      left);
+      delay.MeanSleptNanos() / 1e3,
+      static_cast<unsigned long long>(accept_stats.accepted), left,
+      static_cast<unsigned long long>(accept_stats.refused),
+      static_cast<unsigned long long>(accept_stats.accept_errors));
   std::fflush(stdout);
   if (left > 0) {
     // Connection threads still use the store; do not destroy it under them.

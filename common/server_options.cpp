@@ -57,6 +57,20 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
                  "drop a connection that sends nothing for this long")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
+  app.add_option("--frame-timeout-ms", o->frame_timeout_ms,
+                 "drop a connection whose 100-byte frame is not complete this "
+                 "long after its first byte (slow or trickling clients)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
+  app.add_option("--write-timeout-ms", o->write_timeout_ms,
+                 "drop a connection that does not take its reply for this long")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
+  app.add_option("--max-connections", o->max_connections,
+                 "connections served at once; beyond it a new connection gets "
+                 "'ERROR server busy' and is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
   app.add_option("--timer-slack-ns", o->timer_slack_ns,
                  "set the threads' timer slack (Linux default 50000 makes "
                  "usleep(10) last ~60 us); default: leave it")

@@ -24,6 +24,11 @@ struct ServerOptions {
   bool kit_twin = true;         // also listen on the byte-swapped kit port
   int64_t delay_us = 10;        // the kit's ART_DELAY
   int64_t idle_timeout_ms = 5000;
+  int64_t frame_timeout_ms = 1000;  // a frame must be whole this long after
+                                    // its first byte (slowloris bound)
+  int64_t write_timeout_ms = 5000;  // a reply the peer does not take
+  std::size_t max_connections = 4096;  // more are refused (accept, reply
+                                       // "ERROR server busy", close)
   int64_t timer_slack_ns = -1;  // -1: leave the kernel default (50 us)
   int verbosity = 1;            // 0 quiet, 1 normal, 2 verbose
   LatencyLogOptions log;

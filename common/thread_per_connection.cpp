@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <new>
 
 #include "common/clock.h"
+#include "common/net.h"
 
 namespace kv {
 namespace {
@@ -31,17 +33,23 @@ bool ThreadPerConnection::Dispatch(int fd) {
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, kThreadStackBytes);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  auto* start = new ThreadStart{this, fd};
+  auto* start = new (std::nothrow) ThreadStart{this, fd};
   pthread_t thread;
-  const int rc = pthread_create(&thread, &attr, &ThreadMain, start);
+  const int rc = start == nullptr
+                     ? ENOMEM
+                     : pthread_create(&thread, &attr, &ThreadMain, start);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
+    // Out of threads (RLIMIT_NPROC, threads-max) or memory for a stack: the
+    // connection is refused like one over --max-connections, and the server
+    // carries on; threads of finished connections free the resources again.
     delete start;
     {
       std::lock_guard<std::mutex> guard(conn_mu_);
       open_fds_.erase(fd);
     }
-    close(fd);
+    RefuseConnection(fd, "server busy: cannot start a thread for this "
+                         "connection; try again");
     errno = rc;
     return false;
   }

@@ -2,7 +2,14 @@
 //
 // Each connection gets a detached thread (small 256 KiB stack, so a thousand
 // concurrent clients cost little memory) running ServeConnection() until the
-// peer is done, then closing the fd. Drain() shuts down the read side of every
+// peer is done, then closing the fd. If no thread can be created, Dispatch()
+// refuses the connection ("ERROR server busy ...", close; see net.h
+// RefuseConnection) and returns false with errno set.
+// Memory bound: at most --max-connections threads (the accept loop checks
+// open_connections() first), each with a 256 KiB stack reserved, plus one fd
+// and one set entry: 4096 x 256 KiB = 1 GiB of address space at the default
+// limit; RSS counts only the stack pages a thread touches.
+// Drain() shuts down the read side of every
 // open connection, so a thread blocked waiting for a next request wakes up and
 // ends, while one in the middle of a request finishes it and sends its reply.
 //
