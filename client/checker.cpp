@@ -1,0 +1,446 @@
+#include "client/checker.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <functional>
+#include <latch>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "common/protocol.h"
+
+namespace kv {
+namespace {
+
+constexpr uint32_t kMaxWriters = 64;
+constexpr std::size_t kMaxViolationsKept = 8;
+constexpr uint64_t kMaxSweepPositions = 1024;
+constexpr uint32_t kSweepThreads = 4;
+constexpr uint32_t kMaxRywThreads = 8;
+constexpr int kPoolSize = 4;
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+constexpr char kAlnum[] =
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+// Longest text that fits in a write request for position `pos`:
+// "pos-0-" + text + NUL <= 100 bytes.
+std::size_t Room(uint64_t pos) {
+  return kMaxTextLen - (std::to_string(pos).size() + 3);
+}
+
+std::string InitialValue(uint64_t pos) {
+  return "String " + std::to_string(pos) + ": the initial value";
+}
+
+std::string Quote(std::string_view s) {
+  std::string quoted(1, '\'');  // appended: GCC 12 -Wrestrict misfires on "lit" + string&&
+  quoted += Sanitize(s, 100);
+  quoted += '\'';
+  return quoted;
+}
+
+// State shared by all checker threads of a run.
+struct Shared {
+  const CheckConfig* cfg = nullptr;
+  std::vector<uint64_t> positions;  // the positions the check touches
+  std::unordered_map<uint64_t, std::string> baseline;  // read-only after phase 0
+  std::vector<uint64_t> attack_positions;
+  std::array<std::string, kPoolSize> pool;
+  // Highest count each writer has announced before sending it ('R', 'P').
+  std::array<std::atomic<uint64_t>, kMaxWriters> published_r{};
+  std::array<std::atomic<uint64_t>, kMaxWriters> published_p{};
+
+  std::mutex mu;  // guards result (off the request path: only merges/reports)
+  CheckResult* result = nullptr;
+
+  bool IsAttackPosition(uint64_t pos) const {
+    return std::find(attack_positions.begin(), attack_positions.end(), pos) !=
+           attack_positions.end();
+  }
+  bool InPool(std::string_view text) const {
+    return std::find(pool.begin(), pool.end(), text) != pool.end();
+  }
+
+  // The global rule: is `text` a value position `pos` may hold right now?
+  bool Allowed(uint64_t pos, std::string_view text) const {
+    auto it = baseline.find(pos);
+    if (it != baseline.end() && it->second == text) return true;
+    if (text == InitialValue(pos)) return true;
+    if (IsAttackPosition(pos) && InPool(text)) return true;
+    char tag;
+    uint32_t writer;
+    uint64_t count;
+    if (!ParseCheckerValue(text, pos, &tag, &writer, &count)) return false;
+    if (writer >= kMaxWriters) return false;
+    const auto& published = tag == 'R' ? published_r : published_p;
+    if (count > published[writer].load(std::memory_order_acquire)) return false;
+    return text == CheckerValue(tag, pos, writer, count, Room(pos));
+  }
+
+  std::string DescribeAllowed(uint64_t pos) const {
+    std::string d = "the value before the check";
+    auto it = baseline.find(pos);
+    if (it != baseline.end()) {
+      d += ' ';
+      d += Quote(it->second);
+    }
+    d += ", the initial value ";
+    d += Quote(InitialValue(pos));
+    if (IsAttackPosition(pos)) {
+      d += ", one of the pool strings";
+      for (const auto& p : pool) {
+        d += ' ';
+        d += Quote(p);
+      }
+    }
+    d += ", or exactly a value the checker sent to position " +
+         std::to_string(pos) + " (e.g. " +
+         Quote(CheckerValue('P', pos, 0, 1, Room(pos))) + ")";
+    return d;
+  }
+
+  void AddViolation(const char* phase, uint64_t pos, std::string_view read,
+                    std::string allowed) {
+    std::lock_guard<std::mutex> guard(mu);
+    ++result->violations_total;
+    if (result->violations.size() < kMaxViolationsKept) {
+      result->violations.push_back(
+          Violation{phase, pos, Sanitize(read, 100), std::move(allowed)});
+    }
+  }
+};
+
+// One checker thread's connection and counters.
+class Session {
+ public:
+  Session(Shared* shared) : shared_(shared) {}
+  ~Session() { Flush(); }
+
+  // Sends one request; on success stores the reply text in *reply and
+  // returns true. On failure counts an I/O error and returns false.
+  bool Exchange(uint64_t pos, bool is_read, std::string_view text,
+                std::string* reply) {
+    const CheckConfig& cfg = *shared_->cfg;
+    FillRequestFrame(pos, is_read, text, &request_);
+    ErrorKind kind = ErrorKind::kNone;
+    std::string detail;
+    if (!conn_.is_open()) kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &detail);
+    if (kind == ErrorKind::kNone) {
+      kind = conn_.RoundTrip(request_, &reply_);
+      if (!cfg.keepalive) conn_.Close();
+      if (kind != ErrorKind::kNone) {
+        detail = std::string(ErrorKindName(kind)) + " on request '" +
+                 Sanitize(FrameText(std::string_view(request_.data(), kFrameSize)),
+                          40) + "'";
+        if (kind == ErrorKind::kErrorReply) {
+          detail += ": ";
+          detail += Quote(FrameText(std::string_view(reply_.data(), kFrameSize)));
+        }
+      }
+    }
+    if (kind != ErrorKind::kNone) {
+      ++io_errors_;
+      if (first_error_.empty()) first_error_ = detail;
+      return false;
+    }
+    ++checked_;
+    *reply = std::string(FrameText(std::string_view(reply_.data(), kFrameSize)));
+    return true;
+  }
+
+  // Checks a reply against the global rule; reports a violation if needed.
+  bool CheckAllowed(const char* phase, uint64_t pos, const std::string& reply) {
+    if (shared_->Allowed(pos, reply)) return true;
+    shared_->AddViolation(phase, pos, reply, shared_->DescribeAllowed(pos));
+    return false;
+  }
+
+  // Stop early when the server stopped answering: one thread's worth of
+  // errors is enough to say so.
+  bool failing() const { return io_errors_ >= 5; }
+
+ private:
+  void Flush() {
+    std::lock_guard<std::mutex> guard(shared_->mu);
+    shared_->result->replies_checked += checked_;
+    shared_->result->io_errors += io_errors_;
+    if (shared_->result->first_io_error.empty()) {
+      shared_->result->first_io_error = first_error_;
+    }
+  }
+
+  Shared* shared_;
+  LabConnection conn_;
+  Frame request_{};
+  Frame reply_{};
+  uint64_t checked_ = 0;
+  uint64_t io_errors_ = 0;
+  std::string first_error_;
+};
+
+// Runs fn(0..count-1) on `count` threads that start together.
+void RunThreads(uint32_t count, const std::function<void(uint32_t)>& fn) {
+  std::latch start(count);
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  for (uint32_t t = 0; t < count; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      fn(t);
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+void ReadBaselines(Shared* s) {
+  const uint32_t nthreads =
+      static_cast<uint32_t>(std::min<std::size_t>(8, s->positions.size()));
+  std::vector<std::vector<std::pair<uint64_t, std::string>>> found(nthreads);
+  RunThreads(nthreads, [&](uint32_t t) {
+    Session session(s);
+    for (std::size_t i = t; i < s->positions.size(); i += nthreads) {
+      std::string reply;
+      if (!session.Exchange(s->positions[i], true, "", &reply)) {
+        if (session.failing()) return;
+        continue;
+      }
+      found[t].emplace_back(s->positions[i], std::move(reply));
+    }
+  });
+  for (auto& v : found) {
+    for (auto& [pos, text] : v) {
+      if (text != InitialValue(pos)) ++s->result->non_initial_baselines;
+      s->baseline.emplace(pos, std::move(text));
+    }
+  }
+}
+
+void AttackPhase(Shared* s) {
+  const CheckConfig& cfg = *s->cfg;
+  const uint32_t per_position = 8;  // 7 writers + 1 reader, as the kit
+  const uint32_t nthreads =
+      per_position * static_cast<uint32_t>(s->attack_positions.size());
+  RunThreads(nthreads, [&](uint32_t t) {
+    const uint64_t pos = s->attack_positions[t / per_position];
+    const bool reader = t % per_position == 0;
+    std::mt19937_64 rng(cfg.seed * 1000003 + t);
+    Session session(s);
+    bool seen_pool = false;
+    std::string reply;
+    for (uint32_t k = 0; k < cfg.attack_requests; ++k) {
+      if (reader) {
+        if (!session.Exchange(pos, true, "", &reply)) {
+          if (session.failing()) return;
+          continue;
+        }
+        const bool in_pool = s->InPool(reply);
+        if (seen_pool && !in_pool) {
+          std::string allowed = "one of the pool strings (a pool string was already read here):";
+          for (const auto& p : s->pool) {
+            allowed += ' ';
+            allowed += Quote(p);
+          }
+          s->AddViolation("attacker", pos, reply, allowed);
+          return;
+        }
+        seen_pool = seen_pool || in_pool;
+        if (!session.CheckAllowed("attacker", pos, reply)) return;
+      } else {
+        const std::string& value = s->pool[rng() % kPoolSize];
+        if (!session.Exchange(pos, false, value, &reply)) {
+          if (session.failing()) return;
+          continue;
+        }
+        if (!session.CheckAllowed("attacker", pos, reply)) return;
+      }
+    }
+  });
+}
+
+void ReadYourWritesPhase(Shared* s) {
+  const CheckConfig& cfg = *s->cfg;
+  const uint32_t nthreads = static_cast<uint32_t>(
+      std::min<std::size_t>(kMaxRywThreads, s->positions.size()));
+  RunThreads(nthreads, [&](uint32_t t) {
+    std::vector<uint64_t> own;
+    for (std::size_t i = t; i < s->positions.size(); i += nthreads) {
+      own.push_back(s->positions[i]);
+    }
+    Session session(s);
+    std::string reply;
+    for (uint64_t k = 1; k <= cfg.ryw_requests; ++k) {
+      const uint64_t pos = own[k % own.size()];
+      const std::string value = CheckerValue('R', pos, t, k, Room(pos));
+      s->published_r[t].store(k, std::memory_order_release);
+      if (!session.Exchange(pos, false, value, &reply)) {
+        if (session.failing()) return;
+        continue;
+      }
+      const std::string allowed =
+          "exactly the value this thread just wrote (no other thread writes "
+          "this position): " + Quote(value);
+      if (reply != value) {
+        s->AddViolation("read-your-writes (write reply)", pos, reply, allowed);
+        return;
+      }
+      if (!session.Exchange(pos, true, "", &reply)) {
+        if (session.failing()) return;
+        continue;
+      }
+      if (reply != value) {
+        s->AddViolation("read-your-writes", pos, reply, allowed);
+        return;
+      }
+    }
+  });
+}
+
+void SweepPhase(Shared* s) {
+  const CheckConfig& cfg = *s->cfg;
+  RunThreads(kSweepThreads, [&](uint32_t t) {
+    std::mt19937_64 rng(cfg.seed * 7919 + 100 + t);
+    std::vector<uint64_t> order = s->positions;
+    std::shuffle(order.begin(), order.end(), rng);
+    Session session(s);
+    std::string reply;
+    uint64_t count = 0;
+    for (uint64_t pos : order) {
+      ++count;
+      const std::string value = CheckerValue('P', pos, t, count, Room(pos));
+      s->published_p[t].store(count, std::memory_order_release);
+      if (!session.Exchange(pos, false, value, &reply)) {
+        if (session.failing()) return;
+        continue;
+      }
+      if (!session.CheckAllowed("all-positions (write reply)", pos, reply)) return;
+      const uint64_t q = s->positions[rng() % s->positions.size()];
+      if (!session.Exchange(q, true, "", &reply)) {
+        if (session.failing()) return;
+        continue;
+      }
+      if (!session.CheckAllowed("all-positions", q, reply)) return;
+    }
+  });
+}
+
+}  // namespace
+
+std::string CheckerValue(char tag, uint64_t pos, uint32_t writer,
+                         uint64_t count, std::size_t len) {
+  char head[64];
+  const int h = std::snprintf(head, sizeof head, "%c%llu.w%u.c%llu:", tag,
+                              static_cast<unsigned long long>(pos), writer,
+                              static_cast<unsigned long long>(count));
+  std::string v(head, static_cast<std::size_t>(h));
+  uint64_t state = Mix(static_cast<uint64_t>(tag) * 0x100000001b3ULL ^
+                       Mix(pos ^ Mix(writer ^ Mix(count))));
+  while (v.size() < len) {
+    state = Mix(state);
+    v += kAlnum[state % (sizeof kAlnum - 1)];
+  }
+  v.resize(std::min(v.size(), len));
+  return v;
+}
+
+bool ParseCheckerValue(std::string_view text, uint64_t pos, char* tag,
+                       uint32_t* writer, uint64_t* count) {
+  if (text.empty() || (text[0] != 'R' && text[0] != 'P')) return false;
+  *tag = text[0];
+  const char* p = text.data() + 1;
+  const char* end = text.data() + text.size();
+  uint64_t got_pos;
+  auto r1 = std::from_chars(p, end, got_pos);
+  if (r1.ec != std::errc() || got_pos != pos || r1.ptr + 2 > end ||
+      r1.ptr[0] != '.' || r1.ptr[1] != 'w') {
+    return false;
+  }
+  auto r2 = std::from_chars(r1.ptr + 2, end, *writer);
+  if (r2.ec != std::errc() || r2.ptr + 2 > end || r2.ptr[0] != '.' ||
+      r2.ptr[1] != 'c') {
+    return false;
+  }
+  auto r3 = std::from_chars(r2.ptr + 2, end, *count);
+  return r3.ec == std::errc() && r3.ptr < end && *r3.ptr == ':';
+}
+
+void RunCheck(const CheckConfig& cfg, CheckResult* result) {
+  *result = CheckResult();
+  Shared s;
+  s.cfg = &cfg;
+  s.result = result;
+  std::mt19937_64 rng(cfg.seed);
+
+  // Positions: all of them up to kMaxSweepPositions, else a random sample;
+  // the attacker's four positions always.
+  for (uint64_t q : {uint64_t{0}, cfg.n / 4, 2 * cfg.n / 4, 3 * cfg.n / 4}) {
+    if (!s.IsAttackPosition(q)) s.attack_positions.push_back(q);
+  }
+  if (cfg.n <= kMaxSweepPositions) {
+    for (uint64_t p = 0; p < cfg.n; ++p) s.positions.push_back(p);
+  } else {
+    std::vector<uint64_t> sample = s.attack_positions;
+    while (sample.size() < kMaxSweepPositions) {
+      const uint64_t p = rng() % cfg.n;
+      if (std::find(sample.begin(), sample.end(), p) == sample.end()) sample.push_back(p);
+    }
+    std::sort(sample.begin(), sample.end());
+    s.positions = std::move(sample);
+  }
+  // Pool: 4 random alphanumeric strings as long as every attack position
+  // allows (about 95 - log10 n characters, as the kit).
+  const std::size_t pool_len = Room(cfg.n - 1);
+  for (auto& p : s.pool) {
+    p.clear();
+    while (p.size() < pool_len) p += kAlnum[rng() % (sizeof kAlnum - 1)];
+  }
+
+  auto phase_line = [&](const std::string& name, uint64_t before_checked,
+                        uint64_t before_violations, uint64_t before_errors) {
+    std::string line = "phase " + name + ": " +
+                       std::to_string(result->replies_checked - before_checked) +
+                       " replies, ";
+    const uint64_t v = result->violations_total - before_violations;
+    const uint64_t e = result->io_errors - before_errors;
+    line += v == 0 ? "consistent" : std::to_string(v) + " VIOLATION(S)";
+    if (e > 0) line += ", " + std::to_string(e) + " request error(s)";
+    result->phase_lines.push_back(line);
+  };
+
+  ReadBaselines(&s);
+  phase_line("baseline (" + std::to_string(s.positions.size()) + " positions)", 0,
+             0, 0);
+  if (result->io_errors > 0) return;
+  struct Phase {
+    std::string name;
+    void (*run)(Shared*);
+  };
+  const Phase phases[] = {
+      {"attacker (" + std::to_string(s.attack_positions.size()) +
+           " positions x 7 writers + 1 reader x " +
+           std::to_string(cfg.attack_requests) + " requests)",
+       AttackPhase},
+      {"read-your-writes", ReadYourWritesPhase},
+      {"all-positions (" + std::to_string(kSweepThreads) + " threads)", SweepPhase},
+  };
+  for (const Phase& ph : phases) {
+    const uint64_t c = result->replies_checked, v = result->violations_total,
+                   e = result->io_errors;
+    ph.run(&s);
+    phase_line(ph.name, c, v, e);
+    if (result->io_errors > 0) return;  // the server stopped answering
+  }
+}
+
+}  // namespace kv

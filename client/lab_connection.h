@@ -1,0 +1,83 @@
+// LabConnection: one TCP connection to a lab server, speaking 100-byte frames.
+//
+// Socket helpers only: no parsing beyond "is this reply an ERROR frame".
+// Every connect, send and receive has a timeout (SO_SNDTIMEO, which Linux also
+// applies to connect(), and SO_RCVTIMEO); SIGPIPE is avoided with MSG_NOSIGNAL.
+// Failures are classified into ErrorKind so the load generator can count them
+// by kind, as wrk does.
+//
+// Thread safety: a LabConnection is owned by one thread. Endpoint is a value.
+#ifndef KV_CLIENT_LAB_CONNECTION_H_
+#define KV_CLIENT_LAB_CONNECTION_H_
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/protocol.h"
+#include "common/status.h"
+
+namespace kv {
+
+struct Endpoint {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  std::string host;  // as given
+  uint16_t port = 0; // the port actually connected to
+
+  // Parses a numeric IPv4 ("127.0.0.1") or IPv6 ("::1") address; no DNS.
+  // Returns InvalidArgument for anything else or port 0.
+  static Status Make(std::string_view host, uint16_t port, Endpoint* out);
+  // "127.0.0.1:3000" or "[::1]:3000".
+  std::string ToString() const;
+};
+
+enum class ErrorKind : int {
+  kNone = 0,
+  kConnect,     // connect() failed: refused, unreachable, connect timeout
+  kReset,       // ECONNRESET / EPIPE while sending or receiving
+  kTimeout,     // send or receive timed out
+  kErrorReply,  // a full reply whose text starts with "ERROR "
+  kShortReply,  // the peer closed before a full 100-byte reply
+  kOther,       // anything else (socket() failed, EMFILE, ...)
+};
+inline constexpr int kNumErrorKinds = 7;
+// "connect", "reset", "timeout", "error_reply", "short_reply", "other".
+const char* ErrorKindName(ErrorKind kind);
+
+class LabConnection {
+ public:
+  LabConnection() = default;
+  ~LabConnection() { Close(); }
+  LabConnection(const LabConnection&) = delete;
+  LabConnection& operator=(const LabConnection&) = delete;
+  LabConnection(LabConnection&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+  // Opens a connection (closing any open one first). Returns kNone on
+  // success; kConnect, kTimeout or kOther on failure, with errno text in
+  // *detail if detail != nullptr.
+  ErrorKind Connect(const Endpoint& ep, int timeout_ms,
+                    std::string* detail = nullptr);
+  // Sends one request frame and reads one whole reply frame into *reply.
+  // Returns kNone, or the kind of failure. After any failure other than
+  // kErrorReply the connection is closed (framing may be lost).
+  ErrorKind RoundTrip(const Frame& request, Frame* reply);
+  bool is_open() const { return fd_ >= 0; }
+  void Close();
+
+ private:
+  ErrorKind Fail(ErrorKind kind);
+  int fd_ = -1;
+};
+
+// Connects once and closes without sending anything: "is anyone there?".
+// Returns OK, or an error whose message carries strerror (e.g.
+// "connect 127.0.0.1:47115: Connection refused").
+Status ProbeConnect(const Endpoint& ep, int timeout_ms);
+
+}  // namespace kv
+
+#endif  // KV_CLIENT_LAB_CONNECTION_H_

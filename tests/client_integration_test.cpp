@@ -1,0 +1,318 @@
+// Integration tests of the client binary (load generator and checker) against
+// real servers started on free loopback ports. Each client run is bounded by
+// RunCommand's timeout; each server is stopped with SIGTERM (or killed).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/workload.h"
+#include "tests/server_process.h"
+
+namespace kv {
+namespace {
+
+using nlohmann::json;
+using testing_support::BinaryPath;
+using testing_support::FreePortPair;
+using testing_support::RunCommand;
+using testing_support::ServerProcess;
+
+struct ClientRun {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+  json parsed;         // from the first '{' or '[' on (if --format json)
+};
+
+ClientRun RunClient(const std::vector<std::string>& args, int timeout_ms = 30'000) {
+  ClientRun run;
+  run.exit_code = RunCommand(BinaryPath("client"), args, &run.output, timeout_ms);
+  const std::size_t start = run.output.find_first_of("{[");
+  if (start != std::string::npos) {
+    run.parsed = json::parse(run.output.substr(start), nullptr, /*allow_exceptions=*/false);
+  }
+  return run;
+}
+
+// A server binary running for the duration of a test.
+class RunningServer {
+ public:
+  bool Start(const std::string& binary, uint64_t n,
+             std::vector<std::string> extra = {},
+             std::vector<std::string> env = {}) {
+    port_ = FreePortPair();
+    if (port_ == 0) return false;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("lockbench_client_it_" + std::to_string(::getpid()) + "_" +
+            std::to_string(port_));
+    std::filesystem::create_directories(dir_);
+    std::vector<std::string> args{std::to_string(n), "127.0.0.1",
+                                  std::to_string(port_)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return server_.Start(BinaryPath(binary), args, dir_.string(), &startup_, env);
+  }
+  ~RunningServer() {
+    std::string out;
+    if (server_.running()) server_.Stop(SIGTERM, 3000, &out);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  uint16_t port() const { return port_; }
+  std::string port_text() const { return std::to_string(port_); }
+  const std::string& startup() const { return startup_; }
+
+ private:
+  ServerProcess server_;
+  uint16_t port_ = 0;
+  std::filesystem::path dir_;
+  std::string startup_;
+};
+
+TEST(ClientIntegrationTest, KitModeAgainstMain4) {
+  RunningServer server;
+  ASSERT_TRUE(server.Start("main4", 100)) << server.startup();
+  // No options but the format: the kit workload on the kit (byte-swapped) port.
+  ClientRun run = RunClient({"100", "127.0.0.1", server.port_text(), "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_TRUE(run.parsed.is_object()) << run.output;
+  const json& c = run.parsed["config"];
+  EXPECT_EQ(c["threads"], 100);
+  EXPECT_EQ(c["requests"], 1000);
+  EXPECT_EQ(c["connection"], "per-request");
+  EXPECT_EQ(c["mode"], "closed");
+  EXPECT_EQ(c["connect_port"], KitPortTwin(server.port()));
+  const json& r = run.parsed["results"];
+  EXPECT_EQ(r["requests"], 1000);
+  EXPECT_EQ(r["ok"], 1000);
+  EXPECT_EQ(r["errors"]["total"], 0);
+  EXPECT_GT(r["throughput_rps"].get<double>(), 0);
+  EXPECT_GT(r["latency_us"]["p99"].get<double>(), 0);
+
+  // The default text output, as a person sees it.
+  ClientRun text = RunClient({"100", "127.0.0.1", server.port_text()});
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("requests 1000, ok 1000, errors 0"), std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find("p95"), std::string::npos) << text.output;
+}
+
+TEST(ClientIntegrationTest, KeepAliveTimedRunWithWarmupAndTimeline) {
+  RunningServer server;
+  ASSERT_TRUE(server.Start("main4", 1000, {"--no-twin"})) << server.startup();
+  ClientRun run = RunClient({"1000", "127.0.0.1", server.port_text(), "--real-port",
+                             "--connection", "keepalive", "--threads", "4",
+                             "--duration", "1", "--warmup", "0.3", "--timeline",
+                             "--dist", "zipf:0.99", "--text-len", "gamma:2:20",
+                             "--seed", "7", "--quiet", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_TRUE(run.parsed.is_object()) << run.output;
+  const json& r = run.parsed["results"];
+  EXPECT_EQ(run.parsed["config"]["connection"], "keepalive");
+  EXPECT_EQ(run.parsed["config"]["distribution"], "zipf:0.99");
+  EXPECT_TRUE(run.parsed["config"]["requests"].is_null());
+  EXPECT_EQ(r["errors"]["total"], 0) << run.output;
+  EXPECT_GT(r["ok"].get<uint64_t>(), 100u);
+  EXPECT_GT(r["warmup_requests"].get<uint64_t>(), 0u);
+  EXPECT_NEAR(r["elapsed_s"].get<double>(), 1.0, 0.3);
+  ASSERT_TRUE(r["timeline"].is_array());
+  EXPECT_GE(r["timeline"].size(), 1u);
+}
+
+TEST(ClientIntegrationTest, ThreadListGivesOneRunPerPoint) {
+  RunningServer server;
+  ASSERT_TRUE(server.Start("main4", 100, {"--delay-us", "0"})) << server.startup();
+  for (const char* mode : {"per-request", "keepalive"}) {
+    ClientRun run = RunClient({"100", "127.0.0.1", server.port_text(), "--threads",
+                               "1,2,4", "--requests", "300", "--connection", mode,
+                               "--format", "json"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    ASSERT_TRUE(run.parsed.is_array()) << run.output;
+    ASSERT_EQ(run.parsed.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(run.parsed[i]["config"]["threads"], 1 << i);
+      EXPECT_EQ(run.parsed[i]["config"]["connection"], mode);
+      EXPECT_EQ(run.parsed[i]["results"]["ok"], 300) << mode;
+    }
+  }
+  ClientRun csv = RunClient({"100", "127.0.0.1", server.port_text(), "--threads",
+                             "2,3", "--requests", "50", "--format", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.output;
+  EXPECT_EQ(std::count(csv.output.begin(), csv.output.end(), '\n'), 3) << csv.output;
+  EXPECT_EQ(csv.output.rfind("tool,version,n,", 0), 0u) << csv.output;
+}
+
+TEST(ClientIntegrationTest, OpenLoopKeepsItsRateAndRecordsBothLatencies) {
+  RunningServer server;
+  ASSERT_TRUE(server.Start("main4", 100)) << server.startup();
+  ClientRun run = RunClient({"100", "127.0.0.1", server.port_text(), "--rate", "1000",
+                             "--duration", "1", "--threads", "4", "--connection",
+                             "keepalive", "--format", "json", "--quiet"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json& r = run.parsed["results"];
+  EXPECT_EQ(run.parsed["config"]["mode"], "open");
+  EXPECT_EQ(r["target_rate"], 1000.0);
+  EXPECT_FALSE(r["saturated"].get<bool>()) << run.output;
+  EXPECT_NEAR(r["ok"].get<double>(), 1000, 60) << run.output;
+  ASSERT_TRUE(r["uncorrected_latency_us"].is_object());
+  // Corrected latency counts from the intended send, so it is never smaller.
+  EXPECT_GE(r["latency_us"]["p50"].get<double>() * 1.01,
+            r["uncorrected_latency_us"]["p50"].get<double>());
+}
+
+TEST(ClientIntegrationTest, OpenLoopAboveCapacityIsSaturatedAndQueues) {
+  // One mutex, delay 1 ms: at most ~1000 req/s; ask for 3000 req/s.
+  RunningServer server;
+  ASSERT_TRUE(server.Start("main1", 10, {"--delay-us", "1000"})) << server.startup();
+  ClientRun run = RunClient({"10", "127.0.0.1", server.port_text(), "--rate", "3000",
+                             "--duration", "1", "--threads", "8", "--connection",
+                             "keepalive", "--format", "json", "--quiet"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json& r = run.parsed["results"];
+  EXPECT_TRUE(r["saturated"].get<bool>()) << run.output;
+  // Queueing shows in the corrected tail, not in the uncorrected one.
+  EXPECT_GT(r["latency_us"]["p99"].get<double>(),
+            3 * r["uncorrected_latency_us"]["p99"].get<double>())
+      << run.output;
+}
+
+TEST(ClientIntegrationTest, UnreachableServerIsOneLineAndExit1) {
+  const uint16_t port = FreePortPair();  // nobody listens on it or its twin
+  ASSERT_NE(port, 0);
+  for (bool real : {false, true}) {
+    std::vector<std::string> args{"100", "127.0.0.1", std::to_string(port)};
+    if (real) args.push_back("--real-port");
+    ClientRun run = RunClient(args, 10'000);
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+    EXPECT_NE(run.output.find("cannot reach the server"), std::string::npos) << run.output;
+  }
+  ClientRun check = RunClient({"10", "127.0.0.1", std::to_string(port), "--check"}, 10'000);
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+}
+
+TEST(ClientIntegrationTest, BadArgumentsExit2WithUsage) {
+  const std::vector<std::vector<std::string>> bad = {
+      {},
+      {"100", "127.0.0.1"},
+      {"0", "127.0.0.1", "3000"},
+      {"10000001", "127.0.0.1", "3000"},
+      {"x", "127.0.0.1", "3000"},
+      {"100", "1.2.3", "3000"},
+      {"100", "localhost", "3000"},
+      {"100", "127.0.0.1", "0"},
+      {"100", "127.0.0.1", "65536"},
+      {"100", "127.0.0.1", "3000", "--threads", "0"},
+      {"100", "127.0.0.1", "3000", "--threads", "1,,2"},
+      {"100", "127.0.0.1", "3000", "--threads", "-1"},
+      {"100", "127.0.0.1", "3000", "--read-ratio", "1.5"},
+      {"100", "127.0.0.1", "3000", "--read-ratio", "-0.1"},
+      {"100", "127.0.0.1", "3000", "--rate", "0"},
+      {"100", "127.0.0.1", "3000", "--rate", "-5"},
+      {"100", "127.0.0.1", "3000", "--requests", "0"},
+      {"100", "127.0.0.1", "3000", "--duration", "0"},
+      {"100", "127.0.0.1", "3000", "--warmup", "-1"},
+      {"100", "127.0.0.1", "3000", "--dist", "zipf:0"},
+      {"100", "127.0.0.1", "3000", "--dist", "pareto"},
+      {"100", "127.0.0.1", "3000", "--text-len", "fixed:0"},
+      {"100", "127.0.0.1", "3000", "--format", "xml"},
+      {"100", "127.0.0.1", "3000", "--connection", "pipelined"},
+      {"100", "127.0.0.1", "3000", "--connections", "4", "--threads", "8",
+       "--connection", "keepalive"},
+      {"100", "127.0.0.1", "3000", "--check", "--rate", "10"},
+      {"100", "127.0.0.1", "3000", "--no-such-option"},
+  };
+  for (const auto& args : bad) {
+    ClientRun run = RunClient(args, 10'000);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(run.exit_code, 2) << joined << "\n" << run.output;
+    EXPECT_NE(run.output.find("usage: client"), std::string::npos)
+        << joined << "\n" << run.output;
+  }
+  ClientRun help = RunClient({"--help"}, 10'000);
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_NE(help.output.find("--read-ratio"), std::string::npos);
+}
+
+// The checker passes against every real server.
+class CheckerPassTest
+    : public testing::TestWithParam<std::tuple<std::string, uint64_t, std::string>> {};
+
+TEST_P(CheckerPassTest, Consistent) {
+  const auto& [binary, n, connection] = GetParam();
+  RunningServer server;
+  ASSERT_TRUE(server.Start(binary, n)) << server.startup();
+  ClientRun run = RunClient({std::to_string(n), "127.0.0.1", server.port_text(),
+                             "--check", "--connection", connection},
+                            60'000);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("check: CONSISTENT"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("VIOLATION"), std::string::npos) << run.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Servers, CheckerPassTest,
+    testing::Values(std::make_tuple("main4", 1, "per-request"),
+                    std::make_tuple("main4", 10, "keepalive"),
+                    std::make_tuple("main4", 1000, "keepalive"),
+                    std::make_tuple("main1", 10, "per-request"),
+                    std::make_tuple("main2", 10, "keepalive"),
+                    std::make_tuple("main3", 1000, "keepalive")),
+    [](const auto& param_info) {
+      const auto& p = param_info.param;
+      return std::get<0>(p) + "_n" + std::to_string(std::get<1>(p)) + "_" +
+             (std::get<2>(p) == "keepalive" ? "keepalive" : "perrequest");
+    });
+
+TEST(CheckerJsonTest, ReportsConsistencyAsJson) {
+  RunningServer server;
+  ASSERT_TRUE(server.Start("main2", 10, {"--delay-us", "0"})) << server.startup();
+  ClientRun run = RunClient({"10", "127.0.0.1", server.port_text(), "--check",
+                             "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_TRUE(run.parsed.is_object()) << run.output;
+  EXPECT_EQ(run.parsed["mode"], "check");
+  EXPECT_TRUE(run.parsed["consistent"].get<bool>());
+  EXPECT_GT(run.parsed["replies_checked"].get<uint64_t>(), 1000u);
+}
+
+// The checker must be able to fail: against a server without locks it must
+// report a violation. Races are probabilistic, so try a few bounded rounds
+// (each a fresh server); the test fails if none of them finds one.
+TEST(CheckerFailTest, ReportsViolationAgainstUnlockedServer) {
+  const std::string binary = BinaryPath("unlocked_server");
+  ASSERT_TRUE(std::filesystem::exists(binary))
+      << binary << " is missing: the test-only unlocked server must be built";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(25);
+  int rounds = 0;
+  std::string last;
+  bool found = false;
+  while (!found && rounds < 6 && std::chrono::steady_clock::now() < deadline) {
+    ++rounds;
+    RunningServer server;
+    ASSERT_TRUE(server.Start("unlocked_server", 4, {}, {"TSAN_OPTIONS=report_bugs=0"}))
+        << server.startup();
+    ClientRun run = RunClient({"4", "127.0.0.1", server.port_text(), "--check",
+                               "--connection", "keepalive", "--check-requests",
+                               "2000", "--seed", std::to_string(rounds)},
+                              30'000);
+    last = run.output;
+    if (run.output.find("VIOLATION") != std::string::npos) {
+      found = true;
+      EXPECT_EQ(run.exit_code, 1) << run.output;
+      EXPECT_NE(run.output.find("check: INCONSISTENT"), std::string::npos) << run.output;
+      EXPECT_NE(run.output.find("allowed:"), std::string::npos) << run.output;
+      EXPECT_NE(run.output.find(" pos "), std::string::npos) << run.output;
+    }
+  }
+  EXPECT_TRUE(found) << "no violation found in " << rounds
+                     << " rounds against an unlocked server; last output:\n"
+                     << last;
+}
+
+}  // namespace
+}  // namespace kv
