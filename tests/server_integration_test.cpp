@@ -227,7 +227,9 @@ TEST_P(ServerTest, SigtermWithOpenConnectionsExitsPromptly) {
   const int64_t t0 = MonotonicNanos();
   std::string out;
   EXPECT_EQ(server_.Stop(SIGTERM, 3000, &out), 0) << out;
-  EXPECT_LT(MonotonicNanos() - t0, 1'000'000'000);
+  // The promise is "exit within one second"; sanitized builds get twice that.
+  EXPECT_LT(MonotonicNanos() - t0,
+            testing_support::kSanitized ? 2'000'000'000 : 1'000'000'000);
   EXPECT_NE(out.find("summary requests=1 errors=0 "), std::string::npos) << out;
   EXPECT_NE(out.find("unfinished_connections=0"), std::string::npos) << out;
 }

@@ -17,6 +17,14 @@
 
 namespace kv::testing_support {
 
+// True when built with ASan or TSan: the binaries run several times slower,
+// so deadlines that tests check get a sanitizer allowance.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // Path of a binary built next to the tests (LOCKBENCH_BIN_DIR).
 std::string BinaryPath(const std::string& name);
 
