@@ -231,7 +231,11 @@ def observe_saturation(knees: pd.DataFrame, fraction: float = 0.9) -> list:
              f"with {plural(r.knee_threads, 'thread')} (p95 {us(r.knee_p95_us)} there")
         if r.max_threads > r.knee_threads:
             s += f"; with {r.max_threads} threads p95 is {us(r.p95_at_max_us)}"
-        out.append(s + ").")
+        s += ")"
+        if r.peak_threads == r.max_threads:
+            s += (f"; its throughput was still highest at the largest count tried "
+                  f"({r.max_threads}), so it may not have saturated within the sweep")
+        out.append(s + ".")
     if len(knees) > 1:
         best = knees.loc[knees["peak_rps"].idxmax()]
         worst = knees.loc[knees["peak_rps"].idxmin()]
@@ -258,7 +262,7 @@ def observe_sweep_ranking(summary: pd.DataFrame, param: str, what: str) -> list:
         return []
     fmt = (lambda v: f"{v:g}") if not isinstance(next(iter(orders)), str) else str
     if len({tuple(o) for o in orders.values()}) == 1:
-        return [f"By {desc}, the order of the servers is the same at every {what} value "
+        return [f"By {desc}, the order of the servers is the same at every point of the {what} sweep "
                 f"({' < '.join(next(iter(orders.values())))}, fastest first)."]
     return [f"By {desc}, the order of the servers changes with the {what}: " + "; ".join(
         f"{fmt(v)}: {' < '.join(o)}" for v, o in orders.items()) + "."]

@@ -23,7 +23,7 @@ SWEEP_TEXT = {  # kind -> (x label, words for the parameter)
     "threads": ("client threads", "number of client threads"),
     "read-ratio": ("fraction of reads", "read ratio"),
     "n": ("array size n", "n"),
-    "delay": ("artificial delay per access [us] (nominal)", "delay"),
+    "delay": ("artificial delay per access [us] (nominal)", "delay (us)"),
     "connection": ("connection mode", "connection mode"),
 }
 

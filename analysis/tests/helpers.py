@@ -1,0 +1,30 @@
+"""Shared test helpers: fixture paths, the real build, running the CLI."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+FIXTURES = HERE / "fixtures"
+REPO = HERE.parents[1]
+RELEASE = REPO / "build" / "release"
+PY = sys.executable
+
+
+def cli(*args, env=None, timeout=600, cwd=REPO):
+    """Runs `python -m analysis ARGS`; returns the CompletedProcess (text)."""
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([PY, "-m", "analysis", *map(str, args)], cwd=cwd, env=e, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def real_binaries_missing() -> str | None:
+    from analysis.runner import find_binary
+    missing = [n for n in ("main1", "main2", "main3", "main4", "client")
+               if not find_binary(RELEASE, n).is_file()]
+    if missing:
+        return (f"real binaries not built ({', '.join(missing)} missing in {RELEASE}); "
+                "build first: cmake --preset release && cmake --build --preset release")
+    return None

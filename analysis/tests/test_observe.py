@@ -1,0 +1,64 @@
+"""The report's sentences follow the data: flip the data, the wording flips."""
+
+import pandas as pd
+
+from analysis import observe as O
+
+
+def summary(means, n=(10, 1000), spread=0.01):
+    """A lab summary with the given mean per server (same at every n), tight CIs."""
+    rows = []
+    for s, m in means.items():
+        for k in n:
+            rows.append({"server": s, "n": k, "runs": 10, "missing": 0, "mean_s": m,
+                         "median_s": m, "std_s": 0.0, "ci_lo_s": m * (1 - spread),
+                         "ci_hi_s": m * (1 + spread), "min_s": m, "max_s": m, "errors": 0})
+    return pd.DataFrame(rows)
+
+
+def test_winner_and_speedup_are_computed():
+    s = summary({"main1": 8e-3, "main2": 4e-4, "main3": 6e-3, "main4": 2e-4})
+    text = " ".join(O.observe_winners(s))
+    assert "At n = 10, main4 (rwlock per string) has the lowest mean latency, 0.2 ms" in text
+    assert "2.0x lower mean latency" in text and "do not overlap" in text
+    assert "40.0x faster" in text
+    assert "main4 < main2 < main3 < main1" in text and "same at every n" in text
+
+
+def test_rwlock_verdict_follows_the_data():
+    good = " ".join(O.observe_rwlock(summary({"main1": 8e-3, "main3": 4e-3}), 0.7))
+    assert "pays off at 70% reads" in good and "2.0x faster" in good
+    bad = " ".join(O.observe_rwlock(summary({"main1": 4e-3, "main3": 8e-3}), 0.7))
+    assert "does not pay off" in bad and "2.0x slower" in bad
+    same = " ".join(O.observe_rwlock(summary({"main1": 4e-3, "main3": 4.01e-3}), 0.7))
+    assert "cannot be told apart" in same
+
+
+def test_single_mutex_winner_is_reported_as_such():
+    s = summary({"main1": 1e-3, "main2": 2e-3})
+    text = " ".join(O.observe_winners(s))
+    assert "main1 (one mutex) has the lowest" in text and "against the single mutex" not in text
+
+
+def test_ranking_change_across_n_is_reported():
+    s = pd.concat([summary({"main1": 1e-3, "main2": 2e-3}, n=(10,)),
+                   summary({"main1": 2e-3, "main2": 1e-3}, n=(1000,))])
+    assert any("order changes with n" in x for x in O.observe_winners(s))
+
+
+def test_n_effect_and_skew():
+    s = summary({"main1": 8e-3})
+    s.loc[s["n"] == 1000, "mean_s"] = 2e-3
+    text = " ".join(O.observe_n_effect(s))
+    assert "main1 (one mutex) falls 4.0x" in text
+    s.loc[s["n"] == 1000, "median_s"] = 1e-3
+    assert "mean exceeds the median" in " ".join(O.observe_skew(s))
+
+
+def test_saturation_still_rising_is_flagged():
+    knees = pd.DataFrame([{"server": "main4", "peak_rps": 900.0, "peak_threads": 64,
+                           "knee_threads": 32, "knee_rps": 850.0, "knee_p95_us": 120.0,
+                           "max_threads": 64, "p95_at_max_us": 300.0}])
+    text = O.observe_saturation(knees)[0]
+    assert "peaks at 900 requests/s with 64 client threads" in text
+    assert "may not have saturated" in text
