@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Bounded libFuzzer runs of every fuzz target (issue 6). Called by
+# `./lockbench test`; also fine by hand.
+#
+#   fuzz/run-fuzzers.sh                 configure + build the `fuzz` preset,
+#                                       then fuzz each target for 60 s
+#   LOCKBENCH_FUZZ_SECONDS=10 fuzz/run-fuzzers.sh     shorter runs
+#   LOCKBENCH_FUZZ_BUILD_DIR=build/x fuzz/run-fuzzers.sh   another build folder
+#
+# Each target starts from its committed seed corpus fuzz/corpus/<target>/
+# (read only) and keeps what it discovers in <build>/fuzz-corpus/<target>/.
+# A crash, leak, sanitizer report, timeout or broken invariant stops that
+# target, leaves the input in <build>/fuzz-artifacts/, and makes this script
+# exit 1 after all targets ran. Turn such an input into a regression test
+# (common/*_test.cpp) before fixing the bug.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_EACH=${LOCKBENCH_FUZZ_SECONDS:-60}
+BUILD_DIR=${LOCKBENCH_FUZZ_BUILD_DIR:-build/fuzz}
+TARGETS=(fuzz_parse_request fuzz_request_handler)
+
+log() { printf '\033[1m[fuzz]\033[0m %s\n' "$*" >&2; }
+
+if ! command -v clang++ >/dev/null; then
+  log "clang++ not found (Debian: apt-get install clang libclang-rt-14-dev)"
+  exit 1
+fi
+
+log "configuring and building the fuzz preset in $BUILD_DIR"
+cmake --preset fuzz -B "$BUILD_DIR" >/dev/null
+cmake --build "$BUILD_DIR" --target "${TARGETS[@]}"
+
+failed=0
+for t in "${TARGETS[@]}"; do
+  work="$BUILD_DIR/fuzz-corpus/$t"
+  artifacts="$BUILD_DIR/fuzz-artifacts"
+  mkdir -p "$work" "$artifacts"
+  log "$t: ${SECONDS_EACH} s, -max_len=200"
+  # New units go to the first (scratch) folder; the seeds are only read.
+  if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+       "$BUILD_DIR/$t" -max_total_time="$SECONDS_EACH" -max_len=200 \
+         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+         -artifact_prefix="$artifacts/$t-" \
+         "$work" "fuzz/corpus/$t" 2>"$BUILD_DIR/$t.log"; then
+    log "$t: FAILED (see $BUILD_DIR/$t.log and $artifacts/)"
+    tail -n 40 "$BUILD_DIR/$t.log" >&2
+    failed=1
+  else
+    log "$t: ok; $(grep -E '^stat::number_of_executed_units' "$BUILD_DIR/$t.log" | awk '{print $2}') inputs run, $(grep -cE '^#[0-9]+.*(NEW|REDUCE)' "$BUILD_DIR/$t.log" || true) new/reduced units"
+  fi
+done
+exit $failed
