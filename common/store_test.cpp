@@ -13,7 +13,12 @@
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
 #include "common/store_one_rwlock.h"
+#include "common/store_pointer_swap.h"
 #include "common/store_rwlock_per_slot.h"
+#include "common/store_seqlock_per_slot.h"
+#include "common/store_spinlock_per_slot.h"
+#include "common/store_striped.h"
+#include "common/store_writer_pref_rwlock.h"
 
 namespace kv {
 namespace {
@@ -32,8 +37,22 @@ class StoreTest : public testing::Test {
   std::unique_ptr<ArtificialDelay> delay_;
 };
 
-using Strategies = testing::Types<OneMutexStore, MutexPerSlotStore,
-                                  OneRwLockStore, RwLockPerSlotStore>;
+// A striped store with a fixed stripe count K, so that the stress tests
+// (3 or 4 slots) have slots sharing a stripe (K = 2: mask; K = 3: modulo).
+template <typename LockTable, std::size_t K>
+struct WithStripes {
+  static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
+    return std::make_unique<LockedStore<LockTable>>(n, delay, K);
+  }
+};
+
+using Strategies =
+    testing::Types<OneMutexStore, MutexPerSlotStore, OneRwLockStore,
+                   RwLockPerSlotStore, StripedMutexStore, StripedRwLockStore,
+                   WithStripes<StripedMutexLocks, 2>,
+                   WithStripes<StripedRwLockLocks, 3>, OneWriterPrefRwLockStore,
+                   WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore,
+                   SeqLockPerSlotStore, PointerSwapStore>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {
