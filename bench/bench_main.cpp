@@ -1,0 +1,53 @@
+// kv_bench: in-process microbenchmarks of the locking strategies.
+//
+//   kv_bench [--quick] [Google Benchmark flags, e.g. --benchmark_out=x.json
+//             --benchmark_out_format=json --benchmark_filter=REGEX]
+//
+// --quick registers a small subset (a few seconds; for CI). Without it the
+// full pruned grid runs (about 8-10 minutes on 2 cores); see
+// bench/run-microbench.sh and docs/strategies.md.
+#include <benchmark/benchmark.h>
+
+#include <string_view>
+#include <vector>
+
+#include "bench/bench_strategies.h"
+#include "common/strategy_registry.h"
+#include "tests/store_unlocked.h"
+
+namespace kv::bench {
+
+std::vector<std::string> BenchStrategyNames() {
+  std::vector<std::string> names{kUnprotected};
+  for (const StrategyInfo& s : AllStrategies()) names.emplace_back(s.name);
+  return names;
+}
+
+std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
+                                      ArtificialDelay* delay) {
+  if (name == kUnprotected) return UnlockedStore::Create(n, delay);
+  return FindStrategy(name)->create(n, delay, StrategyConfig{});
+}
+
+}  // namespace kv::bench
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--quick") {
+      quick = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  kv::bench::RegisterStoreBenchmarks(quick);
+  kv::bench::RegisterStarvationBenchmarks(quick);
+  benchmark::AddCustomContext("lockbench_quick", quick ? "1" : "0");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,34 @@
+// The strategies the microbenchmarks compare: every registered strategy plus
+// the UNPROTECTED baseline (the test-only unlocked store: no lock at all,
+// racy and unsafe, measured only to show what locking costs).
+#ifndef KV_BENCH_BENCH_STRATEGIES_H_
+#define KV_BENCH_BENCH_STRATEGIES_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/artificial_delay.h"
+#include "common/store.h"
+
+namespace kv::bench {
+
+inline constexpr char kUnprotected[] = "unprotected";
+
+// "unprotected" followed by the registry's names, in registry order.
+std::vector<std::string> BenchStrategyNames();
+
+// Builds the named store (registry defaults, e.g. 16 stripes). REQUIRES: the
+// name is one of BenchStrategyNames().
+std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
+                                      ArtificialDelay* delay);
+
+// Registers the throughput grid (store_bench.cpp) and the writer-starvation
+// runs (starvation_bench.cpp). quick: a tiny subset for CI smoke runs.
+void RegisterStoreBenchmarks(bool quick);
+void RegisterStarvationBenchmarks(bool quick);
+
+}  // namespace kv::bench
+
+#endif  // KV_BENCH_BENCH_STRATEGIES_H_
