@@ -136,7 +136,7 @@ class Session {
     FillRequestFrame(pos, is_read, text, &request_);
     ErrorKind kind = ErrorKind::kNone;
     std::string detail;
-    if (!conn_.is_open()) kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &detail);
+    if (!conn_.is_open()) kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &detail, cfg.keepalive);
     if (kind == ErrorKind::kNone) {
       kind = conn_.RoundTrip(request_, &reply_);
       if (!cfg.keepalive) conn_.Close();

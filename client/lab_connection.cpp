@@ -74,7 +74,7 @@ ErrorKind ClassifyIoErrno(int err) {
 }  // namespace
 
 ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms,
-                                 std::string* detail) {
+                                 std::string* detail, bool nodelay) {
   Close();
   fd_ = ::socket(ep.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
@@ -91,10 +91,13 @@ ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms,
     Close();
     return ErrorKind::kOther;
   }
-  int one = 1;
-  // A frame is one small write followed by a wait for the reply; never let
-  // Nagle hold a frame back on a keep-alive connection.
-  (void)::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (nodelay) {
+    // A frame is one small write followed by a wait for the reply; never let
+    // Nagle hold a frame back on a keep-alive connection. A one-shot
+    // connection skips the extra syscall.
+    int one = 1;
+    (void)::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
   int rc;
   do {
     rc = ::connect(fd_, reinterpret_cast<const sockaddr*>(&ep.addr), ep.len);

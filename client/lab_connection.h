@@ -59,8 +59,9 @@ class LabConnection {
   // Opens a connection (closing any open one first). Returns kNone on
   // success; kConnect, kTimeout or kOther on failure, with errno text in
   // *detail if detail != nullptr.
+  // `nodelay` sets TCP_NODELAY (worth it only on a long-lived connection).
   ErrorKind Connect(const Endpoint& ep, int timeout_ms,
-                    std::string* detail = nullptr);
+                    std::string* detail = nullptr, bool nodelay = false);
   // Sends one request frame and reads one whole reply frame into *reply.
   // Returns kNone, or the kind of failure. After any failure other than
   // kErrorReply the connection is closed (framing may be lost).

@@ -121,7 +121,8 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
     std::string detail;
     if (!conn.is_open()) {
       kind = conn.Connect(cfg.endpoint, cfg.timeout_ms,
-                          w->first_error.empty() ? &detail : nullptr);
+                          w->first_error.empty() ? &detail : nullptr,
+                          /*nodelay=*/cfg.keepalive);
     }
     if (kind == ErrorKind::kNone) {
       kind = conn.RoundTrip(request, &reply);
