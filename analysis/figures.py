@@ -176,8 +176,8 @@ def plot_latency_cdf(axes, traces: pd.DataFrame):
         ax.set_xscale("log")
         ax.set_ylim(0, 1)
         ax.set_title(f"n = {n}")
-        ax.set_xlabel("memory access latency per request [us] (log scale)")
-    np.atleast_1d(axes)[0].set_ylabel("fraction of requests")
+        ax.set_xlabel("latency per request [us] (log)")
+    np.atleast_1d(axes)[0].set_ylabel("fraction of requests (memory access latency)")
     _legend(np.atleast_1d(axes)[-1])
     return artists
 

@@ -124,6 +124,12 @@ def observe_rwlock(summary: pd.DataFrame, read_ratio: float | None) -> list:
             head = f"The rwlock does not pay off{mix}: {name(rw)} is slower than {name(mx)} at every n"
         elif verdicts == {"unclear"}:
             head = f"{name(rw)} and {name(mx)} cannot be told apart{mix}"
+        elif verdicts == {"pays", "unclear"}:
+            head = (f"{name(rw)} beats {name(mx)}{mix} wherever the difference is clear, and "
+                    "the two cannot be told apart elsewhere")
+        elif verdicts == {"costs", "unclear"}:
+            head = (f"{name(rw)} is slower than {name(mx)}{mix} wherever the difference is "
+                    "clear, and the two cannot be told apart elsewhere")
         else:
             head = f"{name(rw)} against {name(mx)}{mix} depends on n"
         out.append(head + " (" + "; ".join(parts) + ").")

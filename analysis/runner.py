@@ -299,7 +299,7 @@ def record_client_version(ctx: Ctx, doc: dict) -> None:
 
 # ---- the lab experiment ---------------------------------------------------------------------
 
-LAB_RUN_ESTIMATE = 0.12   # seconds per kit run, for the ETA before real timings exist
+LAB_RUN_ESTIMATE = 0.17   # seconds per kit run, for the ETA before real timings exist
 START_ESTIMATE = 0.3      # seconds per server start/stop
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
 REPO = HERE.parents[1]
-RELEASE = REPO / "build" / "release"
+# The real build; LOCKBENCH_BIN_DIR points the end-to-end tests at another build tree.
+RELEASE = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release"))
 PY = sys.executable
 
 
