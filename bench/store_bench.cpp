@@ -100,6 +100,7 @@ void Add(std::size_t strategy_id, int read_pct, int n, int delay_us,
       ->Setup(SetUpRun)
       ->Teardown(TearDownRun)
       ->UseRealTime()
+      ->MinWarmUpTime(0.01)  // first touches of a fresh store are not timed
       ->MinTime(min_time);
   for (const int t : threads) b->Threads(t);
 }
