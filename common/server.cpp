@@ -176,8 +176,12 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
           if (err == EAGAIN || err == EWOULDBLOCK) break;
           ++stats->accept_errors;
           if ((err == EMFILE || err == ENFILE) && spare.held()) {
+            // accept() fails with EMFILE before it looks at the queue, so
+            // this is also how we learn that the queue is empty.
             spare.Release();
             conn = AcceptConnection(fds[i].fd);
+            const bool drained =
+                conn < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
             if (conn >= 0) {
               RefuseConnection(conn, "server busy: out of file descriptors; "
                                      "try again");
@@ -189,6 +193,7 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
                          (again ? "; refusing new connections until some close"
                                 : "; pausing accepts for 100 ms"));
             if (conn >= 0 && again) continue;  // the next queued connection
+            if (drained && again) break;       // nothing more is waiting
           } else {
             log.Warn(program, std::string("accept: ") + std::strerror(err) +
                                   "; pausing accepts for 100 ms");
