@@ -184,7 +184,7 @@ class Server:
         return parse_summary(self.summary_line) if self.summary_line else {}
 
     def __enter__(self):
-        return self.start()
+        return self if self.proc is not None else self.start()
 
     def __exit__(self, *exc):
         if self.proc is not None and self.exit_code is None:

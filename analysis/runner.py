@@ -101,6 +101,21 @@ class Ctx:
             raise RunError(f"port {self.port} or its twin {twin(self.port)} is in use on 127.0.0.1")
         return self.port
 
+    def start_server(self, make) -> Server:
+        """make(port) -> Server; starts it on a free port pair. With automatic ports a
+        start-up failure (e.g. the port taken between probe and bind) is retried twice on
+        other ports; the last failure is raised."""
+        for attempt in range(3):
+            srv = make(self.new_port())
+            try:
+                return srv.start()
+            except RunError:
+                if self.port is not None or attempt == 2 or srv.proc is None:
+                    raise
+                self.note(f"note: {srv.name} failed to start on port {srv.port}; "
+                          "trying another port")
+        raise AssertionError("unreachable")
+
     def note(self, text: str) -> None:
         (self.progress.note if self.progress else lambda t: print(t, file=sys.stderr))(text)
 
@@ -299,7 +314,7 @@ def record_client_version(ctx: Ctx, doc: dict) -> None:
 
 # ---- the lab experiment ---------------------------------------------------------------------
 
-LAB_RUN_ESTIMATE = 0.17   # seconds per kit run, for the ETA before real timings exist
+LAB_RUN_ESTIMATE = 0.2    # seconds per kit run, for the ETA before real timings exist
 START_ESTIMATE = 0.3      # seconds per server start/stop
 
 
@@ -363,13 +378,14 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
     raw = open(ctx.results / "lab_client.jsonl", "a")
     try:
         for (s, n), reps in todo.items():
-            port = ctx.new_port()
             trace = ctx.results / "traces" / f"{s}_n{n}.csv"
             want_trace = p.trace_limit > 0 and not (trace.exists() and trace.stat().st_size > 0)
             time_file = ctx.results / "time" / f"time_s{s[-1]}_n{n}"
-            srv = Server(ctx.binary(s), n, port, delay_us=p.delay_us, cwd=ctx.results,
-                         time_file=time_file, log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
-                         trace=trace if want_trace else None, trace_limit=p.trace_limit)
+            srv = ctx.start_server(lambda port: Server(
+                ctx.binary(s), n, port, delay_us=p.delay_us, cwd=ctx.results,
+                time_file=time_file, log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
+                trace=trace if want_trace else None, trace_limit=p.trace_limit))
+            port = srv.port
             with srv:
                 for rep in reps:
                     before = len(_count_lines(time_file))
@@ -471,10 +487,11 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
             cfg = sweep_point(p, kind, v)
             value = fmt_value(v)
             tag = f"sweep_{kind}_{value}_{s}_rep{rep}"
-            port = ctx.new_port()
-            srv = Server(ctx.binary(s), cfg["n"], port, delay_us=cfg["delay_us"], cwd=ctx.results,
-                         time_file=ctx.results / "time" / tag,
-                         log_file=ctx.results / "logs" / f"sweep_{kind}_{s}.log")
+            srv = ctx.start_server(lambda port: Server(
+                ctx.binary(s), cfg["n"], port, delay_us=cfg["delay_us"], cwd=ctx.results,
+                time_file=ctx.results / "time" / tag,
+                log_file=ctx.results / "logs" / f"sweep_{kind}_{s}.log"))
+            port = srv.port
             args = ["--threads", str(cfg["threads"]), "--duration", f"{p.duration_s:g}",
                     "--warmup", f"{p.warmup_s:g}", "--connection", cfg["connection"],
                     "--read-ratio", f"{cfg['read_ratio']:g}", "--seed", str(rep)]
