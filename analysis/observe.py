@@ -4,7 +4,6 @@ numbers in the data and its wording is chosen by those numbers (nothing canned).
 Each observe_* function is pure: summaries in, list of Markdown sentences out.
 """
 
-import math
 
 import numpy as np
 import pandas as pd

@@ -11,7 +11,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 
 name = os.path.basename(sys.argv[0])
 ap = argparse.ArgumentParser(prog=name)
