@@ -66,8 +66,8 @@ constexpr std::array kStrategies = {
                  "retry, writers serialised by a per-string mutex",
                  false, &CreatePlain<SeqLockPerSlotStore>},
     StrategyInfo{"pointer-swap",
-                 "RCU-like: readers copy an immutable value via "
-                 "atomic<shared_ptr>, writers swap in a new one",
+                 "RCU-like: lock-free readers copy an immutable value "
+                 "(hazard pointers), writers swap in a new one",
                  false, &CreatePlain<PointerSwapStore>},
 };
 
