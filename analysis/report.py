@@ -212,6 +212,13 @@ def build_report(results_dir, out_dir) -> list:
                    f"{' and '.join(src)} data); colour = server.", fig)
             md += ["- " + s for s in O.observe_wait_hold(wh)] + [""]
 
+        if "n" not in res["sweeps"] and len(ns) > 1:  # no n sweep: the lab's own n values
+            fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+            F.plot_latency_vs_n(ax, summary.assign(latency_ms=summary["mean_s"] * 1e3),
+                                "mean memory access latency [ms] (log scale)",
+                                "Lab metric against array size")
+            figure("plot_latency_vs_n", "Mean lab latency against array size n (log-log).", fig)
+
         tr = res["traces"]
         if tr is not None and not tr.empty:
             tns = sorted(tr["n"].unique())

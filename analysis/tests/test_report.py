@@ -82,3 +82,6 @@ def test_report_with_lab_only(tmp_path):
     build_report(d, tmp_path / "out")
     md = (tmp_path / "out" / "REPORT.md").read_text()
     assert "Table 1" in md and "Sweeps" not in md
+    figures = sorted(p.name for p in (tmp_path / "out" / "figures").glob("*.png"))
+    assert figures == ["plot_latency_distribution.png", "plot_latency_vs_n.png",
+                       "plot_mean_latency.png"]
