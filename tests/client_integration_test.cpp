@@ -43,15 +43,14 @@ class RunningServer {
  public:
   bool Start(const std::string& binary, uint64_t n,
              std::vector<std::string> extra = {},
-             std::vector<std::string> env = {}) {
+             std::vector<std::string> env = {}, const std::string& ip = "127.0.0.1") {
     port_ = FreePortPair();
     if (port_ == 0) return false;
     dir_ = std::filesystem::temp_directory_path() /
            ("lockbench_client_it_" + std::to_string(::getpid()) + "_" +
             std::to_string(port_));
     std::filesystem::create_directories(dir_);
-    std::vector<std::string> args{std::to_string(n), "127.0.0.1",
-                                  std::to_string(port_)};
+    std::vector<std::string> args{std::to_string(n), ip, std::to_string(port_)};
     args.insert(args.end(), extra.begin(), extra.end());
     return server_.Start(BinaryPath(binary), args, dir_.string(), &startup_, env);
   }
@@ -168,7 +167,7 @@ TEST(ClientIntegrationTest, OpenLoopAboveCapacityIsSaturatedAndQueues) {
   RunningServer server;
   ASSERT_TRUE(server.Start("main1", 10, {"--delay-us", "1000"})) << server.startup();
   ClientRun run = RunClient({"10", "127.0.0.1", server.port_text(), "--rate", "3000",
-                             "--duration", "1", "--threads", "8", "--connection",
+                             "--duration", "0.6", "--threads", "8", "--connection",
                              "keepalive", "--format", "json", "--quiet"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const json& r = run.parsed["results"];
@@ -177,6 +176,18 @@ TEST(ClientIntegrationTest, OpenLoopAboveCapacityIsSaturatedAndQueues) {
   EXPECT_GT(r["latency_us"]["p99"].get<double>(),
             3 * r["uncorrected_latency_us"]["p99"].get<double>())
       << run.output;
+}
+
+TEST(ClientIntegrationTest, Ipv6Loopback) {
+  RunningServer server;
+  if (!server.Start("main4", 100, {"--no-twin"}, {}, "::1")) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << server.startup();
+  }
+  ClientRun run = RunClient({"100", "::1", server.port_text(), "--real-port",
+                             "--requests", "200", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.parsed["config"]["host"], "::1");
+  EXPECT_EQ(run.parsed["results"]["ok"], 200);
 }
 
 TEST(ClientIntegrationTest, UnreachableServerIsOneLineAndExit1) {
