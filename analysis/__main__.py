@@ -138,8 +138,17 @@ def _sweep_args(p, kinds_default):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="lockbench experiment runner and "
-                                 "lab report (ECE 420 Lab 2).")
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="lockbench experiment runner and lab report (ECE 420 Lab 2).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               f"  {PROG} all                      lab + sweeps, report in report/ (~11 min)\n"
+               f"  {PROG} all --quick              smoke test (~45 s), under results/scratch/\n"
+               f"  {PROG} lab --servers main1,main4 --n 10,1000 --runs 20\n"
+               f"  {PROG} sweep --kind threads --values 1,2,4,8,16,32,64,128\n"
+               f"  {PROG} report --results results/<time> --out report/\n"
+               f"  {PROG} all --resume results/<time>   continue after Ctrl-C\n"
+               "docs: docs/analysis.md")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{lab,sweep,report,all}")
     p = sub.add_parser("lab", help="the lab experiment: every server x n, R kit client runs",
                        description="For each server and n: start the server, run the kit client "

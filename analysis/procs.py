@@ -52,7 +52,8 @@ def pick_port(rng: random.Random | None = None, tries: int = 200) -> int:
 
 def check_binary(path: Path) -> Path:
     if not path.is_file():
-        raise RunError(f"binary not found: {path} (build first: cmake --preset release && "
+        what = "expected a binary, found a directory" if path.is_dir() else "binary not found"
+        raise RunError(f"{what}: {path} (build first: cmake --preset release && "
                        "cmake --build --preset release)")
     if not os.access(path, os.X_OK):
         raise RunError(f"binary not executable: {path}")

@@ -77,7 +77,7 @@ def find_binary(bin_dir: Path, name: str) -> Path:
     """bin_dir/name, or bin_dir/name/name when CMake put the target in its subdirectory's
     build folder (the client is built as build/release/client/client)."""
     p = bin_dir / name
-    return p / name if p.is_dir() else p
+    return p / name if (p / name).is_file() else p
 
 
 @dataclass
