@@ -109,7 +109,7 @@ def _lab_args(p):
                    help="artificial delay per array access in us (default: 10, the kit's)")
     g.add_argument("--pause", type=float_in(0), default=0.0, metavar="S",
                    help="pause between client runs (the kit's test.sh uses 0.5; default: 0)")
-    g.add_argument("--trace-limit", type=int_at_least(0), default=20000, metavar="ROWS",
+    g.add_argument("--trace-limit", type=int_at_least(0), default=10000, metavar="ROWS",
                    help="per-request trace rows kept per (server, n); 0 = no trace "
                         "(default: %(default)s)")
 

@@ -222,8 +222,9 @@ def build_report(results_dir, out_dir) -> list:
         tr = res["traces"]
         if tr is not None and not tr.empty:
             tns = sorted(tr["n"].unique())
-            fig, axes = plt.subplots(1, len(tns), figsize=(3.4 * len(tns) + 1, 3.6), sharey=True,
-                                     layout="constrained", squeeze=False)
+            fig, axes = plt.subplots(1, len(tns), figsize=(3.4 * len(tns) + 1, 3.6),
+                                     sharex=True, sharey=True, layout="constrained",
+                                     squeeze=False)
             F.plot_latency_cdf(axes[0], tr)
             figure("plot_latency_cdf", "Cumulative distribution of the per-request memory "
                    f"access latency (first {tr.groupby(['server', 'n']).size().min()} or more "

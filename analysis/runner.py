@@ -55,7 +55,7 @@ class LabParams:
     runs: int = 100
     delay_us: float = 10.0
     pause_s: float = 0.0
-    trace_limit: int = 20000
+    trace_limit: int = 10000
 
 
 @dataclass
