@@ -99,7 +99,7 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
   uint64_t measured = 0;
   for (uint64_t k = 0; measured < quota; ++k) {
     if (shared->stop.load(std::memory_order_relaxed)) break;
-    uint64_t due;
+    uint64_t due = 0;  // set below in both modes
     if (open_loop) {
       due = start + static_cast<uint64_t>((static_cast<double>(k) +
                                            static_cast<double>(t) / nthreads) *
