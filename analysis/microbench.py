@@ -310,8 +310,9 @@ PREDICTION = (
     "striped locks with large n) should keep scaling, while anything with one lock for the "
     "array (one-mutex, one-rwlock: the rwlock's reader count is itself a contended cache line) "
     "should flatten or fall, and spinning (spinlock-per-slot) should do better than here as long "
-    "as threads do not outnumber cores. pointer-swap's reads increment a shared reference count, "
-    "so on one hot string it behaves like a contended atomic rather than like the seqlock. "
+    "as threads do not outnumber cores. pointer-swap's readers write only their own hazard "
+    "record, so like the seqlock they should scale on a hot string, at the price of two full "
+    "fences per read. "
     "Confirm on a bigger machine before relying on any of this.")
 
 

@@ -23,7 +23,10 @@ mkdir -p "$(dirname "$out")"
 sha=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git diff --quiet HEAD -- common bench 2>/dev/null && echo clean || echo dirty)
 echo "kv_bench -> $out (git $sha, $dirty)" >&2
-"$build_dir/kv_bench" "$@" \
+# 3 repetitions in random order (shared/PERF.md: compare only interleaved runs);
+# the analysis takes the median of the three.
+"$build_dir/kv_bench" --benchmark_repetitions=3 \
+  --benchmark_enable_random_interleaving=true "$@" \
   --benchmark_out="$out" --benchmark_out_format=json \
   --benchmark_context=git_sha="$sha" --benchmark_context=tree="$dirty" \
   --benchmark_counters_tabular=true

@@ -109,24 +109,39 @@ void Add(std::size_t strategy_id, int read_pct, int n, int delay_us,
 
 void RegisterStoreBenchmarks(bool quick) {
   g_names = BenchStrategyNames();
-  const std::vector<int> all_threads{1, 2, 4, 8, 16, 32};
-  for (std::size_t s = 0; s < g_names.size(); ++s) {
-    if (quick) {
-      Add(s, 95, 1000, 0, {1, 2}, 0.01);
-      continue;
-    }
-    constexpr double kMinTime = 0.1;
+  struct Setting {
+    int read_pct, n, delay_us, threads;
+  };
+  std::vector<Setting> grid;
+  if (quick) {
+    for (const int t : {1, 2}) grid.push_back({95, 1000, 0, t});
+  } else {
+    const std::vector<int> all_threads{1, 2, 4, 8, 16, 32};
     // scaling slice
     for (const int read : {50, 70, 95, 100}) {
-      for (const int n : {1, 1000}) Add(s, read, n, 0, all_threads, kMinTime);
+      for (const int n : {1, 1000}) {
+        for (const int t : all_threads) grid.push_back({read, n, 0, t});
+      }
     }
     // size slice (n = 1 and 1000 are in the scaling slice)
     for (const int read : {70, 95}) {
-      for (const int n : {10, 100, 100000}) Add(s, read, n, 0, {2, 8}, kMinTime);
+      for (const int n : {10, 100, 100000}) {
+        for (const int t : {2, 8}) grid.push_back({read, n, 0, t});
+      }
     }
     // delay slice
     for (const int read : {70, 100}) {
-      for (const int n : {1, 1000}) Add(s, read, n, 10, all_threads, kMinTime);
+      for (const int n : {1, 1000}) {
+        for (const int t : all_threads) grid.push_back({read, n, 10, t});
+      }
+    }
+  }
+  // Strategies innermost: all strategies of one setting run back to back, so
+  // the machine's slow drifts (shared/PERF.md) hit them alike.
+  const double min_time = quick ? 0.01 : 0.05;
+  for (const Setting& g : grid) {
+    for (std::size_t s = 0; s < g_names.size(); ++s) {
+      Add(s, g.read_pct, g.n, g.delay_us, {g.threads}, min_time);
     }
   }
 }
