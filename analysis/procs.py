@@ -217,8 +217,8 @@ def client_row(doc: dict) -> dict:
     }
 
 
-def run_client(binary: Path, n: int, port: int, args: list, timeout: float) -> tuple[list, str]:
-    """Runs the client with --format json; returns (list of JSON objects, raw stdout)."""
+def run_client(binary: Path, n: int, port: int, args: list, timeout: float) -> list:
+    """Runs the client with --format json; returns its JSON objects (one per run point)."""
     argv = [str(binary), str(n), HOST, str(port), *args, "--format", "json", "--quiet"]
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -235,4 +235,4 @@ def run_client(binary: Path, n: int, port: int, args: list, timeout: float) -> t
     docs = doc if isinstance(doc, list) else [doc]
     if not docs or not all(isinstance(d, dict) for d in docs):
         raise RunError(f"client JSON is not an object or a list of objects: {' '.join(argv)}")
-    return docs, p.stdout
+    return docs

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import SERVERS
 from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
-from .procs import (RunError, Server, check_binary, client_row, pick_port, port_free,  # noqa: F401
+from .procs import (RunError, Server, check_binary, client_row, pick_port, port_free,
                     run_client, twin)
 from .progress import Progress
 
@@ -391,7 +391,7 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
                     before = len(_count_lines(time_file))
                     t0 = time.monotonic()
                     try:
-                        docs, out = run_client(client, n, port, [], ctx.client_timeout)
+                        docs = run_client(client, n, port, [], ctx.client_timeout)
                     except RunError as exc:
                         if not srv.alive():
                             raise srv.died() from None
@@ -497,7 +497,7 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
                     "--read-ratio", f"{cfg['read_ratio']:g}", "--seed", str(rep)]
             with srv:
                 try:
-                    docs, out = run_client(client, cfg["n"], port, args, ctx.client_timeout)
+                    docs = run_client(client, cfg["n"], port, args, ctx.client_timeout)
                 except RunError as exc:
                     if not srv.alive():
                         raise srv.died() from None
