@@ -9,8 +9,9 @@ HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
 REPO = HERE.parents[1]
 # The real build; LOCKBENCH_BIN_DIR points the end-to-end tests at another build tree.
-RELEASE = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release"))
+RELEASE = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release")).absolute()
 PY = sys.executable
+BINARIES = ("main1", "main2", "main3", "main4", "client")
 
 
 def cli(*args, env=None, timeout=600, cwd=REPO):
@@ -23,8 +24,7 @@ def cli(*args, env=None, timeout=600, cwd=REPO):
 
 def real_binaries_missing() -> str | None:
     from analysis.runner import find_binary
-    missing = [n for n in ("main1", "main2", "main3", "main4", "client")
-               if not find_binary(RELEASE, n).is_file()]
+    missing = [n for n in BINARIES if not find_binary(RELEASE, n).is_file()]
     if missing:
         return (f"real binaries not built ({', '.join(missing)} missing in {RELEASE}); "
                 "build first: cmake --preset release && cmake --build --preset release")
