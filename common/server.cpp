@@ -143,6 +143,7 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
                 std::size_t max_connections, const std::string& program,
                 bool warnings, AcceptStats* stats) {
   std::vector<pollfd> fds;
+  fds.reserve(listeners.size() + 1);
   for (const int fd : listeners) fds.push_back({fd, POLLIN, 0});
   fds.push_back({g_stop_pipe[0], POLLIN, 0});
   RateLimitedLog log(warnings);

@@ -15,7 +15,7 @@
 namespace kv {
 namespace {
 
-constexpr std::size_t kThreadStackBytes = 256 * 1024;
+constexpr std::size_t kThreadStackBytes = std::size_t{256} * 1024;
 
 struct ThreadStart {
   ThreadPerConnection* self;

@@ -32,7 +32,7 @@ namespace kv {
 class ThreadPerConnection final : public IoModel {
  public:
   // `handler` must outlive every connection thread (see Drain()).
-  ThreadPerConnection(RequestHandler* handler, ConnectionLimits limits)
+  ThreadPerConnection(RequestHandler* handler, const ConnectionLimits& limits)
       : handler_(handler), limits_(limits) {}
 
   std::string_view name() const override { return "thread-per-connection"; }

@@ -663,18 +663,21 @@ TEST(Abuse, BadInputsMixedIntoValidLoadLeaveTheArrayIntact) {
     }
     // A few connections that break the rules in ways that end them.
     {
+      {
+        std::lock_guard<std::mutex> g(written_mu);  // the clients run meanwhile
+        written[5].insert("cut short");
+        written[6].insert("left before the reply");
+      }
       TestConnection half(server.port());
-      half.SendBytes("5-0-cut short");  // a short bad-free frame, half-closed
+      half.SendBytes("5-0-cut short");  // a short valid frame, half-closed
       half.HalfClose();
       EXPECT_EQ(half.ReadReply(), "cut short");
-      written[5].insert("cut short");
       TestConnection half_bad(server.port());
       half_bad.SendBytes("5-9");
       half_bad.HalfClose();
       EXPECT_TRUE(IsError(half_bad.ReadReply()));
       auto gone = std::make_unique<TestConnection>(server.port());
       gone->SendRequest("6-0-left before the reply");
-      written[6].insert("left before the reply");
       gone.reset();
     }
     for (auto& c : clients) c.join();

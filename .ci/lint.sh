@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Static checks of our C++ (issue 6, "security basics"): clang-tidy and
+# cppcheck over the server core (common/) and, with --client or when it is
+# clean, client/. Exits 1 on any finding.
+#
+#   .ci/lint.sh              common/ only
+#   .ci/lint.sh common client
+#
+# Checks chosen (why):
+#   clang-tidy  clang-analyzer-*   path-sensitive bugs: null derefs, leaks,
+#                                  use after free, uninitialised reads,
+#                                  insecure API use (security.insecureAPI.*)
+#               bugprone-*         narrowing, suspicious string/memory calls
+#                                  (bugprone-not-null-terminated-result,
+#                                  bugprone-suspicious-memory-comparison...)
+#               cert-*             CERT C/C++ rules incl. format strings and
+#                                  unbounded copies (cert-err34-c, cert-str34-c,
+#                                  cert-fio47-c via -Wformat, cert-env33-c)
+#               performance-*      needless copies on the request path
+#     turned off: bugprone-easily-swappable-parameters (style, not bugs),
+#     cert-err58-cpp (static objects whose constructor may throw: start-up
+#     only), cert-err33-c (unchecked printf/fprintf results on stdout/stderr).
+#   cppcheck    warning, performance, portability (+ its default error set:
+#               buffer overruns, format string mismatches, ...).
+# Format strings are also checked by the compiler on every build
+# (-Wformat=2 in lockbench_warnings: no non-literal format strings).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+DIRS=("$@")
+[ ${#DIRS[@]} -eq 0 ] && DIRS=(common)
+BUILD_DIR=${LOCKBENCH_LINT_BUILD_DIR:-build/lint}
+JOBS=${LOCKBENCH_LINT_JOBS:-2}
+
+log() { printf '\033[1m[lint]\033[0m %s\n' "$*" >&2; }
+
+for tool in clang-tidy cppcheck; do
+  command -v "$tool" >/dev/null || { log "$tool not found (apt-get install $tool)"; exit 1; }
+done
+
+# compile_commands.json is written at configure time; nothing is built.
+cmake --preset debug -B "$BUILD_DIR" >/dev/null
+
+files=()
+for d in "${DIRS[@]}"; do
+  while IFS= read -r f; do files+=("$f"); done < <(ls "$d"/*.cpp | grep -v '_test\.cpp$')
+done
+
+CHECKS='-*,clang-analyzer-*,bugprone-*,cert-*,performance-*'
+CHECKS+=',-bugprone-easily-swappable-parameters,-cert-err58-cpp,-cert-err33-c'
+header_re="$ROOT/($(IFS='|'; echo "${DIRS[*]}"))/"
+
+failed=0
+log "clang-tidy on ${#files[@]} files (${DIRS[*]})"
+out=$(printf '%s\n' "${files[@]}" |
+  xargs -P "$JOBS" -n 2 clang-tidy -p "$BUILD_DIR" --quiet --checks="$CHECKS" \
+    --header-filter="$header_re" 2>/dev/null || true)
+findings=$(grep -E '(warning|error):' <<<"$out" | sort -u || true)
+if [ -n "$findings" ]; then
+  echo "$out"
+  log "clang-tidy: $(wc -l <<<"$findings") finding(s)"
+  failed=1
+else
+  log "clang-tidy: clean"
+fi
+
+log "cppcheck on ${DIRS[*]}"
+if cppcheck --std=c++20 --language=c++ --enable=warning,performance,portability \
+     --inline-suppr --error-exitcode=1 --quiet -I. \
+     --suppress=missingIncludeSystem "${files[@]}"; then
+  log "cppcheck: clean"
+else
+  failed=1
+fi
+exit $failed
