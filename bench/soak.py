@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Soak benchmark (issue 6): drive one lockbench server for a fixed time with
+mixed good and bad traffic, then report what it served and whether it held up.
+
+Not a test: it takes minutes and prints figures (docs/reliability.md).
+
+    bench/soak.py                          # main4, 10 minutes
+    bench/soak.py --minutes 3 --server main2 --bin-dir build/release
+
+Traffic, all on 127.0.0.1 at the same time:
+  * good load: our client (`client --duration ... --rate ...`, open loop, one
+    connection per request, kit request mix: 70% reads);
+  * abuse workers (Python threads), each round picking one of:
+      - keep-alive burst of valid writes+reads of self-checking values,
+      - every bad input of the servers issue (empty, no dash, one dash,
+        non-numeric / negative / overflowing / out-of-range pos, is_read 2,
+        binary text, no NUL in 100 bytes),
+      - 1 KB-10 KB of random garbage on one connection (replies read back),
+      - a reset (SO_LINGER 0) in the middle of a request or with replies
+        unread,
+      - connect and close at once;
+  * one slowloris thread trickling a byte every 200 ms (cut off by the
+    server's frame deadline, then reconnecting).
+Every reply is classified; unexpected ones are counted by kind.
+
+At the end: the array is read back (every slot must be its initial value or
+a value some client wrote there, whole), the consistency checker runs
+(`client --check`), the server gets SIGTERM (exit status, summary line and the
+timing file's format are checked). RSS comes from /proc/PID/status: at start,
+after the warm-up, every 10 s (max), and at the end.
+Exit status 0 when everything held, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+
+FRAME = 100
+
+
+def frame(text: bytes) -> bytes:
+    return (text + b"\0" * FRAME)[:FRAME]
+
+
+def bad_frames(n):
+    return {
+        "empty": frame(b""),
+        "no_dash": frame(b"hello"),
+        "one_dash": frame(b"3-1"),
+        "pos_not_numeric": frame(b"x-1-"),
+        "pos_negative": frame(b"-4-0-neg"),
+        "pos_overflow": frame(b"184467440737095516160-0-overflow"),
+        "pos_out_of_range": frame(str(n).encode() + b"-0-out of range"),
+        "is_read_2": frame(b"1-2-"),
+        "binary_text": frame(b"1-0-\x01\xfe\xff"),
+        "no_nul": b"A" * FRAME,
+        "binary_no_nul": b"\xff" * FRAME,
+    }
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+def threads_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+def recv_exact(sock, count):
+    buf = b""
+    while len(buf) < count:
+        chunk = sock.recv(count - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def reply_text(raw):
+    return raw.split(b"\0", 1)[0]
+
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.c = Counter()
+
+    def add(self, key, k=1):
+        with self.lock:
+            self.c[key] += k
+
+
+def soak_value(tid, count, pos):
+    return f"soak t{tid} c{count} p{pos}".encode()
+
+
+SOAK_RE = re.compile(rb"^soak t(\d+) c(\d+) p(\d+)$")
+CLIENT_RE = re.compile(rb"^String\[(\d+)\] has been modified by thread (\d+)$")
+
+
+def abuse_worker(tid, port, n, deadline, stats, published, timeout):
+    rng = random.Random(tid)
+    bads = list(bad_frames(n).items())
+    count = 0
+    while time.monotonic() < deadline:
+        kind = rng.choices(
+            ["valid", "bad", "garbage", "reset_req", "reset_reply", "connect_close"],
+            weights=[40, 35, 5, 8, 7, 5])[0]
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+                s.settimeout(timeout)
+                if kind == "valid":
+                    for _ in range(rng.randint(1, 20)):
+                        pos = rng.randrange(n)
+                        count += 1
+                        value = soak_value(tid, count, pos)
+                        published[tid] = count
+                        s.sendall(frame(b"%d-0-%s" % (pos, value)))
+                        r = recv_exact(s, FRAME)
+                        stats.add("sent_valid")
+                        if r is None:
+                            stats.add("unexpected:closed_on_valid")
+                            break
+                        if reply_text(r) != value:
+                            stats.add("unexpected:wrong_write_reply")
+                        s.sendall(frame(b"%d-1-" % pos))
+                        r = recv_exact(s, FRAME)
+                        stats.add("sent_valid")
+                        if r is None or reply_text(r).startswith(b"ERROR "):
+                            stats.add("unexpected:bad_read_reply")
+                        else:
+                            stats.add("ok_valid", 2)
+                elif kind == "bad":
+                    for _ in range(rng.randint(1, 10)):
+                        name, data = rng.choice(bads)
+                        s.sendall(data)
+                        r = recv_exact(s, FRAME)
+                        stats.add("sent_bad")
+                        if r is not None and reply_text(r).startswith(b"ERROR "):
+                            stats.add("error_reply:" + name)
+                        else:
+                            stats.add("unexpected:no_error_for_" + name)
+                elif kind == "garbage":
+                    size = rng.randint(10, 100) * FRAME
+                    data = rng.randbytes(size)
+                    sender = threading.Thread(target=s.sendall, args=(data,))
+                    sender.start()
+                    errors = 0
+                    got = 0
+                    for _ in range(size // FRAME):
+                        r = recv_exact(s, FRAME)
+                        if r is None:
+                            break
+                        got += 1
+                        errors += reply_text(r).startswith(b"ERROR ")
+                    sender.join()
+                    stats.add("garbage_bytes", size)
+                    stats.add("garbage_frames_answered", got)
+                    if got != size // FRAME:
+                        stats.add("unexpected:garbage_not_fully_answered")
+                    if errors != got:
+                        stats.add("garbage_frames_valid_by_chance", got - errors)
+                elif kind in ("reset_req", "reset_reply"):
+                    if kind == "reset_req":
+                        s.sendall(b"5-0-half a request")
+                    else:
+                        s.sendall(b"".join(frame(b"%d-1-" % rng.randrange(n))
+                                           for _ in range(50)))
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                 struct.pack("ii", 1, 0))
+                    stats.add(kind)
+                else:
+                    stats.add("connect_close")
+        except socket.timeout:
+            stats.add("unexpected:timeout_in_" + kind)
+        except ConnectionRefusedError:
+            stats.add("unexpected:connect_refused")
+        except (ConnectionResetError, BrokenPipeError):
+            stats.add("unexpected:reset_by_server_in_" + kind)
+        except OSError as e:
+            stats.add(f"unexpected:oserror_{e.errno}_in_{kind}")
+
+
+def slowloris(port, deadline, stats):
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.settimeout(0.2)
+                data = frame(b"1-0-slowloris")
+                t0 = time.monotonic()
+                for b in data:
+                    if time.monotonic() >= deadline:
+                        break
+                    s.send(bytes([b]))
+                    try:
+                        r = s.recv(FRAME)
+                        if r:
+                            stats.add("slowloris_cut")
+                            stats.add("slowloris_held_ms",
+                                      int((time.monotonic() - t0) * 1000))
+                            break
+                    except socket.timeout:
+                        pass
+                else:
+                    stats.add("unexpected:slowloris_frame_accepted")
+        except OSError:
+            stats.add("slowloris_reset")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--server", default="main4")
+    ap.add_argument("--bin-dir", default="build/release")
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--rate", type=float, default=2000.0,
+                    help="good load, requests/s of the client (open loop)")
+    ap.add_argument("--workers", type=int, default=4, help="abuse threads")
+    ap.add_argument("--warmup", type=float, default=10.0)
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args()
+
+    bin_dir = os.path.abspath(args.bin_dir)
+    server_bin = os.path.join(bin_dir, args.server)
+    client_bin = os.path.join(bin_dir, "client")
+    duration = args.minutes * 60
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="lockbench_soak_")
+    server = subprocess.Popen(
+        [server_bin, str(args.n), "127.0.0.1", str(port), "--no-twin", "-q"],
+        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready = server.stdout.readline()
+    if "listening on" not in ready:
+        print("server did not start:", ready, server.stderr.read(), file=sys.stderr)
+        return 1
+    pid = server.pid
+    figures = {"server": args.server, "n": args.n, "seconds": duration,
+               "client_rate": args.rate, "abuse_workers": args.workers,
+               "rss_kb_start": rss_kb(pid)}
+    stderr_lines = []
+    threading.Thread(target=lambda: stderr_lines.extend(server.stderr),
+                     daemon=True).start()
+
+    stats = Stats()
+    published = {}
+    t0 = time.monotonic()
+    deadline = t0 + duration
+    load = subprocess.Popen(
+        [client_bin, str(args.n), "127.0.0.1", str(port), "--real-port",
+         "--duration", str(duration), "--rate", str(args.rate),
+         "--format", "json", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    threads = [threading.Thread(target=abuse_worker,
+                                args=(t, port, args.n, deadline, stats, published, 10))
+               for t in range(args.workers)]
+    threads.append(threading.Thread(target=slowloris, args=(port, deadline, stats)))
+    for t in threads:
+        t.start()
+    rss_max = figures["rss_kb_start"]
+    threads_max = 0
+    warm_taken = False
+    while time.monotonic() < deadline:
+        time.sleep(min(10.0, max(0.1, deadline - time.monotonic())))
+        rss = rss_kb(pid)
+        rss_max = max(rss_max, rss)
+        threads_max = max(threads_max, threads_of(pid))
+        if not warm_taken and time.monotonic() - t0 >= args.warmup:
+            figures["rss_kb_after_warmup"] = rss
+            warm_taken = True
+    for t in threads:
+        t.join()
+    load_out, load_err = load.communicate(timeout=120)
+    time.sleep(1.5)  # let cut-off connections finish
+    figures["rss_kb_end"] = rss_kb(pid)
+    figures["rss_kb_max"] = rss_max
+    figures["threads_max"] = threads_max
+    figures["threads_end"] = threads_of(pid)
+    try:
+        figures["client"] = json.loads(load_out)
+    except ValueError:
+        figures["client"] = {"raw": load_out[-2000:], "stderr": load_err[-2000:]}
+    figures["client_exit"] = load.returncode
+
+    # The array: every slot initial, or a whole value some client wrote there.
+    bad_slots = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        for pos in range(args.n):
+            s.sendall(frame(b"%d-1-" % pos))
+            text = reply_text(recv_exact(s, FRAME) or b"<closed>")
+            m, c = SOAK_RE.match(text), CLIENT_RE.match(text)
+            ok = (text == b"String %d: the initial value" % pos
+                  or (m and int(m.group(3)) == pos
+                      and int(m.group(2)) <= published.get(int(m.group(1)), 0))
+                  or (c and int(c.group(1)) == pos))
+            if not ok:  # e.g. "slowloris": a cut-off frame must never land
+                bad_slots.append((pos, text[:60].decode("latin-1")))
+    figures["array_slots_bad"] = bad_slots[:10]
+    figures["array_intact"] = not bad_slots
+
+    check = subprocess.run(
+        [client_bin, str(args.n), "127.0.0.1", str(port), "--real-port", "--check"],
+        capture_output=True, text=True, timeout=600)
+    figures["checker_exit"] = check.returncode
+    figures["checker_verdict"] = (check.stdout.strip().splitlines() or ["?"])[-1]
+
+    t_stop = time.monotonic()
+    server.send_signal(signal.SIGTERM)
+    out, _ = server.communicate(timeout=10)
+    figures["stop_seconds"] = round(time.monotonic() - t_stop, 3)
+    figures["server_exit"] = server.returncode
+    summary = next((l for l in out.splitlines() if " summary " in l), "")
+    figures["server_summary"] = dict(kv.split("=", 1) for kv in summary.split()
+                                     if "=" in kv)
+    figures["server_warning_lines"] = len(stderr_lines)
+    with open(os.path.join(workdir, "server_output_time_aggregated")) as f:
+        lines = f.read().splitlines()
+    figures["timing_lines"] = len(lines)
+    figures["timing_lines_well_formed"] = all(
+        re.fullmatch(r"-?\d\.\d{6}e[-+]\d{2,3}", l) for l in lines)
+    figures["abuse"] = dict(sorted(stats.c.items()))
+    unexpected = {k: v for k, v in stats.c.items() if k.startswith("unexpected:")}
+    figures["unexpected"] = unexpected
+
+    held = (figures["array_intact"] and figures["checker_exit"] == 0
+            and figures["server_exit"] == 0 and not unexpected
+            and figures["timing_lines_well_formed"])
+    figures["verdict"] = "HELD" if held else "FAILED"
+    text = json.dumps(figures, indent=2, sort_keys=True)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    return 0 if held else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
