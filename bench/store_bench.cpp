@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench/bench_strategies.h"
+#include "common/clock.h"
 
 namespace kv::bench {
 namespace {
@@ -91,6 +92,15 @@ void BM_Store(benchmark::State& state) {
       iters * 1e-9, benchmark::Counter::kAvgThreadsRate | benchmark::Counter::kInvert);
 }
 
+// The fixed cost inside every Store operation that is not the lock: each
+// Read/Write reads the monotonic clock three times for its wait/hold timing.
+void BM_ClockRead(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
+  state.counters["ns_per_op"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kAvgThreadsRate | benchmark::Counter::kInvert);
+}
+
 void Add(std::size_t strategy_id, int read_pct, int n, int delay_us,
          const std::vector<int>& threads, double min_time) {
   auto* b = benchmark::RegisterBenchmark(("Store/" + g_names[strategy_id]).c_str(),
@@ -108,6 +118,7 @@ void Add(std::size_t strategy_id, int read_pct, int n, int delay_us,
 }  // namespace
 
 void RegisterStoreBenchmarks(bool quick) {
+  const double min_time = quick ? 0.01 : 0.05;
   g_names = BenchStrategyNames();
   struct Setting {
     int read_pct, n, delay_us, threads;
@@ -136,9 +147,11 @@ void RegisterStoreBenchmarks(bool quick) {
       }
     }
   }
+  benchmark::RegisterBenchmark("Clock/MonotonicNanos", BM_ClockRead)
+      ->UseRealTime()
+      ->MinTime(min_time);
   // Strategies innermost: all strategies of one setting run back to back, so
   // the machine's slow drifts (shared/PERF.md) hit them alike.
-  const double min_time = quick ? 0.01 : 0.05;
   for (const Setting& g : grid) {
     for (std::size_t s = 0; s < g_names.size(); ++s) {
       Add(s, g.read_pct, g.n, g.delay_us, {g.threads}, min_time);
