@@ -218,6 +218,11 @@ def slowloris(port, deadline, stats):
                 s.settimeout(0.2)
                 data = frame(b"1-0-slowloris")
                 t0 = time.monotonic()
+                # Leave with a reset, never a FIN: bytes followed by a
+                # half-close are a (short) frame by design, e.g. "1-0-"
+                # would write an empty string.
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                             struct.pack("ii", 1, 0))
                 for b in data:
                     if time.monotonic() >= deadline:
                         break
