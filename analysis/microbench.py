@@ -229,7 +229,29 @@ def findings(df: pd.DataFrame) -> list[str]:
         return rank[(rank["read_pct"] == read) & (rank["n"] == n) & (rank["delay_us"] == delay)
                     & (rank["threads"] == thr)]
 
+    clock = df[df["family"] == "Clock"]["ns_per_op"].dropna()
+    base1 = s[(s["strategy"] == BASELINE) & (s["threads"] == 1) & (s["delay_us"] == 0)
+              & (s["n"] == 1000)]["ns_per_op"]
+    if len(clock) and len(base1) and 3 * clock.iloc[0] >= base1.median():
+        out.append(
+            f"The clock-read benchmark ({clock.iloc[0]:.0f} ns per read) was disturbed by "
+            "other load: three reads would exceed a whole unprotected operation "
+            f"({base1.median():.0f} ns at 1 thread). Treat this run's 1-thread ratios with care.")
+    elif len(clock) and len(base1):
+        out.append(
+            f"Fixed cost: every store operation reads the monotonic clock three times for its "
+            f"wait/hold timing ({clock.iloc[0]:.0f} ns per read here), about "
+            f"{3 * clock.iloc[0]:.0f} ns of the unprotected store's {base1.median():.0f} ns per "
+            "operation at 1 thread; the ratios below compare whole operations, so they "
+            "understate what the lock alone costs.")
     ov = table_overhead(df)
+    below = sorted({k for c in ov.columns for k, v in ov[c].dropna().items() if v < 0.9})
+    if below:
+        out.append(
+            "Noise warning: " + ", ".join(below) + " measured more than 10% faster than the "
+            "unprotected store in some setting of the overhead table, which no correct "
+            "strategy can be by more than its timing differences; on this shared 2-core VM, "
+            "read differences under about 20-30% as noise.")
     col = next((c for c in ov.columns if c.startswith("95% reads, 1 thr")), None)
     if col is not None:
         o = ov[col].dropna().sort_values()
@@ -308,9 +330,9 @@ def findings(df: pd.DataFrame) -> list[str]:
                 f"Writer starvation ({int(rmax)} readers back to back on one string, delay "
                 f"{int(delay)} us, one write per ms): the reader-preferring one-rwlock made the "
                 f"writer wait {a['writer_wait_p99_us']:.3g} us at p99 (max "
-                f"{a['writer_wait_max_us']:.3g} us, {int(a['writes'])} writes done), the "
+                f"{a['writer_wait_max_us']:.3g} us, {int(a['writes'])} write(s) done), the "
                 f"writer-preferring one-rwlock-wpref {b['writer_wait_p99_us']:.3g} us (max "
-                f"{b['writer_wait_max_us']:.3g} us, {int(b['writes'])} writes).")
+                f"{b['writer_wait_max_us']:.3g} us, {int(b['writes'])} write(s)).")
     return out
 
 
