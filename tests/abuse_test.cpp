@@ -647,8 +647,10 @@ TEST(Abuse, BadInputsMixedIntoValidLoadLeaveTheArrayIntact) {
             good_sent.fetch_add(1);
             if (IsError(reply) || reply.rfind("<", 0) == 0) failures.fetch_add(1);
           } else {  // a write of a value unique to (thread, i)
-            const std::string value = "v" + std::to_string(t) + "." + std::to_string(i) +
-                                      " at " + std::to_string(pos);
+            // Built by appending: GCC 12's -Wrestrict misfires on "v" + string&&.
+            std::string value = "v";
+            value += std::to_string(t) + "." + std::to_string(i) + " at " +
+                     std::to_string(pos);
             {
               std::lock_guard<std::mutex> g(written_mu);
               written[pos].insert(value);
@@ -726,7 +728,8 @@ TEST(Abuse, SigtermUnderLoadAnswersOrClosesCleanlyAndExitsFast) {
         for (int k = 0; k < 20 && !stop.load(); ++k) {
           const std::size_t pos = rng() % n;
           const bool write = rng() % 10 < 3;
-          const std::string text = write ? "w" + std::to_string(t) : "";
+          std::string text;
+          if (write) text.append("w").append(std::to_string(t));
           if (!c.SendRequest(std::to_string(pos) + (write ? "-0-" : "-1-") + text)) {
             clean_ends.fetch_add(1);
             break;
