@@ -77,7 +77,8 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
   bool quiet = false;
   bool verbose = false;
-  app.add_flag("-q,--quiet", quiet, "only the ready line, errors and the summary");
+  app.add_flag("-q,--quiet", quiet,
+               "no warnings (the ready line, fatal errors and the summary stay)");
   app.add_flag("-v,--verbose", verbose, "log every rejected request to stderr");
   app.footer(
       "Timing: after every --batch valid requests the mean 'memory access "
