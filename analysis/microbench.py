@@ -82,7 +82,10 @@ def load_benchmarks(json_path) -> pd.DataFrame:
                "read_pct": float(kv["read"]) if "read" in kv else np.nan,
                "n": float(kv["n"]) if "n" in kv else np.nan,
                "delay_us": float(kv.get("delay_us", "nan")),
-               "threads": float(b.get("threads", kv.get("threads", 1))),
+               # Store runs carry their thread count in the name (GB's own
+               # "threads" is 1: the benchmark starts its threads itself).
+               "threads": float(kv["threads"]) if "threads" in kv
+               else float(b.get("threads", 1)),
                "readers": float(kv["readers"]) if "readers" in kv else np.nan}
         for c in ["ops_per_s", "ns_per_op", *STARVATION_METRICS]:
             row[c] = float(b[c]) if c in b else np.nan

@@ -4,7 +4,7 @@
 //             --benchmark_out_format=json --benchmark_filter=REGEX]
 //
 // --quick registers a small subset (a few seconds; for CI). Without it the
-// full pruned grid runs (about 8-10 minutes on 2 cores); see
+// full pruned grid runs (about 5 minutes on 2 cores with 3 repetitions); see
 // bench/run-microbench.sh and docs/strategies.md.
 #include <benchmark/benchmark.h>
 
