@@ -322,6 +322,17 @@ def findings(df: pd.DataFrame) -> list[str]:
                 txt += (f", {r.iloc[0]['ops_per_s'] / one['one-mutex']:.1f}x one-mutex "
                         f"({one['one-mutex'] / 1e3:.3g} k ops/s)")
             out.append(txt + ".")
+    # The lab's delay on one hot string: do readers wait out the writer's sleep?
+    r = at(70, 1, 10, 8)
+    if len(r) >= 2:
+        one = r.set_index("strategy")["ops_per_s"]
+        txt = (f"One hot string with the 10 us delay (70% reads, n = 1, 8 threads): "
+               f"{r.iloc[0]['strategy']} leads with {r.iloc[0]['ops_per_s'] / 1e3:.3g} k ops/s")
+        if "rwlock-per-slot" in one:
+            txt += (f", {r.iloc[0]['ops_per_s'] / one['rwlock-per-slot']:.1f}x the lab's "
+                    "rwlock-per-slot (readers that never wait out a writer's sleeping "
+                    "critical section versus readers that do)")
+        out.append(txt + ".")
     # Writer starvation.
     w = df[(df["family"] == "WriterStarvation")]
     for delay in sorted(w["delay_us"].dropna().unique()):
