@@ -8,6 +8,7 @@
 // during the run, or the check found a violation; 2 bad arguments.
 #include <charconv>
 #include <csignal>
+#include <exception>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -86,9 +87,7 @@ nlohmann::json CheckJson(const kv::CheckConfig& cfg, uint16_t given_port,
           {"phases", r.phase_lines}};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int RunClient(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // belt and braces: sends use MSG_NOSIGNAL
 
   CLI::App app{
@@ -324,4 +323,17 @@ int main(int argc, char** argv) {
   }
   std::cout << std::flush;
   return server_gone ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Nothing is expected to throw past option parsing; if something does (e.g.
+  // std::bad_alloc), say so in one line instead of std::terminate's abort.
+  try {
+    return RunClient(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "client: fatal: %s\n", e.what());
+    return 1;
+  }
 }

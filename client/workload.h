@@ -95,7 +95,7 @@ class Workload {
   bool kit_rng_;             // use rand_r (uniform distribution)
   unsigned int rand_r_seed_;
   int read_percent_;         // >= 0 when read_ratio is a whole percentage
-  uint64_t s_[4];            // xoshiro state
+  uint64_t s_[4] = {};       // xoshiro state
   uint64_t counter_ = 0;     // requests generated, used in filler text
   uint64_t hot_count_ = 0;   // kHotspot: number of hot positions
   // Zipf constants.
