@@ -77,6 +77,32 @@ TEST_P(LockServerTest, ServesTheLabProtocol) {
   EXPECT_NE(summary.find("summary requests="), std::string::npos) << summary;
 }
 
+// Our consistency checker (client --check) passes against every strategy;
+// the same test binary runs under TSan, so races inside a strategy that the
+// checker cannot see from outside are still reported there.
+TEST_P(LockServerTest, CheckerFindsItConsistent) {
+  const StrategyInfo* info = FindStrategy(GetParam());
+  ASSERT_NE(info, nullptr);
+  const uint16_t port = FreePortPair();
+  ASSERT_NE(port, 0);
+  std::vector<std::string> args{"--strategy", GetParam()};
+  if (info->uses_stripes) args.insert(args.end(), {"--stripes", "4"});
+  args.insert(args.end(), {"10", "127.0.0.1", std::to_string(port), "-q"});
+  ServerProcess server;
+  std::string out;
+  ASSERT_TRUE(server.Start(BinaryPath("lockserver"), args, "", &out)) << out;
+  std::string check;
+  EXPECT_EQ(RunCommand(BinaryPath("client"),
+                       {"10", "127.0.0.1", std::to_string(port), "--check",
+                        "--connection", "keepalive"},
+                       &check, 120'000),
+            0)
+      << check;
+  EXPECT_NE(check.find("check: CONSISTENT"), std::string::npos) << check;
+  std::string summary;
+  EXPECT_EQ(server.Stop(SIGTERM, 3000, &summary), 0) << summary;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllStrategies, LockServerTest, testing::ValuesIn(StrategyNameList()),
     [](const testing::TestParamInfo<std::string>& p) {
