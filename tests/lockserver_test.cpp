@@ -27,20 +27,32 @@ std::vector<std::string> StrategyNameList() {
   return names;
 }
 
-class LockServerTest : public testing::TestWithParam<std::string> {};
+class LockServerTest : public testing::TestWithParam<std::string> {
+ protected:
+  // Starts `lockserver --strategy GetParam()` (4 stripes where it has stripes)
+  // with n strings and extra options on a free port; sets port_.
+  void StartLockServer(std::size_t n, std::vector<std::string> extra,
+                       std::string* out) {
+    const StrategyInfo* info = FindStrategy(GetParam());
+    ASSERT_NE(info, nullptr);
+    port_ = FreePortPair();
+    ASSERT_NE(port_, 0);
+    std::vector<std::string> args{"--strategy", GetParam()};
+    if (info->uses_stripes) args.insert(args.end(), {"--stripes", "4"});
+    args.insert(args.end(), {std::to_string(n), "127.0.0.1", std::to_string(port_)});
+    args.insert(args.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(server_.Start(BinaryPath("lockserver"), args, "", out)) << *out;
+  }
+
+  uint16_t port_ = 0;
+  ServerProcess server_;
+};
 
 TEST_P(LockServerTest, ServesTheLabProtocol) {
-  const StrategyInfo* info = FindStrategy(GetParam());
-  ASSERT_NE(info, nullptr);
-  const uint16_t port = FreePortPair();
-  ASSERT_NE(port, 0);
-  std::vector<std::string> args{"--strategy", GetParam()};
-  if (info->uses_stripes) args.insert(args.end(), {"--stripes", "4"});
-  args.insert(args.end(), {"20", "127.0.0.1", std::to_string(port),
-                           "--delay-us", "0", "-q"});
-  ServerProcess server;
   std::string out;
-  ASSERT_TRUE(server.Start(BinaryPath("lockserver"), args, "", &out)) << out;
+  ASSERT_NO_FATAL_FAILURE(StartLockServer(20, {"--delay-us", "0", "-q"}, &out));
+  const uint16_t port = port_;
+  ServerProcess& server = server_;
   EXPECT_NE(out.find("strategy=" + GetParam()), std::string::npos) << out;
 
   EXPECT_EQ(OneShot(port, "3-1-"), "String 3: the initial value");
@@ -81,26 +93,18 @@ TEST_P(LockServerTest, ServesTheLabProtocol) {
 // the same test binary runs under TSan, so races inside a strategy that the
 // checker cannot see from outside are still reported there.
 TEST_P(LockServerTest, CheckerFindsItConsistent) {
-  const StrategyInfo* info = FindStrategy(GetParam());
-  ASSERT_NE(info, nullptr);
-  const uint16_t port = FreePortPair();
-  ASSERT_NE(port, 0);
-  std::vector<std::string> args{"--strategy", GetParam()};
-  if (info->uses_stripes) args.insert(args.end(), {"--stripes", "4"});
-  args.insert(args.end(), {"10", "127.0.0.1", std::to_string(port), "-q"});
-  ServerProcess server;
   std::string out;
-  ASSERT_TRUE(server.Start(BinaryPath("lockserver"), args, "", &out)) << out;
+  ASSERT_NO_FATAL_FAILURE(StartLockServer(10, {"-q"}, &out));
   std::string check;
   EXPECT_EQ(RunCommand(BinaryPath("client"),
-                       {"10", "127.0.0.1", std::to_string(port), "--check",
+                       {"10", "127.0.0.1", std::to_string(port_), "--check",
                         "--connection", "keepalive"},
                        &check, 120'000),
             0)
       << check;
   EXPECT_NE(check.find("check: CONSISTENT"), std::string::npos) << check;
   std::string summary;
-  EXPECT_EQ(server.Stop(SIGTERM, 3000, &summary), 0) << summary;
+  EXPECT_EQ(server_.Stop(SIGTERM, 3000, &summary), 0) << summary;
 }
 
 INSTANTIATE_TEST_SUITE_P(
