@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import SERVERS
+from . import SERVERS, is_server_label
 from .load import SWEEP_KINDS, LoadError
 from .procs import RunError
 from .progress import Progress, hms
@@ -32,9 +32,35 @@ def _list(conv):
 
 
 def server_name(t):
-    if t not in SERVERS:
-        raise argparse.ArgumentTypeError(f"unknown server {t!r} (known: {', '.join(SERVERS)})")
+    """main1..main4 or a lockserver strategy NAME[:K] (checked against the binary later:
+    check_servers)."""
+    if not is_server_label(t):
+        raise argparse.ArgumentTypeError(
+            f"unknown server {t!r} (main1..main4 or a strategy of lockserver "
+            "--list-strategies, optionally NAME:K for K stripes)")
     return t
+
+
+class UsageError(Exception):
+    """A bad command line found after parsing (exit 2, one line)."""
+
+
+def check_servers(labels, bin_dir: Path) -> None:
+    """Every label that is not main1..main4 must be a strategy of lockserver in bin_dir
+    (UsageError naming the valid choices); ":K" only on the striped-* strategies.
+    RunError (exit 1) if lockserver is needed but missing."""
+    extra = [s for s in dict.fromkeys(labels) if s not in SERVERS]
+    if not extra:
+        return
+    names = R.lockserver_strategies(bin_dir)
+    for label in extra:
+        name, _, k = label.partition(":")
+        if name not in names:
+            raise UsageError(f"unknown server {label!r} (known: "
+                             f"{', '.join([*SERVERS, *names])}; NAME:K sets --stripes)")
+        if k and not name.startswith("striped-"):
+            raise UsageError(f"{label!r}: ':K' (stripes) applies only to "
+                             f"{', '.join(n for n in names if n.startswith('striped-'))}")
 
 
 def kind_name(t):
@@ -100,7 +126,9 @@ def _common(p):
 def _lab_args(p):
     g = p.add_argument_group("lab experiment")
     g.add_argument("--servers", type=_list(server_name), default=list(SERVERS),
-                   help="comma list of servers (default: main1,main2,main3,main4)")
+                   help="comma list of servers: main1..main4 and/or lockserver strategies "
+                        "(lockserver --list-strategies), NAME:K for K stripes "
+                        "(default: main1,main2,main3,main4)")
     g.add_argument("--n", type=_list(int_at_least(1)), default=list(R.LAB_N),
                    help="comma list of array sizes (default: 10,100,1000)")
     g.add_argument("--runs", type=int_at_least(1), default=None,
@@ -122,7 +150,8 @@ def _sweep_args(p, kinds_default):
     g.add_argument("--values", type=_list(str), default=None,
                    help="override the swept values (only with a single --kind)")
     g.add_argument("--sweep-servers", type=_list(server_name), default=list(SERVERS),
-                   dest="sweep_servers", help="servers to sweep (default: all four)")
+                   dest="sweep_servers", help="servers to sweep, as --servers (default: "
+                   "main1..main4)")
     g.add_argument("--base-n", type=int_at_least(1), default=1000, help="n at the base point")
     g.add_argument("--base-delay-us", type=float_in(0), default=10.0, help="delay at the base point")
     g.add_argument("--read-ratio", type=float_in(0, 1), default=0.7, help="read ratio at the base point")
@@ -135,6 +164,29 @@ def _sweep_args(p, kinds_default):
                    help="warm-up seconds per run (default: 0.25; 0.1 with --quick)")
     g.add_argument("--reps", type=int_at_least(1), default=None,
                    help="repetitions per point (default: 3; 1 with --quick)")
+
+
+MICROBENCH_DEFAULT = R.REPO / "results" / "microbench" / "microbench.json"
+
+
+def _microbench_arg(p):
+    p.add_argument("--microbench", default=None, metavar="PATH",
+                   help="Google Benchmark JSON of bench/run-microbench.sh to add as a report "
+                        "section (default: results/microbench/microbench.json if it exists; "
+                        "'none' = no section)")
+
+
+def microbench_path(a) -> Path | None:
+    """The microbenchmark JSON to include: --microbench PATH (must exist), none, or the
+    default file if it exists."""
+    if a.microbench is None:
+        return MICROBENCH_DEFAULT if MICROBENCH_DEFAULT.is_file() else None
+    if a.microbench.lower() == "none":
+        return None
+    p = Path(a.microbench)
+    if not p.is_file():
+        raise RunError(f"microbenchmark file not found: {p}")
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="results directory (e.g. results/20250101T000000Z)")
     p.add_argument("--out", type=Path, default=R.REPO / "report",
                    help="output directory (default: %(default)s)")
+    _microbench_arg(p)
     p = sub.add_parser("all", help="lab + sweeps + report (the README's main command)",
                        description="The lab experiment, then the sweeps, then the report.")
     _lab_args(p)
@@ -174,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sweeps", action="store_true", help="lab experiment and report only")
     p.add_argument("--out", type=Path, default=None,
                    help="report directory (default: report/; <results>/report with --quick)")
+    _microbench_arg(p)
     _common(p)
     return ap
 
@@ -216,7 +270,8 @@ def run_experiments(a, results: Path, lab: R.LabParams | None,
                     sweeps: R.SweepParams | None) -> None:
     resume = a.resume is not None
     if not resume:  # fail before creating anything if a binary is missing
-        for name in ["client", *(lab.servers if lab else []), *(sweeps.servers if sweeps else [])]:
+        servers = [*(lab.servers if lab else []), *(sweeps.servers if sweeps else [])]
+        for name in ["client", *dict.fromkeys(R.server_command(s)[0] for s in servers)]:
             R.check_binary(R.find_binary(a.bin_dir, name))
     meta, ctx = R.open_results(results, a.bin_dir, lab, sweeps, [PROG, *sys.argv[1:]], resume)
     if resume:  # the stored parameters define the experiment
@@ -240,9 +295,9 @@ def run_experiments(a, results: Path, lab: R.LabParams | None,
         R.run_sweeps(ctx, sweeps, sweep_todo)
 
 
-def cmd_report(results: Path, out: Path) -> None:
+def cmd_report(results: Path, out: Path, microbench: Path | None = None) -> None:
     from .report import build_report
-    written = build_report(results, out)
+    written = build_report(results, out, microbench=microbench)
     print(f"wrote {len(written)} files; report: {out / 'REPORT.md'}", file=sys.stderr)
 
 
@@ -256,8 +311,13 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     results = None if a.cmd == "report" else results_dir(a)
     try:
+        if a.cmd != "report" and a.resume is None:
+            check_servers([*(a.servers if a.cmd != "sweep" else []),
+                           *(a.sweep_servers if a.cmd != "lab" else [])], a.bin_dir)
+        if a.cmd in ("report", "all"):
+            mb = microbench_path(a)  # before any experiment: a wrong path fails fast
         if a.cmd == "report":
-            cmd_report(a.results, a.out)
+            cmd_report(a.results, a.out, mb)
         elif a.cmd == "lab":
             run_experiments(a, results, lab_from_args(a), None)
         elif a.cmd == "sweep":
@@ -266,8 +326,11 @@ def main(argv=None) -> int:
             sweeps = None if a.no_sweeps else sweeps_from_args(a, ap)
             run_experiments(a, results, lab_from_args(a), sweeps)
             out = a.out or (results / "report" if a.quick else R.REPO / "report")
-            cmd_report(results, out)
+            cmd_report(results, out, mb)
         return 0
+    except UsageError as exc:
+        print(f"{PROG} {a.cmd}: error: {exc}", file=sys.stderr)
+        return 2
     except (RunError, LoadError, OSError) as exc:
         print(f"{PROG} {a.cmd}: error: {exc}", file=sys.stderr)
         _hint_resume(a, results)

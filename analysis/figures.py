@@ -7,12 +7,31 @@ marker per strategy everywhere, colour-blind safe (Okabe-Ito).
 import numpy as np
 import pandas as pd
 
-from . import SERVERS, STRATEGIES
+import zlib
+
+from . import STRATEGIES, server_order
 from .tables import ordered_values
 
 COLORS = {"main1": "#D55E00", "main2": "#0072B2", "main3": "#E69F00", "main4": "#009E73"}
 CDF_POINTS = 800  # points per CDF curve (ranks evenly spaced; exact at the drawn points)
 MARKERS = {"main1": "o", "main2": "s", "main3": "^", "main4": "D"}
+# Servers beyond main1..main4 (lockserver strategies): a colour and marker fixed by the
+# label itself (CRC-32 into these lists), so a label looks the same in every figure and run.
+EXTRA_COLORS = ["#56B4E9", "#CC79A7", "#000000", "#999999", "#882255", "#44AA99", "#117733",
+                "#332288", "#AA4499", "#DDCC77", "#F0E442", "#661100"]
+EXTRA_MARKERS = ["v", "<", ">", "P", "*", "h", "X", "p", "d", "8"]
+
+
+def color(server: str) -> str:
+    if server in COLORS:
+        return COLORS[server]
+    return EXTRA_COLORS[zlib.crc32(str(server).encode()) % len(EXTRA_COLORS)]
+
+
+def marker(server: str) -> str:
+    if server in MARKERS:
+        return MARKERS[server]
+    return EXTRA_MARKERS[zlib.crc32(str(server).encode()) % len(EXTRA_MARKERS)]
 
 # Fixed style for every figure (reproducible SVG: fixed hash salt, no dates in report.py).
 RC = {
@@ -28,12 +47,12 @@ def _legend(ax, **kw):
 
 
 def label(server: str) -> str:
-    return f"{server} ({STRATEGIES.get(server, '?')})"
+    return f"{server} ({STRATEGIES[server]})" if server in STRATEGIES else str(server)
 
 
 def _servers(df) -> list:
-    present = set(df["server"])
-    return [s for s in SERVERS if s in present]
+    """The servers of df in the order they first appear (tables.py sorts by --servers)."""
+    return server_order(df["server"])
 
 
 def plot_mean_latency(ax, summary: pd.DataFrame):
@@ -50,7 +69,7 @@ def plot_mean_latency(ax, summary: pd.DataFrame):
                          g["ci_hi_s"].to_numpy() * 1e3 - mean])
         err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
         artists.append(ax.bar(x + (i - (len(servers) - 1) / 2) * width, mean, width,
-                              yerr=err, capsize=2, color=COLORS[s], label=label(s),
+                              yerr=err, capsize=2, color=color(s), label=label(s),
                               edgecolor="black", linewidth=0.4,
                               error_kw={"elinewidth": 0.8}))
     ax.set_xticks(x, [f"n = {n}" for n in ns])
@@ -74,7 +93,7 @@ def plot_latency_distribution(axes, lab: pd.DataFrame):
         bp = ax.boxplot(data, tick_labels=servers, patch_artist=True, widths=0.6,
                         flierprops={"markersize": 3})
         for patch, s in zip(bp["boxes"], servers):
-            patch.set_facecolor(COLORS[s])
+            patch.set_facecolor(color(s))
             patch.set_alpha(0.75)
         for med in bp["medians"]:
             med.set_color("black")
@@ -94,14 +113,14 @@ def plot_wait_hold(axes, wh: pd.DataFrame):
     ax_abs, ax_pct = axes
     ns = sorted(wh["n"].unique())
     wh = wh.assign(_g=wh["n"].map({n: i for i, n in enumerate(ns)}),
-                   _o=wh["server"].map({s: i for i, s in enumerate(SERVERS)}))
+                   _o=wh["server"].map({s: i for i, s in enumerate(_servers(wh))}))
     wh = wh.sort_values(["_g", "_o"]).reset_index(drop=True)
-    x = (wh["_g"] * (len(SERVERS) + 1) + wh["_o"]).to_numpy(dtype=float)
+    x = (wh["_g"] * (max(len(_servers(wh)), 4) + 1) + wh["_o"]).to_numpy(dtype=float)
     centers = [x[wh["_g"] == i].mean() for i in range(len(ns))]
     parts = [("wait_s", "lock wait", 1.0, None),
              ("hold_s", "lock held (array access + delay)", 0.55, "//"),
              ("other_s", "rest of the measured interval", 0.2, "..")]
-    colors = [COLORS.get(s, "grey") for s in wh["server"]]
+    colors = [color(s) for s in wh["server"]]
     total = (wh["wait_s"] + wh["hold_s"] + wh["other_s"]).replace(0, np.nan)
     artists = []
     for ax, pct, ylabel in ((ax_abs, False, "mean time per request [ms]"),
@@ -121,7 +140,7 @@ def plot_wait_hold(axes, wh: pd.DataFrame):
     ax_pct.set_ylim(0, 100)
     kinds = [Patch(facecolor="grey", alpha=a, hatch=h, edgecolor="black", label=name)
              for _, name, a, h in parts]
-    servers = [Patch(facecolor=COLORS[s], edgecolor="black", label=label(s))
+    servers = [Patch(facecolor=color(s), edgecolor="black", label=label(s))
                for s in _servers(wh)]
     _legend(ax_pct, handles=kinds + servers)
     return artists
@@ -135,11 +154,11 @@ def plot_saturation(axes, thr: pd.DataFrame, knees: pd.DataFrame):
     artists = []
     for s in _servers(thr):
         g = thr[thr["server"] == s].sort_values("threads")
-        artists += ax_t.plot(g["threads"], g["throughput_rps"], marker=MARKERS[s],
-                             color=COLORS[s], label=label(s))
+        artists += ax_t.plot(g["threads"], g["throughput_rps"], marker=marker(s),
+                             color=color(s), label=label(s))
         ax_t.fill_between(g["threads"], g["throughput_min_rps"], g["throughput_max_rps"],
-                          color=COLORS[s], alpha=0.15, linewidth=0)
-        artists += ax_p.plot(g["threads"], g["lat_p95_us"], marker=MARKERS[s], color=COLORS[s],
+                          color=color(s), alpha=0.15, linewidth=0)
+        artists += ax_p.plot(g["threads"], g["lat_p95_us"], marker=marker(s), color=color(s),
                              label=label(s))
         k = knees[knees["server"] == s]
         if not k.empty:
@@ -147,7 +166,7 @@ def plot_saturation(axes, thr: pd.DataFrame, knees: pd.DataFrame):
             kp95 = g.loc[g["threads"] == k["knee_threads"], "lat_p95_us"].iloc[0]
             for ax, y in ((ax_t, k["knee_rps"]), (ax_p, kp95)):
                 artists.append(ax.scatter([k["knee_threads"]], [y], s=160, facecolors="none",
-                                          edgecolors=COLORS[s], linewidths=1.5, zorder=5))
+                                          edgecolors=color(s), linewidths=1.5, zorder=5))
     for ax in axes:
         ax.set_xscale("log", base=2)
         ticks = sorted(thr["threads"].unique())
@@ -176,7 +195,7 @@ def plot_latency_cdf(axes, traces: pd.DataFrame):
             if len(v) > CDF_POINTS:  # keep files small: evenly spaced ranks, ends included
                 keep = np.unique(np.linspace(0, len(v) - 1, CDF_POINTS).round().astype(int))
                 v, y = v[keep], y[keep]
-            artists += ax.step(v, y, where="post", color=COLORS[s], label=label(s))
+            artists += ax.step(v, y, where="post", color=color(s), label=label(s))
         ax.set_xscale("log")
         ax.set_ylim(0, 1)
         ax.set_title(f"n = {n}")
@@ -191,7 +210,7 @@ def plot_latency_vs_n(ax, df: pd.DataFrame, ylabel: str, title: str):
     artists = []
     for s in _servers(df):
         g = df[df["server"] == s].sort_values("n")
-        artists += ax.plot(g["n"], g["latency_ms"], marker=MARKERS[s], color=COLORS[s],
+        artists += ax.plot(g["n"], g["latency_ms"], marker=marker(s), color=color(s),
                            label=label(s))
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -214,7 +233,7 @@ def plot_sweep(axes, summary: pd.DataFrame, param: str, xlabel: str):
         g = summary[summary["server"] == s].copy()
         g["_x"] = g[param].map(pos)
         g = g.sort_values("_x")
-        kw = {"marker": MARKERS[s], "color": COLORS[s], "label": label(s)}
+        kw = {"marker": marker(s), "color": color(s), "label": label(s)}
         artists += ax_t.plot(g["_x"], g["throughput_rps"], **kw)
         artists += ax_p.plot(g["_x"], g["lat_p95_us"], **kw)
         if "summary_mean_latency_s" in g:

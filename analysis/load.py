@@ -10,6 +10,7 @@ A results directory (written by runner.py, read-only afterwards) holds:
   sweep_<kind>_client.jsonl
   traces/<server>_n<n>.csv per-request trace of the lab servers (TRACE_COLUMNS, bounded)
   time/time_s<S>_n<n>     the servers' time files, as the kit names them
+                          (time_<strategy>_n<n> for a lockserver strategy)
   logs/                   server stdout/stderr
 Loaders check columns and types and raise LoadError naming the file and the problem.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import SERVERS
+from . import is_server_label
 
 SWEEP_KINDS = ("threads", "read-ratio", "n", "delay", "connection")
 
@@ -98,7 +99,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
 def check_lab(df: pd.DataFrame, where: str = "lab data") -> pd.DataFrame:
     """Types the lab rows and checks they make sense (known servers, n >= 1, unique runs)."""
     df = _typed(df, LAB_COLUMNS, where)
-    unknown = sorted(set(df["server"].dropna()) - set(SERVERS))
+    unknown = sorted(s for s in set(df["server"].dropna()) if not is_server_label(s))
     if unknown:
         raise LoadError(f"{where}: unknown server(s) {', '.join(unknown)}")
     if (df["n"] < 1).any():
@@ -147,7 +148,7 @@ def load_traces(trace_dir) -> pd.DataFrame:
     frames = []
     for path in sorted(Path(trace_dir).glob("*_n*.csv")):
         server, _, n = path.stem.rpartition("_n")
-        if server not in SERVERS or not n.isdigit():
+        if not is_server_label(server) or not n.isdigit():
             continue
         df = load_trace(path)
         df.insert(0, "n", int(n))

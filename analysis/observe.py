@@ -8,14 +8,14 @@ Each observe_* function is pure: summaries in, list of Markdown sentences out.
 import numpy as np
 import pandas as pd
 
-from . import SERVERS, STRATEGIES
+from . import STRATEGIES, server_order
 from .tables import ordered_values
 
 SAME = 0.10  # relative changes below this are called "about the same"
 
 
 def name(server: str) -> str:
-    return f"{server} ({STRATEGIES.get(server, '?')})"
+    return f"{server} ({STRATEGIES[server]})" if server in STRATEGIES else str(server)
 
 
 def ms(x: float) -> str:
@@ -142,7 +142,7 @@ def observe_n_effect(summary: pd.DataFrame) -> list:
         return []
     lo, hi = ns[0], ns[-1]
     flat, moved = [], []
-    for s in SERVERS:
+    for s in server_order(summary["server"]):
         g = summary[summary["server"] == s].set_index("n")
         if lo not in g.index or hi not in g.index:
             continue
@@ -282,7 +282,7 @@ def observe_sweep_span(summary: pd.DataFrame, param: str, what: str) -> list:
     a, b = vals[0], vals[-1]
     fmt = (lambda v: f"{v:g}") if not isinstance(a, str) else str
     parts = []
-    for s in SERVERS:
+    for s in server_order(summary["server"]):
         g = summary[summary["server"] == s].set_index(param)
         if a not in g.index or b not in g.index:
             continue

@@ -87,14 +87,16 @@ atexit.register(_stop_all)
 
 
 class Server:
-    """One running mainN. Use as a context manager: started on enter, stopped on exit."""
+    """One running server (mainN, or lockserver with its strategy arguments `pre`). Use as a context manager: started on enter, stopped on exit."""
 
-    def __init__(self, binary: Path, n: int, port: int, *, delay_us: float, cwd: Path,
-                 time_file: Path, log_file: Path, trace: Path | None = None,
-                 trace_limit: int = 0, extra: tuple = (), ready_timeout: float = 15.0):
-        self.name = binary.name
+    def __init__(self, binary: Path, pre: list, n: int, port: int, *, delay_us: float,
+                 cwd: Path, time_file: Path, log_file: Path, trace: Path | None = None,
+                 trace_limit: int = 0, extra: tuple = (), ready_timeout: float = 15.0,
+                 label: str | None = None):
+        self.prog = binary.name            # the prefix of the server's output lines
+        self.name = label or binary.name   # the server label in results and messages
         self.n, self.port = n, port
-        self.argv = [str(binary), str(n), HOST, str(port), "--delay-us", f"{delay_us:g}",
+        self.argv = [str(binary), *pre, str(n), HOST, str(port), "--delay-us", f"{delay_us:g}",
                      "--time-file", str(time_file), "-q", *extra]
         if trace is not None and trace_limit > 0:
             self.argv += ["--trace", str(trace), "--trace-limit", str(trace_limit)]
@@ -135,7 +137,7 @@ class Server:
                 raise RunError(f"{self.name} (n={self.n}) exited with code {code} at start-up: "
                                f"{self._last_log_line() or 'no message'}")
             self._log.write(line + "\n")
-            if line.startswith(f"{self.name}: listening on "):
+            if line.startswith(f"{self.prog}: listening on "):
                 return self
 
     def _last_log_line(self) -> str:
@@ -178,7 +180,7 @@ class Server:
             if line is None:
                 break
             self._log.write(line + "\n")
-            if line.startswith(f"{self.name}: summary"):
+            if line.startswith(f"{self.prog}: summary"):
                 self.summary_line = line
         self._log.write(f"# exit={self.exit_code}\n")
         self._log.close()

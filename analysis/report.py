@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import STRATEGIES  # noqa: E402
+from . import STRATEGIES, describe, server_order  # noqa: E402
 from . import figures as F  # noqa: E402
 from . import observe as O  # noqa: E402
 from . import tables as T  # noqa: E402
@@ -131,9 +131,11 @@ def _shown_path(results_dir) -> str:
         return p.name
 
 
-def build_report(results_dir, out_dir) -> list:
+def build_report(results_dir, out_dir, microbench=None) -> list:
     """Reads results_dir, writes out_dir/{REPORT.md, tables/, figures/}. Returns written paths
-    (sorted). Raises load.LoadError on bad input."""
+    (sorted). Raises load.LoadError on bad input. microbench: a Google Benchmark JSON
+    (bench/run-microbench.sh) whose section follows the lab sections, or None."""
+    mb_path = Path(microbench) if microbench else None
     res = load_results(results_dir)
     out = Path(out_dir)
     meta = res["metadata"]
@@ -144,8 +146,15 @@ def build_report(results_dir, out_dir) -> list:
           "below is computed from those files; regenerate rather than edit.", "",
           "## Setup", "", "| | |", "|---|---|"]
     md += [f"| {k} | {v} |" for k, v in _meta_rows(meta)]
+    md += [f"| Microbenchmarks | "
+           f"{f'`{_shown_path(mb_path)}`' if mb_path and mb_path.exists() else 'not included'} |"]
+    params = meta.get("parameters", {})
+    extra = [s for s in server_order([*params.get("lab", {}).get("servers", []),
+                                      *params.get("sweeps", {}).get("servers", [])])
+             if s not in STRATEGIES]
     md += ["", _param_text(meta), "",
-           "Strategies: " + "; ".join(f"`{s}` = {d}" for s, d in STRATEGIES.items()) + ".", ""]
+           "Strategies: " + "; ".join(f"`{s}` = {d}" for s, d in STRATEGIES.items())
+           + "".join(f"; `{s}` = {describe(s)}" for s in extra) + ".", ""]
 
     plt.rcParams.update(F.RC)
     fig_no = 0
@@ -273,6 +282,13 @@ def build_report(results_dir, out_dir) -> list:
             md += [f"- {x}" for x in O.observe_sweep_span(s, param, what)]
         md += [f"- {x}" for x in O.observe_sweep_ranking(s, param, what)]
         md += [f"- {x}" for x in O.observe_sweep_errors(sweeps[kind], what)] + [""]
+
+    if mb_path and mb_path.exists():
+        from . import microbench as MB
+        md.append(MB.render_section(MB.load_benchmarks(mb_path), out / "figures",
+                                    figures_link="figures"))
+        md.append("")
+        written += sorted((out / "figures").glob("microbench_*"))
 
     md += ["## Method", "",
            "- Confidence intervals: mean ± t(0.975, runs - 1) · s / √runs over the per-run values "

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import SERVERS
+from . import LOCKSERVER, SERVERS, server_command
 from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
 from .procs import (RunError, Server, check_binary, client_row, pick_port, port_free,
                     run_client, twin)
@@ -93,6 +93,11 @@ class Ctx:
 
     def binary(self, name: str) -> Path:
         return check_binary(find_binary(self.bin_dir, name))
+
+    def server(self, label: str) -> tuple[Path, list]:
+        """(binary, arguments before <n>) that start the server `label`."""
+        name, pre = server_command(label)
+        return self.binary(name), pre
 
     def new_port(self) -> int:
         if self.port is None:
@@ -228,7 +233,7 @@ def build_info(bin_dir: Path) -> dict:
     if "cxx_compiler_version" not in info and info.get("cxx_compiler"):
         info["cxx_compiler_version"] = _run([info["cxx_compiler"], "--version"]).split("\n")[0]
     info["binaries"] = {}
-    for name in (*SERVERS, "client"):
+    for name in (*SERVERS, LOCKSERVER, "client"):
         p = find_binary(bin_dir, name)
         if p.is_file():
             info["binaries"][name] = hashlib.sha256(p.read_bytes()).hexdigest()
@@ -335,6 +340,26 @@ def lab_estimate(todo: dict, p: LabParams) -> tuple[float, int]:
     return runs * (LAB_RUN_ESTIMATE + p.pause_s) + len(todo) * START_ESTIMATE, runs
 
 
+def time_file_name(server: str, n: int) -> str:
+    """The kit's time_s<S>_n<n> for mainS; time_<label>_n<n> for a lockserver strategy."""
+    return f"time_s{server[-1]}_n{n}" if server in SERVERS else f"time_{server}_n{n}"
+
+
+def lockserver_strategies(bin_dir: Path) -> list:
+    """The strategy names `lockserver --list-strategies` prints (first word of each line).
+    RunError if the binary is missing or fails."""
+    exe = check_binary(find_binary(bin_dir, LOCKSERVER))
+    try:
+        p = subprocess.run([str(exe), "--list-strategies"], capture_output=True, text=True,
+                           timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RunError(f"{exe} --list-strategies failed: {exc}") from None
+    names = [ln.split()[0] for ln in p.stdout.splitlines() if ln.strip()]
+    if p.returncode != 0 or not names:
+        raise RunError(f"{exe} --list-strategies failed (exit {p.returncode})")
+    return names
+
+
 def _count_lines(path: Path) -> list:
     try:
         text = path.read_text()
@@ -370,7 +395,7 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
         return
     client = ctx.binary("client")
     for s in p.servers:
-        ctx.binary(s)
+        ctx.server(s)
     for sub in ("time", "traces", "logs"):
         (ctx.results / sub).mkdir(exist_ok=True)
     rows = CsvLog(ctx.results / "lab.csv", LAB_COLUMNS)
@@ -380,9 +405,9 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
         for (s, n), reps in todo.items():
             trace = ctx.results / "traces" / f"{s}_n{n}.csv"
             want_trace = p.trace_limit > 0 and not (trace.exists() and trace.stat().st_size > 0)
-            time_file = ctx.results / "time" / f"time_s{s[-1]}_n{n}"
+            time_file = ctx.results / "time" / time_file_name(s, n)
             srv = ctx.start_server(lambda port: Server(
-                ctx.binary(s), n, port, delay_us=p.delay_us, cwd=ctx.results,
+                *ctx.server(s), n, port, label=s, delay_us=p.delay_us, cwd=ctx.results,
                 time_file=time_file, log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
                 trace=trace if want_trace else None, trace_limit=p.trace_limit))
             port = srv.port
@@ -473,7 +498,7 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
         return
     client = ctx.binary("client")
     for s in p.servers:
-        ctx.binary(s)
+        ctx.server(s)
     for sub in ("time", "logs"):
         (ctx.results / sub).mkdir(exist_ok=True)
     logs = {}
@@ -488,7 +513,7 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
             value = fmt_value(v)
             tag = f"sweep_{kind}_{value}_{s}_rep{rep}"
             srv = ctx.start_server(lambda port: Server(
-                ctx.binary(s), cfg["n"], port, delay_us=cfg["delay_us"], cwd=ctx.results,
+                *ctx.server(s), cfg["n"], port, label=s, delay_us=cfg["delay_us"], cwd=ctx.results,
                 time_file=ctx.results / "time" / tag,
                 log_file=ctx.results / "logs" / f"sweep_{kind}_{s}.log"))
             port = srv.port

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import SERVERS, STRATEGIES
+from . import STRATEGIES, server_order
 from .stats import mean_ci
 
 MS = 1e3
@@ -33,8 +33,8 @@ def ordered_values(values) -> list:
 
 
 def _server_order(servers) -> list:
-    present = set(servers)
-    return [s for s in SERVERS if s in present]
+    """Rows in the order the servers first appear (the order of --servers)."""
+    return server_order(servers)
 
 
 def lab_summary(lab: pd.DataFrame) -> pd.DataFrame:
@@ -59,9 +59,8 @@ def lab_summary(lab: pd.DataFrame) -> pd.DataFrame:
         })
     out = pd.DataFrame(rows, columns=["server", "n", "runs", "missing", "mean_s", "median_s",
                                       "std_s", "ci_lo_s", "ci_hi_s", "min_s", "max_s", "errors"])
-    out["server"] = pd.Categorical(out["server"], categories=list(SERVERS), ordered=True)
-    out = out.sort_values(["server", "n"]).reset_index(drop=True)
-    out["server"] = out["server"].astype(str)
+    out["_o"] = out["server"].map({s: i for i, s in enumerate(server_order(lab["server"]))})
+    out = out.sort_values(["_o", "n"], kind="stable").drop(columns="_o").reset_index(drop=True)
     return out
 
 
@@ -74,7 +73,7 @@ def _wide(summary: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
 
 
 def table_mean(summary: pd.DataFrame) -> pd.DataFrame:
-    """Mean lab latency in ms, rows main1..main4, columns n (Table 1 of the seed report)."""
+    """Mean lab latency in ms, rows the servers in --servers order, columns n (Table 1 of the seed report)."""
     return _wide(summary, summary["mean_s"] * MS)
 
 
@@ -190,7 +189,7 @@ def sweep_summary(sweep: pd.DataFrame, servers: pd.DataFrame | None = None) -> p
                 "summary_mean_hold_s", "summary_mean_delay_slept_us"]
         s = servers[keep].groupby(["server", "value"], as_index=False, sort=False).median()
         out = out.merge(s, on=["server", "value"], how="left")
-    out["_o"] = out["server"].map({s: i for i, s in enumerate(SERVERS)})
+    out["_o"] = out["server"].map({s: i for i, s in enumerate(server_order(sweep["server"]))})
     out["_v"] = out[param].map({v: i for i, v in enumerate(ordered_values(out[param]))})
     out = out.sort_values(["_o", "_v"], kind="stable").drop(columns=["_o", "_v"])
     return out.reset_index(drop=True)
@@ -244,5 +243,7 @@ def wait_hold(traces: pd.DataFrame, servers: pd.DataFrame | None) -> pd.DataFram
     out = pd.DataFrame(rows, columns=["server", "n", "source", "requests", "wait_s", "hold_s",
                                       "latency_s"])
     out["other_s"] = (out["latency_s"] - out["wait_s"] - out["hold_s"]).clip(lower=0)
-    out["_o"] = out["server"].map({s: i for i, s in enumerate(SERVERS)})
-    return out.sort_values(["_o", "n"]).drop(columns="_o").reset_index(drop=True)
+    order = server_order(pd.concat([out["server"]] + [d["server"] for d in (traces, servers)
+                                                        if d is not None and not d.empty]))
+    out["_o"] = out["server"].map({s: i for i, s in enumerate(order)})
+    return out.sort_values(["_o", "n"], kind="stable").drop(columns="_o").reset_index(drop=True)

@@ -11,7 +11,7 @@ REPO = HERE.parents[1]
 # The real build; LOCKBENCH_BIN_DIR points the end-to-end tests at another build tree.
 RELEASE = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release")).absolute()
 PY = sys.executable
-BINARIES = ("main1", "main2", "main3", "main4", "client")
+BINARIES = ("main1", "main2", "main3", "main4", "lockserver", "client")
 
 
 def cli(*args, env=None, timeout=600, cwd=REPO):

@@ -64,7 +64,7 @@ def test_report_cli_and_bad_input(tmp_path):
     d = tmp_path / "lab_only"
     d.mkdir()
     shutil.copy(SMALL / "lab.csv", d)
-    r = cli("report", "--results", d, "--out", tmp_path / "out")
+    r = cli("report", "--results", d, "--out", tmp_path / "out", "--microbench", "none")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "REPORT.md").exists()
     r = cli("report", "--results", tmp_path / "nothing", "--out", tmp_path / "o2")
@@ -85,3 +85,25 @@ def test_report_with_lab_only(tmp_path):
     figures = sorted(p.name for p in (tmp_path / "out" / "figures").glob("*.png"))
     assert figures == ["plot_latency_distribution.png", "plot_latency_vs_n.png",
                        "plot_mean_latency.png"]
+
+
+def test_report_with_microbench_fixture_is_reproducible(tmp_path):
+    mb = FIXTURES / "microbench_tiny.json"
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        r = cli("report", "--results", SMALL, "--out", out, "--microbench", mb)
+        assert r.returncode == 0, r.stderr
+    md = (a / "REPORT.md").read_text()
+    assert "| Microbenchmarks | `analysis/tests/fixtures/microbench_tiny.json` |" in md
+    assert md.index("## Microbenchmarks") > md.index("## Sweeps")
+    assert md.index("## Microbenchmarks") < md.index("## Method")
+    assert list((a / "figures").glob("microbench_*.png"))
+    count, bad = _same_files(a, b)
+    assert count > 30 and not bad, bad
+    r = cli("report", "--results", SMALL, "--out", tmp_path / "c", "--microbench", "none")
+    assert r.returncode == 0 and "| Microbenchmarks | not included |" in (
+        tmp_path / "c" / "REPORT.md").read_text()
+    assert not list((tmp_path / "c" / "figures").glob("microbench_*"))
+    r = cli("report", "--results", SMALL, "--out", tmp_path / "d", "--microbench",
+            tmp_path / "missing.json")
+    assert r.returncode == 1 and "microbenchmark file not found" in r.stderr

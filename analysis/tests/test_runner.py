@@ -293,3 +293,74 @@ def test_results_dir_must_be_new(real_bin, tmp_path):
     (tmp_path / "x" / "f").write_text("")
     r = cli("lab", "--bin-dir", real_bin, "--results-dir", tmp_path / "x", timeout=T)
     assert r.returncode == 1 and "not empty" in r.stderr
+
+
+# ---- lockserver strategies by name ----------------------------------------------------------
+
+def test_lab_with_a_lockserver_strategy_and_report(real_bin, tmp_path):
+    res = tmp_path / "r"
+    r = cli("lab", "--servers", "main1,seqlock-per-slot", "--n", "10", "--runs", "2",
+            "--delay-us", "0", "--trace-limit", "100", "--no-progress", "--bin-dir", real_bin,
+            "--results-dir", res, timeout=T)
+    assert r.returncode == 0, r.stderr
+    lab = rows(res / "lab.csv")
+    assert [(x["server"], x["rep"]) for x in lab] == [
+        ("main1", "1"), ("main1", "2"), ("seqlock-per-slot", "1"), ("seqlock-per-slot", "2")]
+    assert all(x["time_lines"] == "1" and float(x["latency_s"]) > 0 and x["errors"] == "0"
+               for x in lab)
+    srv = rows(res / "lab_servers.csv")
+    assert [x["server"] for x in srv] == ["main1", "seqlock-per-slot"]
+    assert srv[1]["summary"].startswith("lockserver: summary ") and srv[1]["exit_code"] == "0"
+    log = (res / "logs" / "lab_seqlock-per-slot_n10.log").read_text()
+    assert "lockserver --strategy seqlock-per-slot 10 127.0.0.1 " in log
+    assert (res / "time" / "time_seqlock-per-slot_n10").read_text().count("\n") == 2
+    assert (res / "traces" / "seqlock-per-slot_n10.csv").exists()
+    assert procs_of(real_bin) == []
+    out = tmp_path / "report"
+    r = cli("report", "--results", res, "--out", out, "--microbench", "none", timeout=T)
+    assert r.returncode == 0, r.stderr
+    md = (out / "REPORT.md").read_text()
+    assert "| main1 (one mutex) |" in md and "| seqlock-per-slot |" in md
+    assert md.index("| main1 (one mutex) |") < md.index("| seqlock-per-slot |")
+    assert "Table 4: Speedup" in md and "`seqlock-per-slot` = lockserver seqlock-per-slot" in md
+    assert "| Microbenchmarks | not included |" in md
+
+
+def test_striped_strategy_with_stripes(real_bin, tmp_path):
+    res = tmp_path / "r"
+    r = cli("lab", "--servers", "striped-mutex:4", "--n", "10", "--runs", "1", "--delay-us",
+            "0", "--trace-limit", "0", "--no-progress", "--bin-dir", real_bin,
+            "--results-dir", res, timeout=T)
+    assert r.returncode == 0, r.stderr
+    assert [x["server"] for x in rows(res / "lab.csv")] == ["striped-mutex:4"]
+    log = (res / "logs" / "lab_striped-mutex:4_n10.log").read_text()
+    assert "lockserver --strategy striped-mutex --stripes 4 10 " in log
+    out = tmp_path / "report"
+    r = cli("report", "--results", res, "--out", out, "--microbench", "none", timeout=T)
+    assert r.returncode == 0, r.stderr
+    md = (out / "REPORT.md").read_text()
+    assert "| striped-mutex:4 |" in md and "Table 4: Speedup" not in md   # no main1
+
+
+@pytest.mark.parametrize("cmd,servers,needle", [
+    ("lab", "main1,no-such-lock", "unknown server 'no-such-lock' (known: main1, main2"),
+    ("sweep", "seqlock-per-slot:4", "applies only to striped-mutex, striped-rwlock"),
+    ("all", "main1,bogus", "seqlock-per-slot"),
+])
+def test_unknown_strategy_exits_2(real_bin, tmp_path, cmd, servers, needle):
+    opt = "--sweep-servers" if cmd == "sweep" else "--servers"
+    r = cli(cmd, opt, servers, "--bin-dir", real_bin, "--results-dir", tmp_path / "r",
+            timeout=T)
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1 and needle in err[0], r.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_strategy_needs_lockserver(real_bin, tmp_path):
+    (real_bin / "lockserver").unlink()
+    r = cli("lab", "--servers", "main1,seqlock-per-slot", "--bin-dir", real_bin,
+            "--results-dir", tmp_path / "r", timeout=T)
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(err) == 1, r.stderr
+    assert f"binary not found: {real_bin / 'lockserver'} " in err[0]
+    assert not (tmp_path / "r").exists()
