@@ -104,7 +104,9 @@ def connection_mode(t):
 
 def _common(p):
     g = p.add_argument_group("where")
-    g.add_argument("--bin-dir", type=Path, default=R.REPO / "build" / "release",
+    # Resolved at once: servers run with their results folder as working directory.
+    g.add_argument("--bin-dir", type=lambda s: Path(s).resolve(),
+                   default=R.REPO / "build" / "release",
                    help="directory with main1..main4 and client (default: %(default)s)")
     x = g.add_mutually_exclusive_group()
     x.add_argument("--results-dir", type=Path,

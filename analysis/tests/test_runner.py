@@ -364,3 +364,14 @@ def test_strategy_needs_lockserver(real_bin, tmp_path):
     assert r.returncode == 1 and len(err) == 1, r.stderr
     assert f"binary not found: {real_bin / 'lockserver'} " in err[0]
     assert not (tmp_path / "r").exists()
+
+
+def test_relative_bin_dir_is_resolved_before_servers_change_directory(real_bin, tmp_path):
+    # The servers run with their results folder as working directory; a relative
+    # --bin-dir (as the README's `./lockbench lab` once passed) must still work.
+    res = tmp_path / "r"
+    r = cli("lab", "--servers", "main1", "--n", "10", "--runs", "1", "--delay-us", "0",
+            "--no-progress", "--bin-dir", os.path.relpath(real_bin, tmp_path),
+            "--results-dir", res, cwd=tmp_path, env={"PYTHONPATH": str(REPO)}, timeout=T)
+    assert r.returncode == 0, r.stderr
+    assert len(rows(res / "lab.csv")) == 1
