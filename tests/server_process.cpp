@@ -264,6 +264,21 @@ bool TestConnection::WaitClosed(int timeout_ms) {
   return ReadReply(timeout_ms) == "<closed>";
 }
 
+bool IsPrintfE(std::string_view line) {
+  auto digits = [&line](std::size_t from, std::size_t count) {
+    if (from + count > line.size()) return false;
+    for (std::size_t i = from; i < from + count; ++i) {
+      if (line[i] < '0' || line[i] > '9') return false;
+    }
+    return true;
+  };
+  if (!line.empty() && line[0] == '-') line.remove_prefix(1);
+  // d . dddddd e sign dd[d]
+  if (line.size() != 12 && line.size() != 13) return false;
+  return digits(0, 1) && line[1] == '.' && digits(2, 6) && line[8] == 'e' &&
+         (line[9] == '-' || line[9] == '+') && digits(10, line.size() - 10);
+}
+
 std::string OneShot(uint16_t port, const std::string& text) {
   TestConnection c(port);
   if (!c.ok()) return "<connect failed>";

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/protocol.h"
@@ -90,6 +91,11 @@ class TestConnection {
  private:
   int fd_ = -1;
 };
+
+// True if `line` is one number as C's printf("%e") writes it, e.g.
+// "8.531204e-03" (optional '-', d.dddddd, 'e', sign, two or three digits).
+// Hand-written rather than std::regex: GCC 12 warns inside <regex> at -O2.
+bool IsPrintfE(std::string_view line);
 
 // One request on a new connection (the kit's pattern); returns the reply text.
 std::string OneShot(uint16_t port, const std::string& text);
