@@ -13,15 +13,13 @@
 #include <mutex>
 #include <thread>
 
+#include "common/clock.h"
+
 namespace kv {
 namespace {
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
+// The project's monotonic clock (common/clock.h), unsigned for deadline maths.
+uint64_t NowNs() { return static_cast<uint64_t>(MonotonicNanos()); }
 
 void SleepUntilNs(uint64_t t) {
   timespec ts;

@@ -40,6 +40,14 @@ struct AccessTiming {
   int64_t hold_ns = 0;  // from getting the lock to releasing it
 };
 
+// Fills *timing for an access that asked for its lock at `asked_ns` and got
+// it at `got_ns` (MonotonicNanos()); call it right after releasing the lock.
+inline void RecordAccessTiming(int64_t asked_ns, int64_t got_ns,
+                               AccessTiming* timing) {
+  timing->wait_ns = got_ns - asked_ns;
+  timing->hold_ns = MonotonicNanos() - got_ns;
+}
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -91,7 +99,7 @@ class LockedStore final : public Store {
       got = MonotonicNanos();
       array_.GetLocked(pos, out);
     }  // unlocked before the caller touches the socket
-    Account(asked, got, timing);
+    RecordAccessTiming(asked, got, timing);
     return Status::OK();
   }
 
@@ -106,16 +114,11 @@ class LockedStore final : public Store {
       array_.SetLocked(pos, text);
       array_.GetLocked(pos, out);  // the reply is the value read back
     }
-    Account(asked, got, timing);
+    RecordAccessTiming(asked, got, timing);
     return Status::OK();
   }
 
  private:
-  static void Account(int64_t asked, int64_t got, AccessTiming* timing) {
-    timing->wait_ns = got - asked;
-    timing->hold_ns = MonotonicNanos() - got;
-  }
-
   StringArray array_;
   LockTable locks_;
 };

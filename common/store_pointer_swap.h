@@ -95,8 +95,7 @@ class PointerSwapStore final : public Store {
       delay_->Pause();
       *out = *current;
     }
-    timing->wait_ns = got - asked;
-    timing->hold_ns = MonotonicNanos() - got;
+    RecordAccessTiming(asked, got, timing);
     return Status::OK();
   }
 
@@ -117,8 +116,7 @@ class PointerSwapStore final : public Store {
       delay_->Pause();  // get: only a later writer of this slot (excluded by
       *out = *fresh;    // write_mu) could retire `fresh`
     }
-    timing->wait_ns = got - asked;
-    timing->hold_ns = MonotonicNanos() - got;
+    RecordAccessTiming(asked, got, timing);
     return Status::OK();
   }
 

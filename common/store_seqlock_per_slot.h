@@ -120,8 +120,7 @@ class SeqLockPerSlotStore final : public Store {
       delay_->Pause();  // get: write_mu excludes other writers, so the slot
       *out = v;         // still holds exactly what we published
     }
-    timing->wait_ns = got - asked;
-    timing->hold_ns = MonotonicNanos() - got;
+    RecordAccessTiming(asked, got, timing);
     return Status::OK();
   }
 
