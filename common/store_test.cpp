@@ -148,7 +148,15 @@ TYPED_TEST(StoreTest, StressNoTornReads) {
       }
     });
   }
+  // At least 300 ms, and on until the readers got enough turns: a
+  // writer-preferring lock under TSan can keep them out for a while (bounded
+  // at 5 s).
+  const auto start = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  while (reads.load() <= 1000u &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   stop = true;
   for (auto& t : threads) t.join();
   EXPECT_EQ(torn.load(), 0u);
