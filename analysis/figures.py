@@ -1,37 +1,50 @@
 """plot_* helpers: each draws on the Axes it is given and returns the artists it made.
 
-No file I/O, no plt.subplots here (report.py owns figures and files). One fixed colour and
-marker per strategy everywhere, colour-blind safe (Okabe-Ito).
+The one figure style of the report: RC (fonts, grid, reproducible SVG), new_figure (a
+figure not tied to pyplot's global state), and one colour and marker per server label
+everywhere, colour-blind safe (Okabe-Ito). No file I/O here (report.py saves figures).
 """
+
+import zlib
 
 import numpy as np
 import pandas as pd
-
-import zlib
+from matplotlib.figure import Figure
 
 from . import STRATEGIES, server_order
 from .tables import ordered_values
 
-COLORS = {"main1": "#D55E00", "main2": "#0072B2", "main3": "#E69F00", "main4": "#009E73"}
 CDF_POINTS = 800  # points per CDF curve (ranks evenly spaced; exact at the drawn points)
-MARKERS = {"main1": "o", "main2": "s", "main3": "^", "main4": "D"}
-# Servers beyond main1..main4 (lockserver strategies): a colour and marker fixed by the
-# label itself (CRC-32 into these lists), so a label looks the same in every figure and run.
+# Fixed (colour, marker) per label: the lab servers, and the generic server's strategies
+# (the one-lock and per-slot lab strategies share the colour of their mainN).
+STYLE = {
+    "main1": ("#D55E00", "o"), "main2": ("#0072B2", "s"), "main3": ("#E69F00", "^"),
+    "main4": ("#009E73", "D"), "unprotected": ("#000000", "x"),
+    "one-mutex": ("#D55E00", "o"), "mutex-per-slot": ("#0072B2", "s"),
+    "one-rwlock": ("#E69F00", "^"), "rwlock-per-slot": ("#009E73", "D"),
+    "striped-mutex": ("#56B4E9", "v"), "striped-rwlock": ("#CC79A7", "<"),
+    "one-rwlock-wpref": ("#F0E442", ">"), "rwlock-per-slot-wpref": ("#999999", "P"),
+    "spinlock-per-slot": ("#882255", "*"), "seqlock-per-slot": ("#117733", "h"),
+    "pointer-swap": ("#332288", "X"),
+}
+# Any other label (e.g. "striped-mutex:8"): a colour and marker fixed by the label itself
+# (CRC-32 into these lists), so a label looks the same in every figure and run.
 EXTRA_COLORS = ["#56B4E9", "#CC79A7", "#000000", "#999999", "#882255", "#44AA99", "#117733",
                 "#332288", "#AA4499", "#DDCC77", "#F0E442", "#661100"]
 EXTRA_MARKERS = ["v", "<", ">", "P", "*", "h", "X", "p", "d", "8"]
 
 
 def color(server: str) -> str:
-    if server in COLORS:
-        return COLORS[server]
+    if server in STYLE:
+        return STYLE[server][0]
     return EXTRA_COLORS[zlib.crc32(str(server).encode()) % len(EXTRA_COLORS)]
 
 
 def marker(server: str) -> str:
-    if server in MARKERS:
-        return MARKERS[server]
+    if server in STYLE:
+        return STYLE[server][1]
     return EXTRA_MARKERS[zlib.crc32(str(server).encode()) % len(EXTRA_MARKERS)]
+
 
 # Fixed style for every figure (reproducible SVG: fixed hash salt, no dates in report.py).
 RC = {
@@ -39,6 +52,14 @@ RC = {
     "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8, "legend.frameon": False,
     "svg.hashsalt": "lockbench", "svg.fonttype": "path", "path.simplify": False,
 }
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, **kw):
+    """(figure, axes) with constrained layout, outside pyplot (nothing global to close);
+    axes as plt.subplots returns them. Draw it under matplotlib.rc_context(RC)."""
+    sub = {k: kw.pop(k) for k in ("sharex", "sharey", "squeeze") if k in kw}
+    fig = Figure(layout="constrained", **kw)
+    return fig, fig.subplots(nrows, ncols, **sub)
 
 
 def _legend(ax, **kw):
@@ -249,4 +270,49 @@ def plot_sweep(axes, summary: pd.DataFrame, param: str, xlabel: str):
     ax_s.set_ylabel("server mean memory access latency [ms] (log scale)")
     ax_s.set_yscale("log")
     _legend(ax_s)
+    return artists
+
+
+def plot_ops_vs_threads(ax, s: pd.DataFrame, title: str, cores):
+    """One line per strategy (unprotected dashed): total ops/s (log) versus threads (log2)
+    at one setting; s: microbench Store rows of that setting. The band is the min-max of
+    the repetitions when the rows carry it (ops_per_s_lo/_hi). Returns the Line2D artists."""
+    artists = []
+    for name in server_order(s["strategy"]):
+        g = s[s["strategy"] == name].sort_values("threads")
+        kw = {"color": color(name), "marker": marker(name), "markersize": 4, "linewidth": 1.2}
+        if name == "unprotected":
+            kw["linestyle"] = "--"
+        (line,) = ax.plot(g["threads"], g["ops_per_s"], label=name, **kw)
+        artists.append(line)
+        if "ops_per_s_lo" in g:
+            ax.fill_between(g["threads"].to_numpy(dtype=float), g["ops_per_s_lo"],
+                            g["ops_per_s_hi"], color=color(name), alpha=0.08, linewidth=0)
+    ticks = sorted(s["threads"].unique())
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.set_xlabel(f"threads (machine has {cores} cores)")
+    ax.set_ylabel("ops/s, all threads (log)")
+    ax.set_title(title)
+    return artists
+
+
+def plot_writer_wait(ax, w: pd.DataFrame, title: str, metric: str = "writer_wait_p99_us"):
+    """Grouped bars: writer lock wait (us, log) per strategy and number of readers; w:
+    microbench WriterStarvation rows of one delay."""
+    names = server_order(w["strategy"])
+    readers = sorted(w["readers"].dropna().unique())
+    width = 0.8 / max(len(names), 1)
+    x = np.arange(len(readers))
+    artists = []
+    for i, name in enumerate(names):
+        g = w[w["strategy"] == name].set_index("readers").reindex(readers)
+        vals = np.clip(g[metric].to_numpy(dtype=float), 0.01, None)
+        artists.append(ax.bar(x + (i - (len(names) - 1) / 2) * width, vals, width,
+                              label=name, color=color(name)))
+    ax.set_xticks(x, [f"{int(r)} readers" for r in readers])
+    ax.set_yscale("log")
+    ax.set_ylabel(metric.replace("_", " ") + " (log)")
+    ax.set_title(title)
     return artists

@@ -91,3 +91,62 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
     var = math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
     half = t_ppf(0.5 + confidence / 2.0, len(xs) - 1) * math.sqrt(var / len(xs))
     return (m, m - half, m + half)
+
+
+# ---- spread, ratios and ties ----------------------------------------------------------------
+# A value's spread is an interval (lo, hi): the 95% CI of a mean, or the min-max range of
+# repetitions. Two values whose intervals overlap are a tie: no ranking between them.
+
+def overlap(a: tuple, b: tuple) -> bool | None:
+    """Whether intervals a = (lo, hi) and b overlap; None if either bound is undefined."""
+    if any(v is None or not math.isfinite(float(v)) for v in (*a, *b)):
+        return None
+    return max(a[0], b[0]) <= min(a[1], b[1])
+
+
+def ratio_range(a: float, a_spread: tuple, b: float, b_spread: tuple) -> tuple:
+    """(a / b, lo, hi) where lo..hi is the spread of the ratio implied by the two spreads
+    (a_lo / b_hi .. a_hi / b_lo); lo and hi are nan when a spread is undefined or b's
+    spread reaches zero."""
+    r = a / b if b else math.nan
+    (alo, ahi), (blo, bhi) = a_spread, b_spread
+    if overlap(a_spread, a_spread) is None or overlap(b_spread, b_spread) is None or blo <= 0:
+        return (r, math.nan, math.nan)
+    return (r, alo / bhi, ahi / blo)
+
+
+def is_tie(lo: float, hi: float, at: float = 1.0) -> bool:
+    """A ratio whose spread lo..hi contains `at` (1 = no difference) is a tie. An undefined
+    spread is not called a tie (the caller says there is no spread)."""
+    return math.isfinite(lo) and math.isfinite(hi) and lo <= at <= hi
+
+
+def tiers(items, lower_is_better: bool = True) -> list:
+    """Ranks items (label, value, lo, hi) into tiers, best first: each tier is its leader
+    (the best value not yet placed) and every later item whose interval overlaps the
+    leader's. Items with an undefined interval tie with nothing. Within a tier, by value."""
+    order = sorted(range(len(items)), key=lambda i: (
+        items[i][1] if lower_is_better else -items[i][1], str(items[i][0])))
+    out = []
+    while order:
+        lead = items[order[0]]
+        tier = [order[0]] + [i for i in order[1:] if overlap(lead[2:4], items[i][2:4])]
+        out.append([items[i][0] for i in tier])
+        order = [i for i in order if i not in tier]
+    return out
+
+
+def format_tiers(tiers_: list, better: str = "<") -> str:
+    """'a ≈ b < c': ≈ joins a tie, `better` separates tiers (best first)."""
+    return f" {better} ".join(" ≈ ".join(map(str, t)) for t in tiers_)
+
+
+def rank_of(tiers_: list) -> dict:
+    """{label: rank} where a tier's members share the rank of its first place
+    (standard competition ranking: 1, 1, 3)."""
+    out, place = {}, 1
+    for t in tiers_:
+        for label in t:
+            out[label] = place
+        place += len(t)
+    return out

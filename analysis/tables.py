@@ -124,15 +124,31 @@ def row_label(server: str) -> str:
     return f"{server} ({STRATEGIES[server]})" if server in STRATEGIES else str(server)
 
 
-def format_markdown(table: pd.DataFrame, fmt, caption: str, corner: str = "n") -> str:
-    """A pipe table with a bold caption line above it; cells formatted with fmt."""
+def _cell(fmt, v) -> str:
+    """fmt(v), or '-' for a missing value (None or NaN)."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return "-"
+    return fmt(v)
+
+
+def format_markdown(table: pd.DataFrame, fmt=str, caption: str | None = None,
+                    corner: str = "n") -> str:
+    """The report's one Markdown table writer: a pipe table (rows labelled by row_label,
+    numbers right-aligned), with a bold caption line above it when given; cells formatted
+    with fmt, '-' where missing."""
     head = [corner] + [str(c) for c in table.columns]
-    lines = [f"**{caption}**", "",
-             "| " + " | ".join(head) + " |",
-             "|" + "|".join(["---"] + ["---:"] * len(table.columns)) + "|"]
+    lines = [f"**{caption}**", ""] if caption else []
+    lines += ["| " + " | ".join(head) + " |",
+              "|" + "|".join(["---"] + ["---:"] * len(table.columns)) + "|"]
     for server, row in table.iterrows():
-        lines.append("| " + " | ".join([row_label(server)] + [fmt(v) for v in row]) + " |")
+        lines.append("| " + " | ".join([row_label(server)] + [_cell(fmt, v) for v in row])
+                     + " |")
     return "\n".join(lines) + "\n"
+
+
+def frame_csv(df: pd.DataFrame) -> str:
+    """A long table (summaries, rankings) as CSV, floats as %.9e (full precision, byte-stable)."""
+    return df.to_csv(index=False, float_format="%.9e", lineterminator="\n")
 
 
 def format_csv(table: pd.DataFrame) -> str:
@@ -145,14 +161,15 @@ def format_csv(table: pd.DataFrame) -> str:
 
 
 def format_latex(table: pd.DataFrame, fmt, caption: str) -> str:
-    """A booktabs tabular (needs \\usepackage{booktabs}); cells formatted with fmt."""
+    """The report's one LaTeX table writer: a booktabs tabular (needs \\usepackage{booktabs}); cells formatted with fmt."""
     cols = "l" + "r" * len(table.columns)
     esc = lambda s: s.replace("_", r"\_").replace("±", r"$\pm$")  # noqa: E731
     lines = [r"\begin{table}[h]", r"\centering", rf"\caption{{{esc(caption)}}}",
              rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
              "$n$ & " + " & ".join(str(c) for c in table.columns) + r" \\", r"\midrule"]
     for server, row in table.iterrows():
-        lines.append(" & ".join([esc(row_label(server))] + [esc(fmt(v)) for v in row]) + r" \\")
+        lines.append(" & ".join([esc(row_label(server))] + [esc(_cell(fmt, v)) for v in row])
+                     + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 

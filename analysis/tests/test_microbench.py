@@ -2,14 +2,11 @@
 
 import json
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from analysis import microbench as M  # noqa: E402
-from analysis.tests.helpers import HERE  # noqa: E402
+from analysis import figures as F
+from analysis import microbench as M
+from analysis.tests.helpers import HERE
 
 FIXTURE = HERE / "fixtures" / "microbench_tiny.json"
 
@@ -63,30 +60,30 @@ def test_ranking_orders_and_compares_to_baseline(df):
     assert s["of_best"].iloc[0] == 1.0
     # seqlock: (2e7/1.2*1.9) / (2e7*2)
     assert s["vs_unprotected"].iloc[0] == pytest.approx(1.9 / 1.2 / 2)
-    wide = M.table_ranking_wide(r, M.RANKING_SETTINGS)
+    wide = M.table_ranking_wide(r, M.ranking_settings(2))
     assert list(wide.index) == ["one-mutex", "seqlock-per-slot"]
     assert wide.iloc[0, 0].startswith("2 (")
 
 
 def test_overhead_is_ratio_of_ns_per_op(df):
-    o = M.table_overhead(df)
+    o = M.table_overhead(df, cores=2)
     assert "unprotected" not in o.index
     assert o.loc["one-mutex", "95% reads, 1 thr"] == pytest.approx(1.5)
     assert o.loc["seqlock-per-slot", "95% reads, 1 thr"] == pytest.approx(1.2)
 
 
 def test_plot_returns_one_line_per_strategy(df):
-    fig, ax = plt.subplots()
-    lines = M.plot_ops_vs_threads(ax, df, 95, 1000, 0)
+    fig, ax = F.new_figure()
+    lines = F.plot_ops_vs_threads(ax, M.setting_runs(df, 95, 1000, 0), "t", 2)
     assert [ln.get_label() for ln in lines] == ["unprotected", "one-mutex", "seqlock-per-slot"]
     assert list(lines[1].get_xdata()) == [1, 2, 32]
-    bars = M.plot_writer_wait(ax, df, 10)
+    assert ax.get_xlabel() == "threads (machine has 2 cores)"
+    bars = F.plot_writer_wait(ax, M.starvation_runs(df, 10), "t")
     assert len(bars) == 2
-    plt.close(fig)
 
 
 def test_findings_are_computed_from_the_data(df):
-    f = M.findings(df)
+    f = M.findings(df, 2)
     text = "\n".join(f)
     assert "cheapest strategy, seqlock-per-slot, takes 1.2x" in text
     assert "dearest, one-mutex, 1.5x" in text
@@ -96,17 +93,3 @@ def test_findings_are_computed_from_the_data(df):
     assert any(s.startswith("Fixed cost") and "(10 ns per read here), about 30 ns" in s
                for s in f)
     assert not any(s.startswith("Noise warning") for s in f)
-
-
-def test_render_section_writes_figures_and_links_them(df, tmp_path):
-    md = M.render_section(df, tmp_path / "figs", figures_link="figs")
-    assert md.startswith("## Microbenchmarks")
-    assert "(figs/microbench_ops_vs_threads.png)" in md
-    assert "### Ranking per setting" in md and "### Findings" in md
-    for name in ("microbench_ops_vs_threads", "microbench_writer_wait"):
-        assert (tmp_path / "figs" / f"{name}.png").stat().st_size > 0
-        assert (tmp_path / "figs" / f"{name}.svg").stat().st_size > 0
-    # Same input, same files (reproducible SVG).
-    first = (tmp_path / "figs" / "microbench_writer_wait.svg").read_bytes()
-    M.render_section(df, tmp_path / "figs", figures_link="figs")
-    assert (tmp_path / "figs" / "microbench_writer_wait.svg").read_bytes() == first

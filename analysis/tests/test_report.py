@@ -107,3 +107,68 @@ def test_report_with_microbench_fixture_is_reproducible(tmp_path):
     r = cli("report", "--results", SMALL, "--out", tmp_path / "d", "--microbench",
             tmp_path / "missing.json")
     assert r.returncode == 1 and "microbenchmark file not found" in r.stderr
+
+
+def test_a_new_section_is_one_function_and_one_line(tmp_path, monkeypatch):
+    """The seam for new sections (docs/analysis.md): a pure function returning blocks,
+    figures and files, added to SECTIONS; the writer numbers its figure after the others
+    and writes its files."""
+    from analysis import figures as F
+    from analysis import report as R
+    from analysis.sections.base import Fig, Section
+
+    def extra(data):
+        fig, ax = F.new_figure(figsize=(3, 2))
+        ax.plot([1, 2], [3, 4])
+        return Section(files={"tables/extra.csv": "a,b\n1,2\n"}).add(
+            "## Extra", Fig("extra_plot", "An extra figure.", fig)).bullets(["one", "two"])
+
+    monkeypatch.setattr(R, "SECTIONS", [*R.SECTIONS[:-1], extra, R.SECTIONS[-1]])
+    written = R.build_report(SMALL, tmp_path)
+    md = (tmp_path / "REPORT.md").read_text()
+    assert f"*Figure {len(FIGURES) + 1}: An extra figure.*" in md
+    assert md.index("## Extra") < md.index("## Method")
+    assert "\n- one\n- two\n" in md
+    assert (tmp_path / "tables" / "extra.csv").read_text() == "a,b\n1,2\n"
+    assert tmp_path / "figures" / "extra_plot.svg" in written
+
+
+def test_sections_write_no_files(tmp_path, monkeypatch):
+    """Sections are pure: run in an empty working directory they create nothing."""
+    from analysis.report import read_data
+    from analysis.sections import SECTIONS
+
+    data = read_data(SMALL, FIXTURES / "microbench_tiny.json")
+    monkeypatch.chdir(tmp_path)
+    out = [s(data) for s in SECTIONS]
+    assert all(o is not None for o in out) and not list(tmp_path.iterdir())
+
+
+def test_prose_template_blocks():
+    from analysis.sections.base import Prose
+
+    p = Prose("<!-- header -->\n<!-- block a -->\nHello $who.\n\n<!-- block b -->\n$$5\n")
+    assert p("a", who="you") == "Hello you." and p("b") == "$5"
+    with pytest.raises(KeyError):
+        p("a")
+
+
+def test_committed_report_is_regenerated_byte_for_byte(tmp_path):
+    """report/ is what `python -m analysis report` makes from the committed results today:
+    regenerating gives identical files (after a change to the analysis, regenerate it:
+    python -m analysis report --results results/<dir> --out report/)."""
+    from analysis.tests.helpers import REPO
+
+    committed = REPO / "report"
+    results = sorted(p for p in (REPO / "results").iterdir()
+                     if (p / "metadata.json").is_file())
+    mb = REPO / "results" / "microbench" / "microbench.json"
+    if not (committed / "REPORT.md").is_file() or not results:
+        pytest.skip("no committed report or results")
+    build_report(results[-1], tmp_path, microbench=mb if mb.is_file() else None)
+    count, bad = _same_files(tmp_path, committed)
+    assert count > 40 and not bad, f"regenerate report/: these differ: {bad}"
+    extra = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()
+             and "templates" not in p.parts} - {p.relative_to(tmp_path)
+                                                for p in tmp_path.rglob("*") if p.is_file()}
+    assert not extra, f"stale files in report/: {sorted(extra)}"
