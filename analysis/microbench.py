@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from . import server_order
+from .stats import is_tie, rank_of, ratio_range, tiers
 
 BASELINE = "unprotected"
 SETTING = ["read_pct", "n", "delay_us", "threads"]
@@ -57,13 +58,15 @@ def _fields(run_name: str) -> tuple[str, str, dict]:
     return parts[0], parts[1], kv
 
 
-SPREAD = ["ops_per_s", "ns_per_op"]  # metrics whose spread (min, max) is kept
+SPREAD = ["ops_per_s", "ns_per_op", "writer_wait_p99_us"]  # spread (min, max) kept
+SINGLE_RUN_BAND = 0.25  # assumed +-25% spread of a setting that ran once (no repetitions)
 
 
 def parse_benchmarks(doc: dict, where: str = "microbenchmark JSON") -> pd.DataFrame:
     """kv_bench JSON (parsed) -> one row per (family, strategy, setting): columns COLUMNS
     as the median of the repetitions, <metric>_lo / <metric>_hi their min and max for
-    SPREAD, and reps their number. Aggregate rows (mean/median/stddev of
+    SPREAD (for a setting that ran once: +-SINGLE_RUN_BAND around the value), and reps
+    their number. Aggregate rows (mean/median/stddev of
     --benchmark_repetitions) are ignored. Raises MicrobenchError on input that is not
     kv_bench output."""
     if not isinstance(doc, dict) or "benchmarks" not in doc:
@@ -94,6 +97,10 @@ def parse_benchmarks(doc: dict, where: str = "microbenchmark JSON") -> pd.DataFr
     for c in SPREAD:
         df[f"{c}_lo"], df[f"{c}_hi"] = g[c].min(), g[c].max()
     df["reps"] = g.size()
+    for c in SPREAD:  # one run: no spread is known; assume the band, never rank inside it
+        once = df["reps"] < 2
+        df.loc[once, f"{c}_lo"] = df.loc[once, c] * (1 - SINGLE_RUN_BAND)
+        df.loc[once, f"{c}_hi"] = df.loc[once, c] * (1 + SINGLE_RUN_BAND)
     df = df.reset_index()
     for c in ["read_pct", "n", "delay_us", "threads"]:
         df[c] = df[c].astype("Int64") if df[c].notna().all() else df[c]
@@ -125,27 +132,47 @@ def _ordered(strategies) -> list:
 
 def table_ranking(df: pd.DataFrame, include_baseline: bool = False) -> pd.DataFrame:
     """Long table: for every setting (read_pct, n, delay_us, threads), each strategy's
-    ops/s, its rank (1 = fastest), its share of the best (ops/s / best) and, when the
-    unprotected baseline ran in that setting, its ratio to the baseline. The baseline itself
-    is ranked only if include_baseline."""
+    ops/s with its spread (ops_per_s_lo/_hi), its rank (1 = fastest; strategies whose
+    spread overlaps their tier leader's share the rank and are `tied`), its share of the
+    best (ops/s / best) and, when the unprotected baseline ran in that setting, its ratio
+    to the baseline with the ratio's spread (vs_unprotected, _lo, _hi). The baseline
+    itself is ranked only if include_baseline."""
     s = store_runs(df)
-    base = (s[s["strategy"] == BASELINE].set_index(SETTING)["ops_per_s"]
-            .rename("baseline_ops_per_s"))
+    base = s[s["strategy"] == BASELINE].set_index(SETTING)[
+        ["ops_per_s", "ops_per_s_lo", "ops_per_s_hi"]].add_prefix("baseline_")
     if not include_baseline:
         s = s[s["strategy"] != BASELINE]
     s = s.join(base, on=SETTING)
-    s["rank"] = (s.groupby(SETTING)["ops_per_s"].rank(ascending=False, method="min")
-                 .astype(int))
+    rank, tied = {}, {}
+    for key, g in s.groupby(SETTING):
+        t = tiers([(r.strategy, r.ops_per_s, r.ops_per_s_lo, r.ops_per_s_hi)
+                   for r in g.itertuples()], lower_is_better=False)
+        for name, place in rank_of(t).items():
+            rank[(*key, name)] = place
+        tied.update({(*key, name): len(tier) > 1 for tier in t for name in tier})
+    keys = list(zip(*(s[c] for c in SETTING), s["strategy"]))
+    s["rank"] = [rank[k] for k in keys]
+    s["tied"] = [tied[k] for k in keys]
     s["of_best"] = s["ops_per_s"] / s.groupby(SETTING)["ops_per_s"].transform("max")
-    s["vs_unprotected"] = s["ops_per_s"] / s["baseline_ops_per_s"]
-    cols = [*SETTING, "rank", "strategy", "ops_per_s", "ns_per_op", "of_best",
-            "vs_unprotected"]
-    return s.sort_values([*SETTING, "rank", "strategy"])[cols].reset_index(drop=True)
+    vs = [ratio_range(r.ops_per_s, (r.ops_per_s_lo, r.ops_per_s_hi), r.baseline_ops_per_s,
+                      (r.baseline_ops_per_s_lo, r.baseline_ops_per_s_hi))
+          for r in s.itertuples()]
+    s["vs_unprotected"], s["vs_unprotected_lo"], s["vs_unprotected_hi"] = (
+        [v[i] for v in vs] for i in range(3))
+    cols = [*SETTING, "rank", "tied", "strategy", "ops_per_s", "ops_per_s_lo", "ops_per_s_hi",
+            "ns_per_op", "of_best", "vs_unprotected", "vs_unprotected_lo", "vs_unprotected_hi"]
+    return s.sort_values([*SETTING, "rank", "ops_per_s", "strategy"],
+                         ascending=[True] * 5 + [False, True])[cols].reset_index(drop=True)
+
+
+def mops(v: float) -> str:
+    return f"{v / 1e6:.3g}"
 
 
 def table_ranking_wide(ranking: pd.DataFrame, settings: list[dict]) -> pd.DataFrame:
-    """Strategies x chosen settings, each cell 'rank (Mops/s)'. settings: dicts with keys
-    read_pct, n, delay_us, threads; missing settings are skipped."""
+    """Strategies x chosen settings, each cell 'rank (Mops/s; min-max)', the rank marked
+    '=' when tied. settings: dicts with keys read_pct, n, delay_us, threads; missing
+    settings are skipped."""
     cols = {}
     for st in settings:
         m = np.ones(len(ranking), dtype=bool)
@@ -156,28 +183,57 @@ def table_ranking_wide(ranking: pd.DataFrame, settings: list[dict]) -> pd.DataFr
             continue
         label = (f"{st['read_pct']}% r, n={st['n']}, {st['delay_us']} us, "
                  f"{st['threads']} thr")
-        cols[label] = {r.strategy: f"{r.rank} ({r.ops_per_s / 1e6:.3g})"
+        cols[label] = {r.strategy: f"{r.rank}{'=' if r.tied else ''} ({mops(r.ops_per_s)}; "
+                                   f"{mops(r.ops_per_s_lo)}-{mops(r.ops_per_s_hi)})"
                        for r in sub.itertuples()}
     wide = pd.DataFrame(cols)
     return wide.reindex(_ordered(wide.index))
 
 
-def table_overhead(df: pd.DataFrame, n: int = 1000, delay_us: int = 0,
-                   cores: int = 2) -> pd.DataFrame:
+def overhead_long(df: pd.DataFrame, n: int = 1000, delay_us: int = 0,
+                  cores: int = 2) -> pd.DataFrame:
     """Cost of each lock against the unprotected store, as ratios of ns/op (>1 = slower),
-    at 1 thread (no contention: the price of lock + unlock) and at `cores` threads (as
-    many as the machine has), for every read share measured at (n, delay_us). Index: strategy."""
+    with the ratio's spread (lo, hi) from the repetitions' min-max, at 1 thread (no
+    contention: the price of lock + unlock) and at `cores` threads (as many as the machine
+    has), for every read share measured at (n, delay_us). Columns: strategy, column
+    (the overhead table's column label), ratio, lo, hi."""
     s = store_runs(df)
     s = s[(s["n"] == n) & (s["delay_us"] == delay_us) & s["threads"].isin([1, cores])]
-    out = {}
+    rows = []
     for (read, thr), g in s.groupby(["read_pct", "threads"]):
-        g = g.set_index("strategy")["ns_per_op"]
-        if BASELINE not in g:
+        g = g.set_index("strategy")
+        if BASELINE not in g.index:
             continue
-        out[f"{read}% reads, {thr} thr"] = g / g[BASELINE]
-    t = pd.DataFrame(out)
-    t = t.drop(index=BASELINE, errors="ignore")
-    return t.reindex(_ordered(t.index))
+        b = g.loc[BASELINE]
+        for name, r in g.drop(index=BASELINE).iterrows():
+            rng = ratio_range(r["ns_per_op"], (r["ns_per_op_lo"], r["ns_per_op_hi"]),
+                              b["ns_per_op"], (b["ns_per_op_lo"], b["ns_per_op_hi"]))
+            rows.append({"strategy": name, "column": f"{read}% reads, {thr} thr",
+                         "ratio": rng[0], "lo": rng[1], "hi": rng[2]})
+    return pd.DataFrame(rows, columns=["strategy", "column", "ratio", "lo", "hi"])
+
+
+def _wide(long: pd.DataFrame, values) -> pd.DataFrame:
+    t = pd.DataFrame({"strategy": long["strategy"], "column": long["column"], "v": values})
+    t = t.pivot(index="strategy", columns="column", values="v")
+    return t.reindex(index=_ordered(t.index), columns=list(dict.fromkeys(long["column"])))
+
+
+def table_overhead(df: pd.DataFrame, n: int = 1000, delay_us: int = 0,
+                   cores: int = 2) -> pd.DataFrame:
+    """overhead_long's ratios, strategies x columns."""
+    long = overhead_long(df, n, delay_us, cores)
+    return _wide(long, long["ratio"])
+
+
+def table_overhead_text(df: pd.DataFrame, n: int = 1000, delay_us: int = 0,
+                        cores: int = 2) -> pd.DataFrame:
+    """The overhead table as shown: 'ratio (lo-hi)', '=' before a ratio whose spread
+    contains 1 (indistinguishable from no lock)."""
+    long = overhead_long(df, n, delay_us, cores)
+    text = [f"{'=' if is_tie(r.lo, r.hi) else ''}{r.ratio:.2f} ({r.lo:.2f}-{r.hi:.2f})"
+            for r in long.itertuples()]
+    return _wide(long, text)
 
 
 def setting_runs(df: pd.DataFrame, read_pct: int, n: int, delay_us: int) -> pd.DataFrame:
@@ -191,139 +247,215 @@ def starvation_runs(df: pd.DataFrame, delay_us: int) -> pd.DataFrame:
     return df[(df["family"] == "WriterStarvation") & (df["delay_us"] == delay_us)]
 
 
-def _fmt_ratio(x: float) -> str:
-    return f"{x:.1f}x" if x < 10 else f"{x:.0f}x"
+def _x(r: float) -> str:
+    return f"{r:.1f}x" if r >= 9.995 else f"{r:.2f}x"
 
 
-def findings(df: pd.DataFrame, cores: int) -> list[str]:
-    """Observations computed from the data; each one is skipped if its runs are missing.
-    cores: logical cores of the machine that ran the benchmarks."""
-    out = []
-    s = store_runs(df)
-    rank = table_ranking(df)
+def _rng(r: float, lo: float, hi: float) -> str:
+    """'1.95x (0.47-2.10x)': a ratio with its spread."""
+    return f"{_x(r)} ({_x(lo)[:-1]}-{_x(hi)})"
 
-    def at(read, n, delay, thr):
-        return rank[(rank["read_pct"] == read) & (rank["n"] == n) & (rank["delay_us"] == delay)
-                    & (rank["threads"] == thr)]
 
+def _at(rank: pd.DataFrame, read, n, delay, thr) -> pd.DataFrame:
+    return rank[(rank["read_pct"] == read) & (rank["n"] == n) & (rank["delay_us"] == delay)
+                & (rank["threads"] == thr)]
+
+
+def _ratios(s: pd.DataFrame, index: str, num, den) -> pd.DataFrame:
+    """Per strategy (not the baseline): ops/s at index == num over index == den, with the
+    ratio's spread; columns ratio, lo, hi, sorted by ratio."""
+    rows = {}
+    for name, g in s.groupby("strategy"):
+        g = g.set_index(index)
+        if name == BASELINE or num not in g.index or den not in g.index:
+            continue
+        a, b = g.loc[num], g.loc[den]
+        rows[name] = ratio_range(a["ops_per_s"], (a["ops_per_s_lo"], a["ops_per_s_hi"]),
+                                 b["ops_per_s"], (b["ops_per_s_lo"], b["ops_per_s_hi"]))
+    t = pd.DataFrame.from_dict(rows, orient="index", columns=["ratio", "lo", "hi"])
+    return t.sort_values(["ratio"], kind="stable")
+
+
+def _classify(t: pd.DataFrame) -> dict:
+    """{'up': [...], 'down': [...], 'tie': [...]}: ratios clearly above 1, clearly below 1,
+    and those whose spread contains 1."""
+    out = {"up": [], "down": [], "tie": []}
+    for name, r in t.iterrows():
+        out["tie" if is_tie(r.lo, r.hi) else "up" if r.ratio > 1 else "down"].append(name)
+    return out
+
+
+def spread_summary(s: pd.DataFrame) -> str | None:
+    """How far the repetitions of one setting lie apart, and how many strategies measured
+    faster than the unprotected store (impossible for a correct lock) within and beyond
+    that spread."""
+    reps = int(s["reps"].max())
+    if reps < 2:
+        return (f"Each setting ran once: no spread is known, so a band of +-{SINGLE_RUN_BAND:.0%} "
+                "around each value is assumed and nothing inside it is ranked; the rankings "
+                "below are from one run.")
+    rel = (s["ops_per_s_hi"] / s["ops_per_s_lo"]).replace([np.inf], np.nan).dropna()
+    r = table_ranking(s)
+    faster = r[r["vs_unprotected"] > 1]
+    beyond = faster[faster["vs_unprotected_lo"] > 1]
+    txt = (f"Spread: the {reps} repetitions of one setting differ (max/min ops/s) by a median "
+           f"factor of {rel.median():.2f} and by up to {rel.max():.1f}x; {len(faster)} of "
+           f"{len(r[r['vs_unprotected'].notna()])} strategy-setting medians measured faster "
+           "than the unprotected store, which no correct lock can be, and ")
+    if beyond.empty:
+        return txt + ("all of them lie within the spread (a tie with the unprotected store), "
+                      "so the spread is the noise; differences inside it are ties, not ranks.")
+    return txt + (f"{len(beyond)} lie beyond the spread ({', '.join(sorted(set(beyond['strategy'])))}"
+                  "): in those settings the unprotected store's own repetitions were slowed "
+                  "by other load, so even the spread understates the noise.")
+
+
+def _clock(df: pd.DataFrame, s: pd.DataFrame) -> list:
     clock = df[df["family"] == "Clock"]["ns_per_op"].dropna()
     base1 = s[(s["strategy"] == BASELINE) & (s["threads"] == 1) & (s["delay_us"] == 0)
               & (s["n"] == 1000)]["ns_per_op"]
-    if len(clock) and len(base1) and 3 * clock.iloc[0] >= base1.median():
-        out.append(
-            f"The clock-read benchmark ({clock.iloc[0]:.0f} ns per read) was disturbed by "
-            "other load: three reads would exceed a whole unprotected operation "
-            f"({base1.median():.0f} ns at 1 thread). Treat this run's 1-thread ratios with care.")
-    elif len(clock) and len(base1):
-        out.append(
-            f"Fixed cost: every store operation reads the monotonic clock three times for its "
+    if not len(clock) or not len(base1):
+        return []
+    if 3 * clock.iloc[0] >= base1.median():
+        return [f"The clock-read benchmark ({clock.iloc[0]:.0f} ns per read) was disturbed by "
+                "other load: three reads would exceed a whole unprotected operation "
+                f"({base1.median():.0f} ns at 1 thread). Treat this run's 1-thread ratios "
+                "with care."]
+    return [f"Fixed cost: every store operation reads the monotonic clock three times for its "
             f"wait/hold timing ({clock.iloc[0]:.0f} ns per read here), about "
             f"{3 * clock.iloc[0]:.0f} ns of the unprotected store's {base1.median():.0f} ns per "
             "operation at 1 thread; the ratios below compare whole operations, so they "
-            "understate what the lock alone costs.")
-    ov = table_overhead(df, cores=cores)
-    below = sorted({k for c in ov.columns for k, v in ov[c].dropna().items() if v < 0.9})
-    if below:
-        out.append(
-            "Noise warning: " + ", ".join(below) + " measured more than 10% faster than the "
-            "unprotected store in some setting of the overhead table, which no correct "
-            "strategy can be by more than its timing differences; on this shared "
-            f"{cores}-core machine, "
-            "read differences under about 20-30% as noise.")
-    col = next((c for c in ov.columns if c.startswith("95% reads, 1 thr")), None)
-    if col is not None:
-        o = ov[col].dropna().sort_values()
-        out.append(
-            f"Uncontended cost (1 thread, 95% reads, n = 1000, no delay): the cheapest "
-            f"strategy, {o.index[0]}, takes {_fmt_ratio(o.iloc[0])} the time per operation of "
-            f"the unprotected store and the dearest, {o.index[-1]}, {_fmt_ratio(o.iloc[-1])}; "
-            "the lab's mutexes and rwlocks cost " + ", ".join(
-                f"{k} {_fmt_ratio(o[k])}" for k in ["one-mutex", "mutex-per-slot", "one-rwlock",
-                                                   "rwlock-per-slot"] if k in o) + ".")
-    for read in (50, 95, 100):
-        for n in (1000, 1):
-            r = at(read, n, 0, cores)
-            if len(r) < 2:
-                continue
-            best, worst = r.iloc[0], r.iloc[-1]
-            base = best["vs_unprotected"]
-            out.append(
-                f"{read}% reads, n = {n}, {cores} threads (= cores), no delay: {best['strategy']} "
-                f"wins with {best['ops_per_s'] / 1e6:.3g} M ops/s"
-                + (f" ({base:.2f} of the unprotected store)" if not math.isnan(base) else "")
-                + f"; {worst['strategy']} is last at {worst['ops_per_s'] / 1e6:.3g} M ops/s "
-                f"({worst['ops_per_s'] / best['ops_per_s']:.2f} of the winner).")
-    # Scaling from 1 thread to as many as cores.
+            "understate what the lock alone costs."]
+
+
+def _uncontended(df: pd.DataFrame, cores: int) -> list:
+    long = overhead_long(df, cores=cores)
+    o = (long[long["column"] == "95% reads, 1 thr"].set_index("strategy")
+         [["ratio", "lo", "hi"]].sort_values("ratio", kind="stable"))
+    if o.empty:
+        return []
+    lab = [k for k in ORDER[1:5] if k in o.index]
+    tie = [k for k, r in o.iterrows() if is_tie(r.lo, r.hi)]
+    cheap, dear = o.iloc[0], o.iloc[-1]
+    txt = ("Uncontended cost (1 thread, 95% reads, n = 1000, no delay), time per operation "
+           f"against the unprotected store: cheapest {o.index[0]} {_rng(*cheap)}, dearest "
+           f"{o.index[-1]} {_rng(*dear)}")
+    txt += (", but their ranges overlap, so even these two are a tie" if
+            max(cheap.lo, dear.lo) <= min(cheap.hi, dear.hi) else "")
+    txt += "; the lab's mutexes and rwlocks: " + ", ".join(
+        f"{k} {_rng(*o.loc[k])}" for k in lab) + ". "
+    return [txt + (f"{len(tie)} of {len(o)} strategies are indistinguishable from taking no "
+                   "lock at all (the range contains 1)." if tie else
+                   "Every strategy costs more than no lock beyond the spread.")]
+
+
+def _leaders(rank: pd.DataFrame, read, n, delay, thr, cores: int) -> list:
+    r = _at(rank, read, n, delay, thr)
+    if len(r) < 2:
+        return []
+    where = (f"{read}% reads, n = {n}, {thr} threads{' (= cores)' if thr == cores else ''}, "
+             + ("no delay" if delay == 0 else f"{delay} us delay"))
+    lead = r.iloc[0]
+    tied = list(r[r["rank"] == 1]["strategy"])[1:]
+    txt = (f"{where}: {lead['strategy']} has the most ops/s, {mops(lead['ops_per_s'])} M "
+           f"({mops(lead['ops_per_s_lo'])}-{mops(lead['ops_per_s_hi'])})")
+    if len(tied) == len(r) - 1:
+        return [txt + f", but all {len(r)} strategies tie (their ranges overlap the leader's)."]
+    if tied:
+        txt += (f", tied with {len(tied)} other(s) whose ranges overlap it ({', '.join(tied)})")
+    if pd.notna(lead["vs_unprotected"]):
+        vs = (lead["vs_unprotected"], lead["vs_unprotected_lo"], lead["vs_unprotected_hi"])
+        txt += f"; against the unprotected store {_rng(*vs)}"
+        txt += (", a tie" if is_tie(vs[1], vs[2]) else
+                ", faster beyond the spread: a disturbed measurement" if vs[1] > 1 else "")
+    last = r.iloc[-1]
+    return [txt + f"; last, outside the leader's range: {last['strategy']} at "
+            f"{mops(last['ops_per_s'])} M ({mops(last['ops_per_s_lo'])}-"
+            f"{mops(last['ops_per_s_hi'])})."]
+
+
+def _moves(t: pd.DataFrame, what: str) -> str:
+    c = _classify(t)
+    def verb(names, one, many):
+        return f"{', '.join(names)} {one if len(names) == 1 else many} beyond the spread"
+
+    parts = ([verb(c["up"], "rises", "rise")] if c["up"] else []) + (
+        [verb(c["down"], "falls", "fall")] if c["down"] else []) + (
+        [f"{len(c['tie'])} of {len(t)} change within the spread (ties)"] if c["tie"] else [])
+    ext = (f" (extremes: {t.index[0]} {_rng(*t.iloc[0])}, {t.index[-1]} {_rng(*t.iloc[-1])})"
+           if len(t) > 1 else "")
+    return f"{what}, in ops/s: " + "; ".join(parts) + ext + "."
+
+
+def _scaling(s: pd.DataFrame, cores: int) -> list:
+    out = []
     g = s[(s["read_pct"] == 95) & (s["n"] == 1000) & (s["delay_us"] == 0)]
-    p = g.pivot_table(index="strategy", columns="threads", values="ops_per_s")
-    if 1 in p.columns and cores in p.columns:
-        gain = (p[cores] / p[1]).dropna().sort_values(ascending=False)
-        scale = [k for k, v in gain.items() if v >= 1.3 and k != BASELINE]
-        flat = [k for k, v in gain.items() if v < 1.1 and k != BASELINE]
-        txt = (f"From 1 to {cores} threads (95% reads, n = 1000, no delay) the unprotected store "
-               f"gains {gain.get(BASELINE, float('nan')):.2f}x; ")
-        txt += (f"{', '.join(scale)} gain at least 1.3x" if scale
-                else "no strategy gains 1.3x")
-        txt += (f", while {', '.join(flat)} gain less than 1.1x." if flat else ".")
-        out.append(txt)
-    # Oversubscription: 32 threads versus as many as cores.
-    g = s[(s["read_pct"] == 95) & (s["n"] == 1000) & (s["delay_us"] == 0)]
-    p = g.pivot_table(index="strategy", columns="threads", values="ops_per_s")
-    if cores in p.columns and 32 in p.columns and cores != 32:
-        ratio = (p[32] / p[cores]).drop(index=BASELINE, errors="ignore").dropna().sort_values()
-        if len(ratio):
-            out.append(
-                f"Oversubscribed (32 threads on {cores} cores vs {cores} threads, 95% reads, n = 1000, no "
-                f"delay): {ratio.index[0]} keeps {ratio.iloc[0]:.2f} of its {cores}-thread "
-                f"throughput, "
-                f"{ratio.index[-1]} {ratio.iloc[-1]:.2f}.")
-    # Hot string: n = 1 vs n = 1000 at as many threads as cores, 70% reads.
+    if cores > 1 and {1, cores} <= set(g["threads"]):
+        out.append(_moves(_ratios(g, "threads", cores, 1),
+                          f"From 1 to {cores} threads (95% reads, n = 1000, no delay)"))
+    if cores != 32 and {cores, 32} <= set(g["threads"]):
+        out.append(_moves(_ratios(g, "threads", 32, cores),
+                          f"Oversubscribed, 32 threads on {cores} cores against {cores} threads "
+                          "(95% reads, n = 1000, no delay)"))
     h = s[(s["read_pct"] == 70) & (s["delay_us"] == 0) & (s["threads"] == cores)]
-    hp = h.pivot_table(index="strategy", columns="n", values="ops_per_s")
-    if 1 in hp.columns and 1000 in hp.columns:
-        hr = (hp[1] / hp[1000]).drop(index=BASELINE, errors="ignore").dropna().sort_values()
-        out.append(
-            f"One hot string (n = 1) against n = 1000 (70% reads, {cores} threads): "
-            f"{hr.index[0]} suffers most ({hr.iloc[0]:.2f} of its n = 1000 throughput), "
-            f"{hr.index[-1]} least ({hr.iloc[-1]:.2f}).")
-    # The lab's setting: 10 us delay.
-    for read in (70, 100):
-        r = at(read, 1000, 10, 8)
-        if len(r) >= 2:
-            one = r.set_index("strategy")["ops_per_s"]
-            txt = (f"With the lab's 10 us delay ({read}% reads, n = 1000, 8 threads) the sleep "
-                   f"dominates: {r.iloc[0]['strategy']} leads with "
-                   f"{r.iloc[0]['ops_per_s'] / 1e3:.3g} k ops/s")
-            if "one-mutex" in one:
-                txt += (f", {r.iloc[0]['ops_per_s'] / one['one-mutex']:.1f}x one-mutex "
-                        f"({one['one-mutex'] / 1e3:.3g} k ops/s)")
-            out.append(txt + ".")
-    # The lab's delay on one hot string: do readers wait out the writer's sleep?
-    r = at(70, 1, 10, 8)
-    if len(r) >= 2:
-        one = r.set_index("strategy")["ops_per_s"]
-        txt = (f"One hot string with the 10 us delay (70% reads, n = 1, 8 threads): "
-               f"{r.iloc[0]['strategy']} leads with {r.iloc[0]['ops_per_s'] / 1e3:.3g} k ops/s")
-        if "rwlock-per-slot" in one:
-            txt += (f", {r.iloc[0]['ops_per_s'] / one['rwlock-per-slot']:.1f}x the lab's "
-                    "rwlock-per-slot (readers that never wait out a writer's sleeping "
-                    "critical section versus readers that do)")
+    if {1, 1000} <= set(h["n"]):
+        out.append(_moves(_ratios(h, "n", 1, 1000),
+                          f"One hot string (n = 1) against n = 1000 (70% reads, {cores} threads)"))
+    return out
+
+
+def _lab_delay(rank: pd.DataFrame, cores: int) -> list:
+    out = []
+    for read, n, base in ((70, 1000, "one-mutex"), (100, 1000, "one-mutex"),
+                          (70, 1, "rwlock-per-slot")):
+        r = _at(rank, read, n, 10, 8)
+        if len(r) < 2:
+            continue
+        txt = _leaders(rank, read, n, 10, 8, cores)[0].rstrip(".")
+        one = r.set_index("strategy")
+        if base in one.index and base != r.iloc[0]["strategy"]:
+            a, b = r.iloc[0], one.loc[base]
+            rng = ratio_range(a["ops_per_s"], (a["ops_per_s_lo"], a["ops_per_s_hi"]),
+                              b["ops_per_s"], (b["ops_per_s_lo"], b["ops_per_s_hi"]))
+            txt += f"; the leader against {base}: {_rng(*rng)}"
         out.append(txt + ".")
-    # Writer starvation.
+    return out
+
+
+def _starvation(df: pd.DataFrame) -> list:
+    out = []
     w = df[(df["family"] == "WriterStarvation")]
     for delay in sorted(w["delay_us"].dropna().unique()):
         g = w[w["delay_us"] == delay].set_index(["strategy", "readers"])
-        if {"one-rwlock", "one-rwlock-wpref"} <= set(g.index.get_level_values(0)):
-            rmax = g.index.get_level_values(1).max()
-            a, b = g.loc[("one-rwlock", rmax)], g.loc[("one-rwlock-wpref", rmax)]
-            out.append(
-                f"Writer starvation ({int(rmax)} readers back to back on one string, delay "
-                f"{int(delay)} us, one write per ms): the reader-preferring one-rwlock made the "
-                f"writer wait {a['writer_wait_p99_us']:.3g} us at p99 (max "
-                f"{a['writer_wait_max_us']:.3g} us, {int(a['writes'])} write(s) done), the "
-                f"writer-preferring one-rwlock-wpref {b['writer_wait_p99_us']:.3g} us (max "
-                f"{b['writer_wait_max_us']:.3g} us, {int(b['writes'])} write(s)).")
+        if not {"one-rwlock", "one-rwlock-wpref"} <= set(g.index.get_level_values(0)):
+            continue
+        rmax = g.index.get_level_values(1).max()
+        a, b = g.loc[("one-rwlock", rmax)], g.loc[("one-rwlock-wpref", rmax)]
+        apart = a["writer_wait_p99_us_lo"] > b["writer_wait_p99_us_hi"]
+        out.append(
+            f"Writer starvation ({int(rmax)} readers back to back on one string, delay "
+            f"{int(delay)} us, one write per ms): the reader-preferring one-rwlock made the "
+            f"writer wait {a['writer_wait_p99_us']:.3g} us at p99 (repetitions "
+            f"{a['writer_wait_p99_us_lo']:.3g}-{a['writer_wait_p99_us_hi']:.3g}; max "
+            f"{a['writer_wait_max_us']:.3g} us, {int(a['writes'])} write(s) done), the "
+            f"writer-preferring one-rwlock-wpref {b['writer_wait_p99_us']:.3g} us "
+            f"({b['writer_wait_p99_us_lo']:.3g}-{b['writer_wait_p99_us_hi']:.3g}; max "
+            f"{b['writer_wait_max_us']:.3g} us, {int(b['writes'])} write(s))"
+            + ("; the ranges do not overlap." if apart else "; the ranges overlap: a tie."))
     return out
+
+
+def findings(df: pd.DataFrame, cores: int) -> list[str]:
+    """Observations computed from the data, each ranking and ratio with its spread (the
+    min-max of the repetitions); each one is skipped if its runs are missing.
+    cores: logical cores of the machine that ran the benchmarks."""
+    s = store_runs(df)
+    rank = table_ranking(df)
+    out = [x for x in [spread_summary(s)] if x] + _clock(df, s) + _uncontended(df, cores)
+    for read in (50, 95, 100):
+        for n in (1000, 1):
+            out += _leaders(rank, read, n, 0, cores, cores)
+    return out + _scaling(s, cores) + _lab_delay(rank, cores) + _starvation(df)
 
 
 def ranking_settings(cores: int) -> list:

@@ -2,13 +2,20 @@
 numbers in the data and its wording is chosen by those numbers (nothing canned).
 
 Each observe_* function is pure: summaries in, list of Markdown sentences out.
+
+Every ranking and ratio states its spread and calls differences inside it ties: the lab
+cells' spread is the 95% confidence interval of the mean, a sweep point's the min-max of
+its repetitions. A ratio a/b is given with the range a_lo/b_hi .. a_hi/b_lo; when that
+range contains 1, or two intervals overlap, the two are a tie (written ≈ in an order).
 """
 
+import math
 
 import numpy as np
 import pandas as pd
 
 from . import STRATEGIES, server_order
+from .stats import format_tiers, is_tie, overlap, ratio_range, tiers
 from .tables import ordered_values
 
 SAME = 0.10  # relative changes below this are called "about the same"
@@ -30,32 +37,71 @@ def plural(k: int, word: str) -> str:
     return f"{k} {word}" if k == 1 else f"{k} {word}s"
 
 
+def _x(r: float) -> str:
+    return f"{r:.1f}" if r >= 9.995 else f"{r:.2f}"
+
+
 def times(r: float) -> str:
-    return f"{r:.1f}x" if r >= 1.95 else f"{r:.2f}x"
+    return f"{_x(r)}x"
 
 
-def _overlap(a, b) -> bool | None:
-    """Whether two (lo, hi) intervals overlap; None if either is undefined."""
-    if any(not np.isfinite(v) for v in (*a, *b)):
-        return None
-    return max(a[0], b[0]) <= min(a[1], b[1])
+def times_range(r: float, lo: float, hi: float) -> str:
+    """'1.73x (1.52-1.97x)': a ratio and its spread; no range when the spread is unknown."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return times(r)
+    return f"{times(r)} ({_x(lo)}-{_x(hi)}x)"
+
+
+def inverse(rng: tuple) -> tuple:
+    """(1/r, 1/hi, 1/lo) of a ratio with its spread."""
+    r, lo, hi = rng
+    return (1 / r, 1 / hi if hi else math.nan, 1 / lo if lo else math.nan)
+
+
+_overlap = overlap
 
 
 def _ci(row) -> tuple:
     return (row["ci_lo_s"], row["ci_hi_s"])
 
 
+def lab_ratio(num_row, den_row) -> tuple:
+    """(mean ratio num/den, lo, hi) of two lab summary rows, spread from their 95% CIs."""
+    return ratio_range(num_row["mean_s"], _ci(num_row), den_row["mean_s"], _ci(den_row))
+
+
 def compare(fast_row, slow_row) -> str:
     """'X faster; the 95% CIs do not overlap' style clause for two lab summary rows."""
-    r = slow_row["mean_s"] / fast_row["mean_s"]
     ov = _overlap(_ci(fast_row), _ci(slow_row))
     if ov is None:
         tail = "too few runs for a confidence interval"
     elif ov:
-        tail = "but their 95% confidence intervals overlap, so the gap is not established"
+        tail = "but their 95% confidence intervals overlap, so the gap is not established (a tie)"
     else:
         tail = "and their 95% confidence intervals do not overlap"
-    return f"{times(r)} lower mean latency, {tail}"
+    return f"{times_range(*lab_ratio(slow_row, fast_row))} lower mean latency, {tail}"
+
+
+def lab_tiers(summary: pd.DataFrame, n: int) -> list:
+    """The servers at n in tiers, fastest first; a tier = 95% CIs overlapping its leader's."""
+    g = summary[(summary["n"] == n) & summary["mean_s"].notna()]
+    return tiers([(r.server, r.mean_s, r.ci_lo_s, r.ci_hi_s) for r in g.itertuples()])
+
+
+def clear_pairs(tiers_: list) -> set:
+    """(a, b) for every a in a better tier than b: the orderings beyond the spread."""
+    return {(a, b) for i, t in enumerate(tiers_) for u in tiers_[i + 1:] for a in t for b in u}
+
+
+def order_change(orders: dict) -> str | None:
+    """How an order (tiers, by point) varies: 'same', 'ties' (no pair swaps beyond the
+    spread, only the ties differ) or 'swaps'; None for fewer than two points."""
+    if len(orders) < 2:
+        return None
+    if len({tuple(map(tuple, o)) for o in orders.values()}) == 1:
+        return "same"
+    pairs = set().union(*(clear_pairs(o) for o in orders.values()))
+    return "swaps" if any((b, a) in pairs for a, b in pairs) else "ties"
 
 
 def ranking(summary: pd.DataFrame, n: int, col: str = "mean_s") -> list:
@@ -64,15 +110,15 @@ def ranking(summary: pd.DataFrame, n: int, col: str = "mean_s") -> list:
 
 
 def observe_winners(summary: pd.DataFrame) -> list:
-    """Which strategy has the lowest mean latency at each n, by how much, and whether the
-    ranking holds across n."""
+    """Which strategy has the lowest mean latency at each n, by how much (with the spread
+    from the 95% CIs), and whether the order, ties included, holds across n."""
     out = []
-    ranks = {}
+    orders = {}
     for n in sorted(summary["n"].unique()):
         order = ranking(summary, n)
         if not order:
             continue
-        ranks[n] = order
+        orders[n] = lab_tiers(summary, n)
         g = summary[summary["n"] == n].set_index("server")
         best = order[0]
         s = f"At n = {n}, {name(best)} has the lowest mean latency, {ms(g.loc[best, 'mean_s'])}"
@@ -80,15 +126,20 @@ def observe_winners(summary: pd.DataFrame) -> list:
             s += (f"; against the runner-up {name(order[1])} that is "
                   f"{compare(g.loc[best], g.loc[order[1]])}")
         if best != "main1" and "main1" in g.index:
-            s += f"; against the single mutex main1 it is {times(g.loc['main1', 'mean_s'] / g.loc[best, 'mean_s'])} faster"
-        out.append(s + ". Order, fastest first: " + " < ".join(order) + ".")
-    if len(ranks) > 1:
-        orders = {tuple(v) for v in ranks.values()}
-        if len(orders) == 1:
-            out.append("The order is the same at every n.")
-        else:
-            out.append("The order changes with n: " + "; ".join(
-                f"n = {n}: {' < '.join(v)}" for n, v in ranks.items()) + ".")
+            r = lab_ratio(g.loc["main1"], g.loc[best])
+            s += f"; against the single mutex main1 it is {times_range(*r)} faster"
+        out.append(s + ". Order, fastest first: " + format_tiers(orders[n]) + ".")
+    change = order_change(orders)
+    if change == "same":
+        out.append("The order, ties included, is the same at every n.")
+    elif change == "ties":
+        out.append("No two servers swap places beyond their confidence intervals from one n "
+                   "to another; only which of them tie changes.")
+    elif change == "swaps":
+        out.append("The order changes with n: " + "; ".join(
+            f"n = {n}: {format_tiers(v)}" for n, v in orders.items()) + ".")
+    if any(len(t) > 1 for v in orders.values() for t in v):
+        out.append("(≈: the two 95% confidence intervals overlap, a tie; < : they do not.)")
     return out
 
 
@@ -105,16 +156,16 @@ def observe_rwlock(summary: pd.DataFrame, read_ratio: float | None) -> list:
                 continue
             a, b = g.loc[rw], g.loc[mx]
             ov = _overlap(_ci(a), _ci(b))
-            r = b["mean_s"] / a["mean_s"]
+            rng = lab_ratio(b, a)
             if ov:
                 verdicts.add("unclear")
-                parts.append(f"n = {n}: {r:.2f}x, confidence intervals overlap")
-            elif r >= 1:
+                parts.append(f"n = {n}: {times_range(*rng)}, confidence intervals overlap")
+            elif rng[0] >= 1:
                 verdicts.add("pays")
-                parts.append(f"n = {n}: {times(r)} faster")
+                parts.append(f"n = {n}: {times_range(*rng)} faster")
             else:
                 verdicts.add("costs")
-                parts.append(f"n = {n}: {times(1 / r)} slower")
+                parts.append(f"n = {n}: {times_range(*inverse(rng))} slower")
         if not parts:
             continue
         if verdicts == {"pays"}:
@@ -136,29 +187,37 @@ def observe_rwlock(summary: pd.DataFrame, read_ratio: float | None) -> list:
 
 
 def observe_n_effect(summary: pd.DataFrame) -> list:
-    """How each server's mean latency moves from the smallest to the largest n."""
+    """How each server's mean latency moves from the smallest to the largest n, with the
+    ratio's spread from the 95% CIs; a range containing 1 is no change."""
     ns = sorted(summary["n"].unique())
     if len(ns) < 2:
         return []
     lo, hi = ns[0], ns[-1]
-    flat, moved = [], []
+    flat, moved, tied = [], [], []
     for s in server_order(summary["server"]):
         g = summary[summary["server"] == s].set_index("n")
         if lo not in g.index or hi not in g.index:
             continue
-        r = g.loc[hi, "mean_s"] / g.loc[lo, "mean_s"]
-        if abs(r - 1) < SAME:
-            flat.append(f"{s} ({(r - 1) * 100:+.0f}%)")
+        rng = lab_ratio(g.loc[hi], g.loc[lo])
+        r = rng[0]
+        if is_tie(rng[1], rng[2]):
+            tied.append(f"{s} ({(r - 1) * 100:+.0f}%, {_x(rng[1])}-{_x(rng[2])}x)")
+        elif abs(r - 1) < SAME:
+            flat.append(f"{s} ({(r - 1) * 100:+.0f}%, {_x(rng[1])}-{_x(rng[2])}x)")
         elif r < 1:
-            moved.append(f"{name(s)} falls {times(1 / r)}")
+            moved.append(f"{name(s)} falls {times_range(*inverse(rng))}")
         else:
-            moved.append(f"{name(s)} rises {times(r)}")
+            moved.append(f"{name(s)} rises {times_range(*rng)}")
     out = []
     if moved:
         out.append(f"From n = {lo} to n = {hi} the mean latency of " + ", ".join(moved) + ".")
     if flat:
         out.append(f"It changes by less than {SAME:.0%} from n = {lo} to n = {hi} for "
                    + ", ".join(flat) + ".")
+    if tied:
+        out.append(f"From n = {lo} to n = {hi} the mean latency does not change beyond the "
+                   "confidence intervals (the ratio's range contains 1) for "
+                   + ", ".join(tied) + ".")
     return out
 
 
@@ -197,7 +256,9 @@ def observe_errors(lab: pd.DataFrame) -> list:
 
 
 def observe_wait_hold(wh: pd.DataFrame) -> list:
-    """Share of the latency spent waiting for the lock, per n: largest and smallest."""
+    """Share of the latency spent waiting for the lock, per n: largest and smallest. The
+    shares come from one server start per cell (no repetitions, no spread): described,
+    not ranked."""
     out = []
     wh = wh[wh["latency_s"] > 0]
     for n in sorted(wh["n"].unique()):
@@ -242,57 +303,98 @@ def observe_saturation(knees: pd.DataFrame, fraction: float = 0.9) -> list:
                   f"({r.max_threads}), so it may not have saturated within the sweep")
         out.append(s + ".")
     if len(knees) > 1:
-        best = knees.loc[knees["peak_rps"].idxmax()]
-        worst = knees.loc[knees["peak_rps"].idxmin()]
-        out.append(f"Highest peak: {best['server']}, {best['peak_rps'] / worst['peak_rps']:.2f}x "
-                   f"that of the lowest ({worst['server']}).")
+        out.append(peak_comparison(knees))
     return out
 
 
+def peak_comparison(knees: pd.DataFrame) -> str:
+    """The servers' peak throughputs in tiers (min-max of the repetitions at the peak), and
+    the highest against the lowest with the ratio's spread."""
+    spread = [(r.server, r.peak_rps, getattr(r, "peak_min_rps", math.nan),
+               getattr(r, "peak_max_rps", math.nan)) for r in knees.itertuples()]
+    best = knees.loc[knees["peak_rps"].idxmax()]
+    worst = knees.loc[knees["peak_rps"].idxmin()]
+    rng = ratio_range(best["peak_rps"], (best.get("peak_min_rps", math.nan),
+                                         best.get("peak_max_rps", math.nan)),
+                      worst["peak_rps"], (worst.get("peak_min_rps", math.nan),
+                                          worst.get("peak_max_rps", math.nan)))
+    s = (f"Peak throughput, highest first (≈: the min-max ranges of the repetitions overlap, "
+         f"a tie): {format_tiers(tiers(spread, lower_is_better=False), '>')}. Highest peak: "
+         f"{best['server']}, {times_range(*rng)} that of the lowest ({worst['server']})")
+    return s + (", a tie within the spread." if is_tie(rng[1], rng[2]) else ".")
+
+
 def _metric(summary: pd.DataFrame):
-    """Server-side mean latency when the summaries are there, else client mean latency."""
+    """(median column, min column, max column, description, to seconds): server-side mean
+    latency when the summaries are there, else client mean latency."""
     if "summary_mean_latency_s" in summary and summary["summary_mean_latency_s"].notna().all():
-        return "summary_mean_latency_s", "server mean memory access latency", 1.0
-    return "lat_mean_us", "client mean latency", 1e-6
+        return ("summary_mean_latency_s", "summary_mean_latency_min_s",
+                "summary_mean_latency_max_s", "server mean memory access latency", 1.0)
+    return "lat_mean_us", "lat_mean_min_us", "lat_mean_max_us", "client mean latency", 1e-6
+
+
+def _spread(g, col: str, lo: str, hi: str) -> tuple:
+    """(lo, hi) of a summary row; (nan, nan) if the summary has no spread columns."""
+    return (g[lo] if lo in g else math.nan, g[hi] if hi in g else math.nan)
 
 
 def observe_sweep_ranking(summary: pd.DataFrame, param: str, what: str) -> list:
-    """Is the order of the servers (by latency) the same at every value of the parameter?"""
-    col, desc, to_s = _metric(summary)
+    """The order of the servers (by latency) at every value of the parameter, in tiers by
+    the min-max ranges of the repetitions; does any pair swap beyond them?"""
+    col, lo, hi, desc, _ = _metric(summary)
     orders = {}
     for v in ordered_values(summary[param]):
-        g = summary[summary[param] == v].sort_values([col, "server"])
-        orders[v] = list(g["server"])
+        g = summary[summary[param] == v]
+        orders[v] = tiers([(r["server"], r[col], *_spread(r, col, lo, hi))
+                           for _, r in g.iterrows()])
     if not orders:
         return []
     fmt = (lambda v: f"{v:g}") if not isinstance(next(iter(orders)), str) else str
-    if len({tuple(o) for o in orders.values()}) == 1:
-        return [f"By {desc}, the order of the servers is the same at every point of the {what} sweep "
-                f"({' < '.join(next(iter(orders.values())))}, fastest first)."]
-    return [f"By {desc}, the order of the servers changes with the {what}: " + "; ".join(
-        f"{fmt(v)}: {' < '.join(o)}" for v, o in orders.items()) + "."]
+    key = "(fastest first; ≈: the min-max ranges of the repetitions overlap, a tie)"
+    change = order_change(orders)
+    if change in ("same", None):
+        return [f"By {desc}, the order of the servers is the same at every point of the {what} "
+                f"sweep: {format_tiers(next(iter(orders.values())))} {key}."]
+    head = (f"By {desc}, the order of the servers changes with the {what}"
+            if change == "swaps" else
+            f"By {desc}, no two servers swap places beyond the spread of their repetitions "
+            f"across the {what} sweep; only the ties change")
+    return [head + f" {key}: " + "; ".join(f"{fmt(v)}: {format_tiers(o)}"
+                                           for v, o in orders.items()) + "."]
 
 
 def observe_sweep_span(summary: pd.DataFrame, param: str, what: str) -> list:
-    """How much each server's latency and throughput move across the swept range."""
-    col, desc, to_s = _metric(summary)
+    """How much each server's latency and throughput move across the swept range, each
+    ratio with its spread (min-max of the repetitions); '=' marks a ratio whose spread
+    contains 1 (no change beyond the noise)."""
+    col, lo, hi, desc, to_s = _metric(summary)
     vals = ordered_values(summary[param])
     if len(vals) < 2:
         return []
     a, b = vals[0], vals[-1]
     fmt = (lambda v: f"{v:g}") if not isinstance(a, str) else str
     parts = []
+    tie = False
     for s in server_order(summary["server"]):
         g = summary[summary["server"] == s].set_index(param)
         if a not in g.index or b not in g.index:
             continue
-        la, lb = g.loc[a, col] * to_s, g.loc[b, col] * to_s
-        ta, tb = g.loc[a, "throughput_rps"], g.loc[b, "throughput_rps"]
-        parts.append(f"{s} {ms(la)} -> {ms(lb)} ({lb / la:.2f}x), "
-                     f"{ta:,.0f} -> {tb:,.0f} req/s ({tb / ta:.2f}x)")
+        ra, rb = g.loc[a], g.loc[b]
+        lat = ratio_range(rb[col], _spread(rb, col, lo, hi), ra[col], _spread(ra, col, lo, hi))
+        thr = ratio_range(rb["throughput_rps"], _spread(rb, "", "throughput_min_rps",
+                                                        "throughput_max_rps"),
+                          ra["throughput_rps"], _spread(ra, "", "throughput_min_rps",
+                                                        "throughput_max_rps"))
+        marks = ["=" if is_tie(x[1], x[2]) else "" for x in (lat, thr)]
+        tie = tie or any(marks)
+        parts.append(f"{s} {ms(ra[col] * to_s)} -> {ms(rb[col] * to_s)} "
+                     f"({marks[0]}{times_range(*lat)}), {ra['throughput_rps']:,.0f} -> "
+                     f"{rb['throughput_rps']:,.0f} req/s ({marks[1]}{times_range(*thr)})")
     if not parts:
         return []
-    return [f"From {what} {fmt(a)} to {fmt(b)}, {desc} and throughput move as follows: "
+    key = (" (=: the ratio's range, from the min-max of the repetitions, contains 1: no "
+           "change beyond the noise)") if tie else ""
+    return [f"From {what} {fmt(a)} to {fmt(b)}, {desc} and throughput move as follows{key}: "
             + "; ".join(parts) + "."]
 
 

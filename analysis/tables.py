@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from . import STRATEGIES, server_order
-from .stats import mean_ci
+from .stats import mean_ci, ratio_range
 
 MS = 1e3
 
@@ -96,6 +96,24 @@ def table_speedup(summary: pd.DataFrame) -> pd.DataFrame:
     return _wide(summary, summary["n"].map(base) / summary["mean_s"])
 
 
+def table_speedup_range(summary: pd.DataFrame) -> pd.DataFrame:
+    """Table 4 as shown: 'speedup (lo-hi)', the range implied by the 95% CIs of the two
+    means (main1's hi / server's lo .. main1's lo / server's hi); empty without main1."""
+    base = summary[summary["server"] == "main1"].set_index("n")
+    if base.empty:
+        return _wide(summary.iloc[0:0], summary["mean_s"].iloc[0:0])
+    text = []
+    for r in summary.itertuples():
+        b = base.loc[r.n] if r.n in base.index else None
+        if b is None:
+            text.append(math.nan)
+            continue
+        v, lo, hi = ratio_range(b["mean_s"], (b["ci_lo_s"], b["ci_hi_s"]), r.mean_s,
+                                (r.ci_lo_s, r.ci_hi_s))
+        text.append(fmt_speedup(v) + ("" if not np.isfinite(lo) else f" ({lo:.2f}-{hi:.2f})"))
+    return _wide(summary, pd.Series(text, index=summary.index))
+
+
 def table_runs(summary: pd.DataFrame) -> pd.DataFrame:
     """Number of runs behind each cell."""
     return _wide(summary, summary["runs"]).astype("int64")
@@ -178,9 +196,10 @@ def format_latex(table: pd.DataFrame, fmt, caption: str) -> str:
 
 def sweep_summary(sweep: pd.DataFrame, servers: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (server, swept value): medians over the repetitions of throughput and client
-    latency percentiles (never averaging percentiles across runs), min/max throughput,
-    errors summed, and, if the server summaries are given, the server-side means
-    (latency, wait, hold, delay slept) of that server start."""
+    latency percentiles (never averaging percentiles across runs), min/max over the
+    repetitions (the spread) of throughput and mean client latency, errors summed, and, if
+    the server summaries are given, the medians of the server-side means (latency, wait,
+    hold, delay slept) of the server starts, with the min/max of the latency."""
     if sweep.empty:
         return pd.DataFrame()
     kind = sweep["kind"].iloc[0]
@@ -194,6 +213,8 @@ def sweep_summary(sweep: pd.DataFrame, servers: pd.DataFrame | None = None) -> p
             "throughput_min_rps": float(g["throughput_rps"].min()),
             "throughput_max_rps": float(g["throughput_rps"].max()),
             "lat_mean_us": float(g["lat_mean_us"].median()),
+            "lat_mean_min_us": float(g["lat_mean_us"].min()),
+            "lat_mean_max_us": float(g["lat_mean_us"].max()),
             "lat_p50_us": float(g["lat_p50_us"].median()),
             "lat_p95_us": float(g["lat_p95_us"].median()),
             "lat_p99_us": float(g["lat_p99_us"].median()),
@@ -204,8 +225,11 @@ def sweep_summary(sweep: pd.DataFrame, servers: pd.DataFrame | None = None) -> p
     if servers is not None and not servers.empty:
         keep = ["server", "value", "summary_mean_latency_s", "summary_mean_wait_s",
                 "summary_mean_hold_s", "summary_mean_delay_slept_us"]
-        s = servers[keep].groupby(["server", "value"], as_index=False, sort=False).median()
-        out = out.merge(s, on=["server", "value"], how="left")
+        g = servers[keep].groupby(["server", "value"], sort=False)
+        s = g.median()
+        s["summary_mean_latency_min_s"] = g["summary_mean_latency_s"].min()
+        s["summary_mean_latency_max_s"] = g["summary_mean_latency_s"].max()
+        out = out.merge(s.reset_index(), on=["server", "value"], how="left")
     out["_o"] = out["server"].map({s: i for i, s in enumerate(server_order(sweep["server"]))})
     out["_v"] = out[param].map({v: i for i, v in enumerate(ordered_values(out[param]))})
     out = out.sort_values(["_o", "_v"], kind="stable").drop(columns=["_o", "_v"])
@@ -215,20 +239,24 @@ def sweep_summary(sweep: pd.DataFrame, servers: pd.DataFrame | None = None) -> p
 def saturation_points(thr: pd.DataFrame, fraction: float = 0.9) -> pd.DataFrame:
     """From the threads sweep summary: per server the peak throughput and where it is
     reached, and the knee = the fewest client threads reaching `fraction` of the peak
-    (past it, more threads add latency, not throughput), with the p95 latency there."""
+    (past it, more threads add latency, not throughput), with the p95 latency there, and
+    the min/max of the repetitions at the peak."""
     rows = []
     for server, g in thr.groupby("server", sort=False):
         g = g.sort_values("threads")
         peak = g.loc[g["throughput_rps"].idxmax()]
         knee = g[g["throughput_rps"] >= fraction * peak["throughput_rps"]].iloc[0]
         rows.append({"server": server, "peak_rps": float(peak["throughput_rps"]),
+                     "peak_min_rps": float(peak.get("throughput_min_rps", math.nan)),
+                     "peak_max_rps": float(peak.get("throughput_max_rps", math.nan)),
                      "peak_threads": int(peak["threads"]),
                      "knee_threads": int(knee["threads"]),
                      "knee_rps": float(knee["throughput_rps"]),
                      "knee_p95_us": float(knee["lat_p95_us"]),
                      "max_threads": int(g["threads"].max()),
                      "p95_at_max_us": float(g["lat_p95_us"].iloc[-1])})
-    return pd.DataFrame(rows, columns=["server", "peak_rps", "peak_threads", "knee_threads",
+    return pd.DataFrame(rows, columns=["server", "peak_rps", "peak_min_rps", "peak_max_rps",
+                                       "peak_threads", "knee_threads",
                                        "knee_rps", "knee_p95_us", "max_threads",
                                        "p95_at_max_us"])
 

@@ -30,10 +30,12 @@ def table_files(summary: pd.DataFrame, prose) -> tuple:
         if t.empty:
             continue
         caption = prose(f"caption_{name}")
-        md[name] = T.format_markdown(t, fmt, caption)
+        shown, show_fmt = (T.table_speedup_range(summary), str) if name == "table_speedup" \
+            else (t, fmt)
+        md[name] = T.format_markdown(shown, show_fmt, caption)
         files[f"tables/{name}.md"] = md[name]
         files[f"tables/{name}.csv"] = T.format_csv(t.astype(float))
-        files[f"tables/{name}.tex"] = T.format_latex(t, fmt, caption)
+        files[f"tables/{name}.tex"] = T.format_latex(shown, show_fmt, caption)
     return md, files
 
 

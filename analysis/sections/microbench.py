@@ -69,7 +69,7 @@ def section(data: ReportData) -> Section | None:
     ov = M.table_overhead(df, cores=cores)
     if not ov.empty:
         sec.add(p("microbench_overhead", cores=cores),
-                T.format_markdown(ov, lambda v: f"{v:.2f}", corner="strategy"))
+                T.format_markdown(M.table_overhead_text(df, cores=cores), corner="strategy"))
     rank = M.table_ranking(df)
     sec.files["tables/microbench_ranking.csv"] = T.frame_csv(rank)
     wide = M.table_ranking_wide(rank, M.ranking_settings(cores))

@@ -85,11 +85,61 @@ def test_plot_returns_one_line_per_strategy(df):
 def test_findings_are_computed_from_the_data(df):
     f = M.findings(df, 2)
     text = "\n".join(f)
-    assert "cheapest strategy, seqlock-per-slot, takes 1.2x" in text
-    assert "dearest, one-mutex, 1.5x" in text
+    # The fixture ran each setting once: said, and a +-25% band assumed around each value.
+    assert f[0].startswith("Each setting ran once: no spread is known")
+    assert "cheapest seqlock-per-slot 1.20x (0.72-2.00x), dearest one-mutex 1.50x" in text
+    assert "so even these two are a tie" in text
     assert "one-rwlock-wpref" in text
-    assert any(s.startswith("One hot string") and "one-mutex suffers most" in s for s in f)
+    assert any(s.startswith("One hot string") and "one-mutex falls beyond the spread" in s
+               for s in f)
     # 1 thread, n = 1000, no delay: unprotected ns/op median 50 (reads 95, 70) and 62.5 (50)
     assert any(s.startswith("Fixed cost") and "(10 ns per read here), about 30 ns" in s
                for s in f)
-    assert not any(s.startswith("Noise warning") for s in f)
+
+
+def _repeated(values: dict) -> dict:
+    """A kv_bench document with one Store setting (95% reads, n = 1000, no delay, 2
+    threads) and the given ops/s repetitions per strategy."""
+    doc = json.loads(FIXTURE.read_text())
+    runs = []
+    for name, reps in values.items():
+        for i, v in enumerate(reps):
+            run = (f"Store/{name}/s:1/read:95/n:1000/delay_us:0/threads:2/iterations:1/"
+                   "manual_time")
+            runs.append({"name": run, "run_name": run, "run_type": "iteration",
+                         "repetition_index": i, "ops_per_s": v, "ns_per_op": 2e9 / v})
+    return {"context": doc["context"], "benchmarks": runs}
+
+
+def test_repetitions_give_the_spread_and_overlaps_are_ties():
+    df = M.parse_benchmarks(_repeated({
+        "unprotected": (10e6, 20e6, 30e6),
+        "seqlock-per-slot": (25e6, 28e6, 29e6),   # median above the floor, inside its spread
+        "one-mutex": (18e6, 22e6, 40e6),          # overlaps the leader: tied for first
+        "one-rwlock": (5e6, 6e6, 7e6)}))          # below the leader's range: ranked after
+    row = df[df["strategy"] == "seqlock-per-slot"].iloc[0]
+    assert (row["ops_per_s"], row["ops_per_s_lo"], row["ops_per_s_hi"], row["reps"]) == (
+        28e6, 25e6, 29e6, 3)
+    r = M.table_ranking(df).set_index("strategy")
+    assert r.loc["seqlock-per-slot", "rank"] == 1 and r.loc["one-mutex", "rank"] == 1
+    assert r.loc["seqlock-per-slot", "tied"] and not r.loc["one-rwlock", "tied"]
+    assert r.loc["one-rwlock", "rank"] == 3
+    assert r.loc["seqlock-per-slot", "vs_unprotected"] == pytest.approx(1.4)
+    assert r.loc["seqlock-per-slot", "vs_unprotected_lo"] == pytest.approx(25 / 30)
+    text = "\n".join(M.findings(df, 2))
+    assert "Spread: the 3 repetitions" in text
+    assert "tied with 1 other(s) whose ranges overlap it (one-mutex)" in text
+    assert "against the unprotected store 1.40x (0.83-2.90x), a tie" in text
+    assert "all of them lie within the spread" in text
+    wide = M.table_ranking_wide(M.table_ranking(df), M.ranking_settings(2))
+    assert wide.loc["one-mutex"].iloc[0] == "1= (22; 18-40)"
+    assert wide.loc["one-rwlock"].iloc[0] == "3 (6; 5-7)"
+
+
+def test_faster_than_no_lock_beyond_the_spread_is_called_a_disturbed_measurement():
+    df = M.parse_benchmarks(_repeated({"unprotected": (9e6, 10e6, 11e6),
+                                       "seqlock-per-slot": (20e6, 21e6, 22e6),
+                                       "one-mutex": (1e6, 2e6, 3e6)}))
+    text = "\n".join(M.findings(df, 2))
+    assert "faster beyond the spread: a disturbed measurement" in text
+    assert "1 lie beyond the spread (seqlock-per-slot)" in text

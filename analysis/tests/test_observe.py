@@ -20,16 +20,16 @@ def test_winner_and_speedup_are_computed():
     s = summary({"main1": 8e-3, "main2": 4e-4, "main3": 6e-3, "main4": 2e-4})
     text = " ".join(O.observe_winners(s))
     assert "At n = 10, main4 (rwlock per string) has the lowest mean latency, 0.2 ms" in text
-    assert "2.0x lower mean latency" in text and "do not overlap" in text
-    assert "40.0x faster" in text
+    assert "2.00x (1.96-2.04x) lower mean latency" in text and "do not overlap" in text
+    assert "40.0x (39.2-40.8x) faster" in text
     assert "main4 < main2 < main3 < main1" in text and "same at every n" in text
 
 
 def test_rwlock_verdict_follows_the_data():
     good = " ".join(O.observe_rwlock(summary({"main1": 8e-3, "main3": 4e-3}), 0.7))
-    assert "pays off at 70% reads" in good and "2.0x faster" in good
+    assert "pays off at 70% reads" in good and "2.00x (1.96-2.04x) faster" in good
     bad = " ".join(O.observe_rwlock(summary({"main1": 4e-3, "main3": 8e-3}), 0.7))
-    assert "does not pay off" in bad and "2.0x slower" in bad
+    assert "does not pay off" in bad and "2.00x (1.96-2.04x) slower" in bad
     same = " ".join(O.observe_rwlock(summary({"main1": 4e-3, "main3": 4.01e-3}), 0.7))
     assert "cannot be told apart" in same
 
@@ -48,9 +48,10 @@ def test_ranking_change_across_n_is_reported():
 
 def test_n_effect_and_skew():
     s = summary({"main1": 8e-3})
-    s.loc[s["n"] == 1000, "mean_s"] = 2e-3
+    at = s["n"] == 1000
+    s.loc[at, ["mean_s", "ci_lo_s", "ci_hi_s"]] = [2e-3, 1.98e-3, 2.02e-3]
     text = " ".join(O.observe_n_effect(s))
-    assert "main1 (one mutex) falls 4.0x" in text
+    assert "main1 (one mutex) falls 4.00x (3.92-4.08x)" in text
     s.loc[s["n"] == 1000, "median_s"] = 1e-3
     assert "mean exceeds the median" in " ".join(O.observe_skew(s))
 
@@ -62,3 +63,32 @@ def test_saturation_still_rising_is_flagged():
     text = O.observe_saturation(knees)[0]
     assert "peaks at 900 requests/s with 64 client threads" in text
     assert "may not have saturated" in text
+
+
+def test_overlapping_intervals_are_ties_not_ranks():
+    # main2 and main4 differ by 10% but their CIs (+-20%) overlap: a tie, not a ranking.
+    s = summary({"main1": 8e-3, "main2": 2.2e-4, "main4": 2e-4}, spread=0.2)
+    text = " ".join(O.observe_winners(s))
+    assert "Order, fastest first: main4 ≈ main2 < main1." in text
+    assert "not established (a tie)" in text and "1.10x (0.73-1.65x)" in text
+    assert "(≈: the two 95% confidence intervals overlap" in text
+
+
+def test_order_change_only_when_a_pair_swaps_beyond_the_spread():
+    ties_differ = pd.concat([summary({"main1": 1e-3, "main2": 1.1e-3, "main3": 5e-3}, n=(10,),
+                                     spread=0.2),
+                             summary({"main1": 1e-3, "main2": 2e-3, "main3": 5e-3}, n=(1000,),
+                                     spread=0.2)])
+    text = " ".join(O.observe_winners(ties_differ))
+    assert "only which of them tie changes" in text and "order changes" not in text
+    swapped = pd.concat([summary({"main1": 1e-3, "main2": 2e-3}, n=(10,)),
+                         summary({"main1": 2e-3, "main2": 1e-3}, n=(1000,))])
+    assert any("order changes with n" in x for x in O.observe_winners(swapped))
+
+
+def test_n_effect_inside_the_spread_is_no_change():
+    s = summary({"main2": 1e-3}, spread=0.3)
+    s.loc[s["n"] == 1000, ["mean_s", "ci_lo_s", "ci_hi_s"]] = [1.5e-3, 1.05e-3, 1.95e-3]
+    text = " ".join(O.observe_n_effect(s))
+    assert "does not change beyond the confidence intervals" in text
+    assert "main2 (+50%, 0.81-2.79x)" in text and "rises" not in text

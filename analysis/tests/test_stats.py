@@ -2,7 +2,8 @@ import math
 
 import pytest
 
-from analysis.stats import mean_ci, t_cdf, t_ppf
+from analysis.stats import (format_tiers, is_tie, mean_ci, overlap, rank_of, ratio_range,
+                            t_cdf, t_ppf, tiers)
 
 
 @pytest.mark.parametrize("df,expected", [
@@ -33,3 +34,27 @@ def test_mean_ci_degenerate():
     assert m == 3.0 and math.isnan(lo) and math.isnan(hi)
     assert mean_ci([2.0, 2.0, 2.0]) == (2.0, 2.0, 2.0)
     assert mean_ci([1.0, float("nan"), 3.0])[0] == 2.0
+
+
+def test_ratio_range_and_ties():
+    r, lo, hi = ratio_range(10.0, (8.0, 12.0), 5.0, (4.0, 6.0))
+    assert (r, lo, hi) == (2.0, 8.0 / 6.0, 3.0)
+    assert not is_tie(lo, hi)
+    r, lo, hi = ratio_range(5.5, (4.0, 7.0), 5.0, (4.5, 5.5))
+    assert is_tie(lo, hi) and lo < 1 < hi
+    r, lo, hi = ratio_range(1.0, (math.nan, math.nan), 2.0, (1.0, 3.0))
+    assert r == 0.5 and math.isnan(lo) and not is_tie(lo, hi)
+    assert overlap((1, 2), (2, 3)) and not overlap((1, 2), (2.1, 3))
+    assert overlap((1, math.nan), (0, 5)) is None
+
+
+def test_tiers_group_overlaps_with_the_leader():
+    # b overlaps a (the leader); c overlaps b but not a: it starts the next tier.
+    items = [("c", 3.0, 2.6, 3.4), ("a", 1.0, 0.5, 1.5), ("b", 1.4, 1.2, 2.7),
+             ("d", 9.0, math.nan, math.nan)]
+    t = tiers(items)
+    assert t == [["a", "b"], ["c"], ["d"]]
+    assert format_tiers(t) == "a ≈ b < c < d"
+    assert rank_of(t) == {"a": 1, "b": 1, "c": 3, "d": 4}
+    assert tiers(items, lower_is_better=False)[0] == ["d"]
+    assert tiers([("x", 1.0, 0.0, 2.0), ("y", 1.0, 0.0, 2.0)]) == [["x", "y"]]
