@@ -20,7 +20,6 @@ figures.py draws, report.py writes):
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -305,7 +304,8 @@ def spread_summary(s: pd.DataFrame) -> str | None:
     if beyond.empty:
         return txt + ("all of them lie within the spread (a tie with the unprotected store), "
                       "so the spread is the noise; differences inside it are ties, not ranks.")
-    return txt + (f"{len(beyond)} lie beyond the spread ({', '.join(sorted(set(beyond['strategy'])))}"
+    names = ", ".join(sorted(set(beyond["strategy"])))
+    return txt + (f"{len(beyond)} lie beyond the spread ({names}"
                   "): in those settings the unprotected store's own repetitions were slowed "
                   "by other load, so even the spread understates the noise.")
 

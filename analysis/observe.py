@@ -146,7 +146,8 @@ def observe_winners(summary: pd.DataFrame) -> list:
 def observe_rwlock(summary: pd.DataFrame, read_ratio: float | None) -> list:
     """Do reader/writer locks pay off? main3 vs main1 and main4 vs main2 at each n."""
     out = []
-    mix = f" at {read_ratio:.0%} reads" if read_ratio is not None and np.isfinite(read_ratio) else ""
+    known = read_ratio is not None and np.isfinite(read_ratio)
+    mix = f" at {read_ratio:.0%} reads" if known else ""
     for rw, mx in (("main3", "main1"), ("main4", "main2")):
         parts = []
         verdicts = set()
@@ -171,7 +172,8 @@ def observe_rwlock(summary: pd.DataFrame, read_ratio: float | None) -> list:
         if verdicts == {"pays"}:
             head = f"The rwlock pays off{mix}: {name(rw)} beats {name(mx)} at every n"
         elif verdicts == {"costs"}:
-            head = f"The rwlock does not pay off{mix}: {name(rw)} is slower than {name(mx)} at every n"
+            head = (f"The rwlock does not pay off{mix}: {name(rw)} is slower than {name(mx)} "
+                    "at every n")
         elif verdicts == {"unclear"}:
             head = f"{name(rw)} and {name(mx)} cannot be told apart{mix}"
         elif verdicts == {"pays", "unclear"}:
@@ -333,9 +335,9 @@ def _metric(summary: pd.DataFrame):
     return "lat_mean_us", "lat_mean_min_us", "lat_mean_max_us", "client mean latency", 1e-6
 
 
-def _spread(g, col: str, lo: str, hi: str) -> tuple:
+def _spread(g, lo: str, hi: str) -> tuple:
     """(lo, hi) of a summary row; (nan, nan) if the summary has no spread columns."""
-    return (g[lo] if lo in g else math.nan, g[hi] if hi in g else math.nan)
+    return (g.get(lo, math.nan), g.get(hi, math.nan))
 
 
 def observe_sweep_ranking(summary: pd.DataFrame, param: str, what: str) -> list:
@@ -345,7 +347,7 @@ def observe_sweep_ranking(summary: pd.DataFrame, param: str, what: str) -> list:
     orders = {}
     for v in ordered_values(summary[param]):
         g = summary[summary[param] == v]
-        orders[v] = tiers([(r["server"], r[col], *_spread(r, col, lo, hi))
+        orders[v] = tiers([(r["server"], r[col], *_spread(r, lo, hi))
                            for _, r in g.iterrows()])
     if not orders:
         return []
@@ -380,10 +382,10 @@ def observe_sweep_span(summary: pd.DataFrame, param: str, what: str) -> list:
         if a not in g.index or b not in g.index:
             continue
         ra, rb = g.loc[a], g.loc[b]
-        lat = ratio_range(rb[col], _spread(rb, col, lo, hi), ra[col], _spread(ra, col, lo, hi))
-        thr = ratio_range(rb["throughput_rps"], _spread(rb, "", "throughput_min_rps",
+        lat = ratio_range(rb[col], _spread(rb, lo, hi), ra[col], _spread(ra, lo, hi))
+        thr = ratio_range(rb["throughput_rps"], _spread(rb, "throughput_min_rps",
                                                         "throughput_max_rps"),
-                          ra["throughput_rps"], _spread(ra, "", "throughput_min_rps",
+                          ra["throughput_rps"], _spread(ra, "throughput_min_rps",
                                                         "throughput_max_rps"))
         marks = ["=" if is_tie(x[1], x[2]) else "" for x in (lat, thr)]
         tie = tie or any(marks)

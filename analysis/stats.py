@@ -4,7 +4,7 @@ Pure functions, standard library only (the project does not need scipy for one q
 """
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def _betacf(a: float, b: float, x: float) -> float:

@@ -73,7 +73,8 @@ def _wide(summary: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
 
 
 def table_mean(summary: pd.DataFrame) -> pd.DataFrame:
-    """Mean lab latency in ms, rows the servers in --servers order, columns n (Table 1 of the seed report)."""
+    """Mean lab latency in ms, rows the servers in --servers order, columns n (Table 1 of
+    the seed report)."""
     return _wide(summary, summary["mean_s"] * MS)
 
 
@@ -179,7 +180,8 @@ def format_csv(table: pd.DataFrame) -> str:
 
 
 def format_latex(table: pd.DataFrame, fmt, caption: str) -> str:
-    """The report's one LaTeX table writer: a booktabs tabular (needs \\usepackage{booktabs}); cells formatted with fmt."""
+    """The report's one LaTeX table writer: a booktabs tabular (needs
+    \\usepackage{booktabs}); cells formatted with fmt, '-' where missing."""
     cols = "l" + "r" * len(table.columns)
     esc = lambda s: s.replace("_", r"\_").replace("±", r"$\pm$")  # noqa: E731
     lines = [r"\begin{table}[h]", r"\centering", rf"\caption{{{esc(caption)}}}",

@@ -2,8 +2,17 @@ import math
 
 import pytest
 
-from analysis.stats import (format_tiers, is_tie, mean_ci, overlap, rank_of, ratio_range,
-                            t_cdf, t_ppf, tiers)
+from analysis.stats import (
+    format_tiers,
+    is_tie,
+    mean_ci,
+    overlap,
+    rank_of,
+    ratio_range,
+    t_cdf,
+    t_ppf,
+    tiers,
+)
 
 
 @pytest.mark.parametrize("df,expected", [

@@ -97,7 +97,8 @@ def test_wait_hold_prefers_trace_then_summary(tmp_path):
     tr.insert(0, "server", "main1")
     res = load_results(FIXTURES / "results_small")
     wh = T.wait_hold(tr, res["lab_servers"])
-    assert set(wh[wh["source"] == "trace"].apply(lambda r: (r.server, r.n), axis=1)) == {("main1", 10)}
+    traced = wh[wh["source"] == "trace"]
+    assert set(zip(traced["server"], traced["n"])) == {("main1", 10)}
     assert len(wh) == 12
     r = wh[(wh["server"] == "main1") & (wh["n"] == 10)].iloc[0]
     assert r["wait_s"] == pytest.approx(tr["wait_ns"].mean() / 1e9)
