@@ -94,10 +94,8 @@ def plot_mean_latency(ax, summary: pd.DataFrame):
                               edgecolor="black", linewidth=0.4,
                               error_kw={"elinewidth": 0.8}))
     ax.set_xticks(x, [f"n = {n}" for n in ns])
-    ax.set_yscale("log")
-    ax.set_ylabel("mean memory access latency [ms] (log scale)")
-    ax.set_xlabel("array size n")
-    ax.set_title("Mean latency per run, 95% CI of the mean")
+    ax.set(yscale="log", ylabel="mean memory access latency [ms] (log scale)",
+           xlabel="array size n", title="Mean latency per run, 95% CI of the mean")
     _legend(ax)
     return artists
 
@@ -195,9 +193,7 @@ def plot_saturation(axes, thr: pd.DataFrame, knees: pd.DataFrame):
     ax_t.set_ylabel("throughput [requests/s]")
     ax_t.set_ylim(bottom=0)
     ax_t.set_title("Saturation (closed loop; circle = knee, 90% of peak; band = min-max)")
-    ax_p.set_yscale("log")
-    ax_p.set_ylabel("p95 client latency [us] (log scale)")
-    ax_p.set_xlabel("client threads")
+    ax_p.set(yscale="log", ylabel="p95 client latency [us] (log scale)", xlabel="client threads")
     _legend(ax_t)
     return artists
 

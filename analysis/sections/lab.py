@@ -17,9 +17,12 @@ LAB_TABLES = {
 }
 
 
-def _lab(data: ReportData):
+def _lab(data: ReportData) -> tuple:
+    """(lab rows, their summary), or (None, None) without lab data."""
     lab = data.results.get("lab")
-    return None if lab is None or lab.empty else lab
+    if lab is None or lab.empty:
+        return None, None
+    return lab, T.lab_summary(lab)
 
 
 def table_files(summary: pd.DataFrame, prose) -> tuple:
@@ -49,13 +52,12 @@ def findings(lab: pd.DataFrame, summary: pd.DataFrame, servers: pd.DataFrame | N
 
 
 def tables_section(data: ReportData) -> Section | None:
-    lab = _lab(data)
+    lab, summary = _lab(data)
     if lab is None:
         return None
-    p = data.prose
-    summary = T.lab_summary(lab)
-    md, files = table_files(summary, p)
+    md, files = table_files(summary, data.prose)
     sec = Section(files={"tables/lab_summary.csv": T.frame_csv(summary), **files})
+    p = data.prose
     sec.add(p("lab_tables"), *(md.get(k) for k in
                                 ("table_mean", "table_median", "table_ci95", "table_speedup")))
     runs = T.table_runs(summary)
@@ -72,11 +74,10 @@ def tables_section(data: ReportData) -> Section | None:
 
 
 def figures_section(data: ReportData) -> Section | None:
-    lab = _lab(data)
+    lab, summary = _lab(data)
     if lab is None:
         return None
     p = data.prose
-    summary = T.lab_summary(lab)
     sec = Section().add(p("lab_figures"))
 
     fig, ax = F.new_figure(figsize=(7, 4.2))
