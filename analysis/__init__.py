@@ -6,7 +6,9 @@ Layout (one idea per module):
   tables.py   Summaries and the report tables (pure DataFrame -> DataFrame / text).
   figures.py  plot_* helpers: draw on a given Axes, return artists.
   observe.py  Observations for the report, computed from the summaries.
-  report.py   Writes report/ (tables, figures, REPORT.md) from a results directory.
+  microbench.py Microbenchmark JSON -> rows with spread, rankings with ties, findings.
+  sections/   The report's sections: pure functions data -> (Markdown, figures, tables).
+  report.py   Writes report/ (tables, figures, REPORT.md): the report's only reader/writer.
   procs.py    Server and client processes: free ports, start, stop, parse output.
   runner.py   The lab experiment and the sweeps; incremental CSV, resume, metadata.
   progress.py Progress line with ETA on stderr.
