@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import server_order
-from .stats import is_tie, rank_of, ratio_range, tiers
+from .stats import SINGLE_RUN_BAND, is_tie, rank_of, ratio_range, tiers
 
 BASELINE = "unprotected"
 SETTING = ["read_pct", "n", "delay_us", "threads"]
@@ -58,7 +58,6 @@ def _fields(run_name: str) -> tuple[str, str, dict]:
 
 
 SPREAD = ["ops_per_s", "ns_per_op", "writer_wait_p99_us"]  # spread (min, max) kept
-SINGLE_RUN_BAND = 0.25  # assumed +-25% spread of a setting that ran once (no repetitions)
 
 
 def parse_benchmarks(doc: dict, where: str = "microbenchmark JSON") -> pd.DataFrame:

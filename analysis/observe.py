@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import STRATEGIES, server_order
-from .stats import format_tiers, is_tie, overlap, ratio_range, tiers
+from .stats import SINGLE_RUN_BAND, format_tiers, is_tie, overlap, ratio_range, tiers
 from .tables import ordered_values
 
 SAME = 0.10  # relative changes below this are called "about the same"
@@ -312,16 +312,17 @@ def observe_saturation(knees: pd.DataFrame, fraction: float = 0.9) -> list:
 def peak_comparison(knees: pd.DataFrame) -> str:
     """The servers' peak throughputs in tiers (min-max of the repetitions at the peak), and
     the highest against the lowest with the ratio's spread."""
-    spread = [(r.server, r.peak_rps, getattr(r, "peak_min_rps", math.nan),
-               getattr(r, "peak_max_rps", math.nan)) for r in knees.itertuples()]
+    k = knees.rename(columns={"peak_reps": "reps"})
+    spread = {r["server"]: _spread(r, "peak_rps", "peak_min_rps", "peak_max_rps")
+              for _, r in k.iterrows()}
+    items = [(r.server, r.peak_rps, *spread[r.server]) for r in knees.itertuples()]
     best = knees.loc[knees["peak_rps"].idxmax()]
     worst = knees.loc[knees["peak_rps"].idxmin()]
-    rng = ratio_range(best["peak_rps"], (best.get("peak_min_rps", math.nan),
-                                         best.get("peak_max_rps", math.nan)),
-                      worst["peak_rps"], (worst.get("peak_min_rps", math.nan),
-                                          worst.get("peak_max_rps", math.nan)))
+    rng = ratio_range(best["peak_rps"], spread[best["server"]],
+                      worst["peak_rps"], spread[worst["server"]])
     s = (f"Peak throughput, highest first (≈: the min-max ranges of the repetitions overlap, "
-         f"a tie): {format_tiers(tiers(spread, lower_is_better=False), '>')}. Highest peak: "
+         f"a tie){_once(k)}: {format_tiers(tiers(items, lower_is_better=False), '>')}. "
+         "Highest peak: "
          f"{best['server']}, {times_range(*rng)} that of the lowest ({worst['server']})")
     return s + (", a tie within the spread." if is_tie(rng[1], rng[2]) else ".")
 
@@ -335,9 +336,21 @@ def _metric(summary: pd.DataFrame):
     return "lat_mean_us", "lat_mean_min_us", "lat_mean_max_us", "client mean latency", 1e-6
 
 
-def _spread(g, lo: str, hi: str) -> tuple:
-    """(lo, hi) of a summary row; (nan, nan) if the summary has no spread columns."""
+def _spread(g, col: str, lo: str, hi: str) -> tuple:
+    """(lo, hi) of column col of a sweep summary row: the min-max of its repetitions, or
+    +-SINGLE_RUN_BAND around the value for a point measured once; (nan, nan) if the summary
+    has no spread columns."""
+    if g.get("reps", 2) < 2:
+        return (g[col] * (1 - SINGLE_RUN_BAND), g[col] * (1 + SINGLE_RUN_BAND))
     return (g.get(lo, math.nan), g.get(hi, math.nan))
+
+
+def _once(summary: pd.DataFrame) -> str:
+    """The note for a sweep with points measured once ('' if every point repeated)."""
+    if "reps" not in summary or summary["reps"].min() >= 2:
+        return ""
+    return (f" (some points ran once: no spread is known, a ±{SINGLE_RUN_BAND:.0%} band is "
+            "assumed around them and nothing inside it is ranked; the order is from one run)")
 
 
 def observe_sweep_ranking(summary: pd.DataFrame, param: str, what: str) -> list:
@@ -347,12 +360,13 @@ def observe_sweep_ranking(summary: pd.DataFrame, param: str, what: str) -> list:
     orders = {}
     for v in ordered_values(summary[param]):
         g = summary[summary[param] == v]
-        orders[v] = tiers([(r["server"], r[col], *_spread(r, lo, hi))
+        orders[v] = tiers([(r["server"], r[col], *_spread(r, col, lo, hi))
                            for _, r in g.iterrows()])
     if not orders:
         return []
     fmt = (lambda v: f"{v:g}") if not isinstance(next(iter(orders)), str) else str
-    key = "(fastest first; ≈: the min-max ranges of the repetitions overlap, a tie)"
+    key = ("(fastest first; ≈: the min-max ranges of the repetitions overlap, a tie)"
+           + _once(summary))
     change = order_change(orders)
     if change in ("same", None):
         return [f"By {desc}, the order of the servers is the same at every point of the {what} "
@@ -382,10 +396,10 @@ def observe_sweep_span(summary: pd.DataFrame, param: str, what: str) -> list:
         if a not in g.index or b not in g.index:
             continue
         ra, rb = g.loc[a], g.loc[b]
-        lat = ratio_range(rb[col], _spread(rb, lo, hi), ra[col], _spread(ra, lo, hi))
-        thr = ratio_range(rb["throughput_rps"], _spread(rb, "throughput_min_rps",
+        lat = ratio_range(rb[col], _spread(rb, col, lo, hi), ra[col], _spread(ra, col, lo, hi))
+        thr = ratio_range(rb["throughput_rps"], _spread(rb, "throughput_rps", "throughput_min_rps",
                                                         "throughput_max_rps"),
-                          ra["throughput_rps"], _spread(ra, "throughput_min_rps",
+                          ra["throughput_rps"], _spread(ra, "throughput_rps", "throughput_min_rps",
                                                         "throughput_max_rps"))
         marks = ["=" if is_tie(x[1], x[2]) else "" for x in (lat, thr)]
         tie = tie or any(marks)
@@ -394,8 +408,8 @@ def observe_sweep_span(summary: pd.DataFrame, param: str, what: str) -> list:
                      f"{rb['throughput_rps']:,.0f} req/s ({marks[1]}{times_range(*thr)})")
     if not parts:
         return []
-    key = (" (=: the ratio's range, from the min-max of the repetitions, contains 1: no "
-           "change beyond the noise)") if tie else ""
+    key = ((" (=: the ratio's range, from the min-max of the repetitions, contains 1: no "
+            "change beyond the noise)") if tie else "") + _once(summary)
     return [f"From {what} {fmt(a)} to {fmt(b)}, {desc} and throughput move as follows{key}: "
             + "; ".join(parts) + "."]
 

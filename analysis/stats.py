@@ -97,6 +97,9 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
 # A value's spread is an interval (lo, hi): the 95% CI of a mean, or the min-max range of
 # repetitions. Two values whose intervals overlap are a tie: no ranking between them.
 
+SINGLE_RUN_BAND = 0.25  # assumed +-25% spread of a value measured once (no repetitions)
+
+
 def overlap(a: tuple, b: tuple) -> bool | None:
     """Whether intervals a = (lo, hi) and b overlap; None if either bound is undefined."""
     if any(v is None or not math.isfinite(float(v)) for v in (*a, *b)):

@@ -251,6 +251,7 @@ def saturation_points(thr: pd.DataFrame, fraction: float = 0.9) -> pd.DataFrame:
         rows.append({"server": server, "peak_rps": float(peak["throughput_rps"]),
                      "peak_min_rps": float(peak.get("throughput_min_rps", math.nan)),
                      "peak_max_rps": float(peak.get("throughput_max_rps", math.nan)),
+                     "peak_reps": int(peak.get("reps", 0)),
                      "peak_threads": int(peak["threads"]),
                      "knee_threads": int(knee["threads"]),
                      "knee_rps": float(knee["throughput_rps"]),
@@ -258,7 +259,7 @@ def saturation_points(thr: pd.DataFrame, fraction: float = 0.9) -> pd.DataFrame:
                      "max_threads": int(g["threads"].max()),
                      "p95_at_max_us": float(g["lat_p95_us"].iloc[-1])})
     return pd.DataFrame(rows, columns=["server", "peak_rps", "peak_min_rps", "peak_max_rps",
-                                       "peak_threads", "knee_threads",
+                                       "peak_reps", "peak_threads", "knee_threads",
                                        "knee_rps", "knee_p95_us", "max_threads",
                                        "p95_at_max_us"])
 

@@ -1,6 +1,6 @@
 """The Method section: how the numbers were computed."""
 
-from ..microbench import SINGLE_RUN_BAND
+from ..stats import SINGLE_RUN_BAND
 from .base import ReportData, Section
 
 

@@ -92,3 +92,35 @@ def test_n_effect_inside_the_spread_is_no_change():
     text = " ".join(O.observe_n_effect(s))
     assert "does not change beyond the confidence intervals" in text
     assert "main2 (+50%, 0.81-2.79x)" in text and "rises" not in text
+
+
+def sweep(points, reps):
+    """A sweep summary over threads: {server: [(latency_s, lo, hi), ...]} per point."""
+    rows = []
+    for s, vals in points.items():
+        for t, (m, lo, hi) in zip((1, 2), vals):
+            rows.append({"server": s, "threads": t, "reps": reps, "summary_mean_latency_s": m,
+                         "summary_mean_latency_min_s": lo, "summary_mean_latency_max_s": hi,
+                         "throughput_rps": 1e3, "throughput_min_rps": 9e2,
+                         "throughput_max_rps": 1.1e3})
+    return pd.DataFrame(rows)
+
+
+def test_sweep_order_is_in_tiers_and_swaps_only_beyond_the_spread():
+    s = sweep({"main1": [(1.0, 0.9, 1.1), (1.0, 0.9, 1.1)],
+               "main2": [(1.05, 1.0, 1.2), (2.0, 1.9, 2.1)]}, reps=3)
+    text = O.observe_sweep_ranking(s, "threads", "number of client threads")[0]
+    assert "1: main1 ≈ main2; 2: main1 < main2" in text and "only the ties change" in text
+    swap = sweep({"main1": [(1.0, 0.9, 1.1), (2.0, 1.9, 2.1)],
+                  "main2": [(2.0, 1.9, 2.1), (1.0, 0.9, 1.1)]}, reps=3)
+    assert "order of the servers changes" in O.observe_sweep_ranking(swap, "threads", "x")[0]
+
+
+def test_sweep_measured_once_gets_the_band_and_says_so():
+    # One repetition: min = max, but 1.0 and 1.2 are within +-25% of each other: a tie.
+    s = sweep({"main1": [(1.0, 1.0, 1.0), (1.0, 1.0, 1.0)],
+               "main2": [(1.2, 1.2, 1.2), (1.2, 1.2, 1.2)]}, reps=1)
+    text = O.observe_sweep_ranking(s, "threads", "x")[0]
+    assert "main1 ≈ main2" in text and "the order is from one run" in text
+    span = O.observe_sweep_span(s, "threads", "x")[0]
+    assert "=1.00x (0.60-1.67x)" in span and "a ±25% band is assumed" in span
