@@ -349,7 +349,8 @@ def _once(summary: pd.DataFrame) -> str:
     """The note for a sweep with points measured once ('' if every point repeated)."""
     if "reps" not in summary or summary["reps"].min() >= 2:
         return ""
-    return (f" (some points ran once: no spread is known, a ±{SINGLE_RUN_BAND:.0%} band is "
+    which = "every point" if summary["reps"].max() < 2 else "some points"
+    return (f" ({which} ran once: no spread is known, a ±{SINGLE_RUN_BAND:.0%} band is "
             "assumed around them and nothing inside it is ranked; the order is from one run)")
 
 
