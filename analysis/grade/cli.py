@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from ..progress import Progress, hms
@@ -21,10 +22,14 @@ from . import render, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
-QUICK = {"runs": 3, "sizes": [10, 1000], "init_n": 20, "attack_rounds": 1,
+QUICK = {"runs": 3, "sizes": [10, 1000], "init_n": 20, "attack_rounds": 1, "attack_requests": 256,
          "request_timeout_s": 3.0, "idle_timeout_s": 3.0}
 DEFAULT = {"runs": 100, "sizes": [10, 100, 1000], "init_n": 100, "attack_rounds": 3,
+           "attack_requests": 1000,
            "request_timeout_s": 5.0, "idle_timeout_s": 5.0}
+
+
+RUNNING: set = set()  # the outer sandboxes now running (killed on Ctrl-C)
 
 
 class GradeError(Exception):
@@ -91,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="wall-clock limit for one submission (default 3600; 600 quick)")
     ap.add_argument("--build-timeout", type=_seconds, default=120.0, metavar="S",
                     help="wall-clock limit for make (default: %(default)s)")
+    ap.add_argument("--jobs", type=_runs, default=1, metavar="J",
+                    help="grade J submissions at a time (default 1: timings of one "
+                         "submission are not disturbed by another)")
     ap.add_argument("--force", action="store_true",
                     help="grade again submissions that already have a results.json in --out")
     ap.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -105,8 +113,9 @@ def config(a) -> dict:
         base["sizes"] = a.sizes
     weights = render.load_weights(a.weights)
     base.update({"quick": a.quick, "race": a.race, "build_timeout_s": a.build_timeout,
-                 "ready_timeout_s": 5.0, "pause_s": 0.0, "timing_wait_s": 3.0,
-                 "speed_ratio": float(weights["thresholds"].get("speed_ratio", 1.5)),
+                 "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
+                 "max_states": 200_000,
+                 "speed_ratio": float(weights["thresholds"].get("speed_ratio", 2.0)),
                  "timeout_s": a.timeout or (600.0 if a.quick else 3600.0)})
     return base
 
@@ -133,12 +142,19 @@ def run_worker(cfg: dict, out: Path) -> dict:
     cmd = sandbox.outer([out.resolve()], [sys.executable, "-m", "analysis.grade.worker",
                                           str(cfg_file.resolve())], env)
     with open(out / "worker.log", "wb") as log:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=REPO)
+        RUNNING.add(p)
         try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                               timeout=cfg["timeout_s"], cwd=REPO)
-            code = p.returncode
+            code = p.wait(cfg["timeout_s"])
         except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
             return {"error": f"grading did not finish within {cfg['timeout_s']:g} s", "checks": []}
+        except BaseException:  # Ctrl-C while waiting in this thread
+            p.kill()
+            raise
+        finally:
+            RUNNING.discard(p)
     try:
         return json.loads((out / "evidence.json").read_text())
     except (OSError, ValueError):
@@ -227,21 +243,34 @@ def main(argv=None) -> int:
         todo_key = {k: cfg[k] for k in ("runs", "sizes", "race")}
         per = 40.0 if a.quick else 600.0
         prog = Progress(per * len(names), len(names), enabled=not a.no_progress)
-        rows = []
-        for sub, name in zip(a.submissions, names):
+        rows: dict = {}
+
+        def one(sub, name):
             sdir = out / name
-            done = sdir / "results.json"
             stamp = sdir / "grade-key.json"
-            if (done.is_file() and stamp.is_file() and not a.force
+            if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
                     and json.loads(stamp.read_text()) == todo_key):
                 ev = json.loads((sdir / "evidence.json").read_text())
                 render.write_pages(sdir, name, ev, ref, weights)
-                prog.advance(per, f"{name}: kept from an earlier run")
-            else:
-                ev = grade_one(cfg, sub, sdir, ref, weights)
-                stamp.write_text(json.dumps(todo_key))
-                prog.advance(per, f"{name}: {render.verdict(ev)[0]}")
-            rows.append(summary_row(name, ev, weights))
+                return name, ev, "kept from an earlier run"
+            ev = grade_one(cfg, sub, sdir, ref, weights)
+            stamp.write_text(json.dumps(todo_key))
+            return name, ev, render.verdict(ev)[0]
+
+        with ThreadPoolExecutor(a.jobs) as pool:
+            futures = [pool.submit(one, s, n) for s, n in zip(a.submissions, names)]
+            try:
+                for f in as_completed(futures):
+                    name, ev, what = f.result()
+                    rows[name] = summary_row(name, ev, weights)
+                    prog.advance(per, f"{name}: {what}")
+            except KeyboardInterrupt:
+                for f in futures:
+                    f.cancel()
+                for p in list(RUNNING):  # --die-with-parent takes the inner sandboxes along
+                    p.kill()
+                raise
+        rows = [rows[n] for n in names]
         write_class(out, rows)
     except GradeError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import kernel_sockets as ks
@@ -41,11 +42,13 @@ class Ctx:
         self.out = Path(cfg["out"])
         self.limits = S.Limits(**cfg.get("limits", {}))
         self.port = 3000
+        self.port_lock = threading.Lock()
         self.log_lines: list = []
 
     def next_port(self) -> int:
-        self.port += 7
-        return self.port
+        with self.port_lock:
+            self.port += 7
+            return self.port
 
     def log(self, msg: str) -> None:
         self.log_lines.append(f"{time.strftime('%H:%M:%S')} {msg}")
@@ -75,7 +78,8 @@ class Server:
     def wait_ready(self, timeout: float) -> str:
         """'' when listening (self.port set), else why not."""
         try:
-            self.port = ks.wait_listening([ks.twin(self.asked), self.asked], self.proc, timeout)
+            self.port = ks.wait_listening([ks.twin(self.asked), self.asked], self.proc, timeout,
+                                          poll_s=0.05)
             return ""
         except ks.ProcessExited as e:
             return f"exited before listening ({self.death()})"
@@ -348,10 +352,16 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
                                   ctx.cfg["request_timeout_s"])
             if not err:
                 initial[p] = got
-        bad_here = []
+        bad_here, unchecked = [], []
         for rnd in range(ctx.cfg["attack_rounds"]):
-            done, _ = K.drive(s.port, K.attack_plan(n, seed=rnd + 1), ctx.cfg["request_timeout_s"])
-            results = L.check_history(done, initial)
+            done, _ = K.drive(s.port, K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"]),
+                              ctx.cfg["request_timeout_s"])
+            failed = [q for q in done if not q.ok]
+            if failed:  # a crash or hang is the workload check's finding; no verdict here
+                unchecked.append(f"attacker load: {len(failed)} request(s) failed ("
+                                 + describe_failure(s, failed) + ")")
+                break
+            results = L.check_history(done, initial, ctx.cfg["max_states"])
             for slot, r in results.items():
                 if r.ok is False:
                     bad_here.append((slot, r))
@@ -368,8 +378,10 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
         s.stop()
         kit_bad = []
         for n_kit, e in wl.get(name, {}).items():
-            if e["history"]:
-                for slot, r in L.check_history(e["history"]).items():
+            if e["history"] and e["failure"]:
+                unchecked.append(f"kit run at n={n_kit}: requests failed")
+            elif e["history"]:
+                for slot, r in L.check_history(e["history"], None, ctx.cfg["max_states"]).items():
                     if r.ok is False:
                         kit_bad.append((n_kit, slot, r))
         if bad_here or kit_bad:
@@ -380,6 +392,8 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
                 examples.append(f"{name}, slot {slot} (attacker load):\n{r.explanation}")
             for n_kit, slot, r in kit_bad[:1]:
                 examples.append(f"{name}, n={n_kit}, slot {slot} (kit workload):\n{r.explanation}")
+        elif unchecked:
+            ev.append(f"{name}: no violation seen, but not fully checked: " + "; ".join(unchecked))
         else:
             ev.append(f"{name}: every slot linearizable (attacker load x{ctx.cfg['attack_rounds']}"
                       f" and the first kit run of each n)" + (f"; server {died}" if died else ""))
@@ -387,53 +401,60 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
                  "pass" if ok else "fail", ev, counterexamples=examples)
 
 
-def check_idle(ctx, bin_dir, servers) -> dict:
-    """A client that connects and sends nothing must not stop others being served."""
-    ev, ok = [], True
-    for name in servers:
-        s, why = start(ctx, bin_dir, name, 10, f"{name}_idle")
-        if why:
-            ev.append(f"{name}: not checked ({why})")
-            ok = False
-            s.stop()
-            continue
-        idle = socket.create_connection(("127.0.0.1", s.port), timeout=2)
-        time.sleep(0.2)
-        done, wall = K.drive(s.port, K.kit_plan(10, threads=20), ctx.cfg["idle_timeout_s"])
-        served = sum(q.ok for q in done)
-        idle.close()
+def idle_one(ctx, bin_dir, name) -> tuple:
+    s, why = start(ctx, bin_dir, name, 10, f"{name}_idle")
+    if why:
         s.stop()
-        if served < 200:
-            ok = False
-            ev.append(f"{name}: with one silent connection open, {served} of 200 kit requests "
-                      f"were served within {ctx.cfg['idle_timeout_s']:g} s each")
-        else:
-            ev.append(f"{name}: 200 of 200 requests served in {wall:.2f} s beside a silent connection")
-    return check("idle", "A silent client does not block the others", "pass" if ok else "fail", ev)
+        return False, f"{name}: not checked ({why})"
+    try:
+        idle = socket.create_connection(("127.0.0.1", s.port), timeout=2)
+    except OSError as e:
+        s.stop()
+        return False, f"{name}: cannot connect ({e})"
+    time.sleep(0.2)
+    done, wall = K.drive(s.port, K.kit_plan(10, threads=20), ctx.cfg["idle_timeout_s"])
+    served = sum(q.ok for q in done)
+    idle.close()
+    s.stop()
+    if served < 200:
+        return False, (f"{name}: with one silent connection open, {served} of 200 kit requests "
+                       f"were served (each given {ctx.cfg['idle_timeout_s']:g} s)")
+    return True, f"{name}: 200 of 200 requests served in {wall:.2f} s beside a silent connection"
+
+
+def check_idle(ctx, bin_dir, servers) -> dict:
+    """A client that connects and sends nothing must not stop others being served (the
+    servers are checked side by side: this is not a measurement)."""
+    with ThreadPoolExecutor(len(servers)) as pool:
+        res = list(pool.map(lambda name: idle_one(ctx, bin_dir, name), servers))
+    ok = all(r[0] for r in res)
+    return check("idle", "A silent client does not block the others", "pass" if ok else "fail",
+                 [r[1] for r in res])
 
 
 def check_speed(wl, servers, ratio_min) -> dict:
-    """main2 and main4 clearly faster than main1 at the largest n (client-side mean latency,
-    median over runs; the server's own timing file beside it when plausible)."""
+    """main2 and main4 clearly faster than main1 at the largest n: by the lab's own metric
+    (the timing file's mean latency, lock waiting included) when all three wrote plausible
+    lines, else by the client-side mean latency (median over runs)."""
     n = max(next(iter(wl.values())).keys())
-    med = {}
-    for name in servers:
-        e = wl.get(name, {}).get(n)
-        if e and e["client_mean_s"]:
-            med[name] = statistics.median(e["client_mean_s"])
-    if not all(m in med for m in ("main1", "main2", "main4")):
-        return check("speed", f"main2 and main4 faster than main1 at n={n}", "skip",
-                     "not measured: a server did not finish its kit runs")
-    ev = [f"median client-side latency at n={n}: " +
-          ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in med.items())]
+    tab = tables(wl)
+    server = {s: tab.get(s, {}).get(str(n), {}).get("mean") for s in ("main1", "main2", "main4")}
+    client = {s: tab.get(s, {}).get(str(n), {}).get("client") for s in ("main1", "main2", "main4")}
+    title = f"main2 and main4 clearly faster than main1 at n={n}"
+    if all(server.values()):
+        med, what = server, "mean latency from the timing files"
+    elif all(client.values()):
+        med, what = client, "median client-side latency (timing files unusable)"
+    else:
+        return check("speed", title, "skip", "not measured: a server did not finish its kit runs")
+    ev = [f"{what} at n={n}: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in med.items())]
     ok = True
     for fast in ("main2", "main4"):
         r = med["main1"] / med[fast]
         good = r >= ratio_min
         ok &= good
         ev.append(f"main1 / {fast} = {r:.2f} ({'>=' if good else '<'} {ratio_min:g} needed)")
-    return check("speed", f"main2 and main4 clearly faster than main1 at n={n}",
-                 "pass" if ok else "fail", ev, medians_s=med)
+    return check("speed", title, "pass" if ok else "fail", ev)
 
 
 MALFORMED = [
@@ -467,7 +488,7 @@ def probe(ctx, bin_dir, name, what, payload, i) -> str:
         c.close()
     except OSError as e:
         pass
-    time.sleep(0.3)
+    time.sleep(0.15)
     after, err = K.exchange(s.port, K.frame("2-1-"), 2)
     time.sleep(0.1)
     if not s.alive():
@@ -483,8 +504,10 @@ def probe(ctx, bin_dir, name, what, payload, i) -> str:
 def check_robustness(ctx, bin_dir) -> dict:
     name = "main1"
     ev, ok, findings = [], True, []
-    for i, (what, payload) in enumerate(MALFORMED):
-        out = probe(ctx, bin_dir, name, what, payload, i)
+    with ThreadPoolExecutor(len(MALFORMED)) as pool:  # independent fresh servers
+        outs = list(pool.map(lambda a: probe(ctx, bin_dir, name, a[1][0], a[1][1], a[0]),
+                             enumerate(MALFORMED)))
+    for (what, payload), out in zip(MALFORMED, outs):
         if out:
             ok = False
             findings.append(what)
