@@ -29,10 +29,6 @@ void SleepUntilNs(uint64_t t) {
   }
 }
 
-// After this many connect failures in a row on one thread, the server is
-// considered gone and the whole run stops.
-constexpr int kMaxConsecutiveConnectFailures = 20;
-
 struct alignas(64) Worker {
   std::atomic<uint64_t> progress{0};  // written by its thread only (relaxed)
   LatencyHistogram latency;
@@ -40,6 +36,7 @@ struct alignas(64) Worker {
   std::array<uint64_t, kNumErrorKinds> errors{};
   uint64_t ok = 0;
   uint64_t warmup = 0;
+  uint64_t answered = 0;  // requests that got a whole reply (warm-up too)
   uint64_t end_ns = 0;
   uint64_t max_lag_ns = 0;
   std::vector<TimelinePoint> timeline;
@@ -53,6 +50,7 @@ struct Shared {
   uint64_t deadline_ns = UINT64_MAX;
   std::atomic<bool> stop{false};
   std::atomic<bool> server_gone{false};
+  std::string gone_detail;  // written once, by the thread that set server_gone
   std::latch ready;
   std::latch go{1};
   std::mutex done_mu;
@@ -86,7 +84,6 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
 
   Frame request{};
   Frame reply{};
-  int connect_failures = 0;
 
   shared->ready.count_down();
   shared->go.wait();
@@ -118,16 +115,14 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
     ErrorKind kind = ErrorKind::kNone;
     std::string detail;
     if (!conn.is_open()) {
-      kind = conn.Connect(cfg.endpoint, cfg.timeout_ms,
-                          w->first_error.empty() ? &detail : nullptr,
+      kind = conn.Connect(cfg.endpoint, cfg.timeout_ms, &detail,
                           /*nodelay=*/cfg.keepalive);
     }
     if (kind == ErrorKind::kNone) {
       kind = conn.RoundTrip(request, &reply);
       if (!cfg.keepalive) conn.Close();
-      if (kind == ErrorKind::kNone) {
-        connect_failures = 0;
-      } else if (w->first_error.empty()) {
+      if (kind == ErrorKind::kNone || kind == ErrorKind::kErrorReply) ++w->answered;
+      if (kind != ErrorKind::kNone && w->first_error.empty()) {
         detail = std::string(ErrorKindName(kind)) + " on request '" +
                  Sanitize(FrameText(std::string_view(request.data(), kFrameSize)),
                           48) +
@@ -167,13 +162,12 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
     }
     if (kind != ErrorKind::kNone && w->first_error.empty()) w->first_error = detail;
     if (kind == ErrorKind::kConnect) {
-      if (++connect_failures >= kMaxConsecutiveConnectFailures) {
-        shared->server_gone.store(true, std::memory_order_relaxed);
-        shared->stop.store(true, std::memory_order_relaxed);
-        break;
-      }
-      // Back off briefly so a refusing server is not hammered in a tight loop.
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // Refused or unreachable: nobody listens any more (a full accept queue
+      // drops SYNs, it does not refuse them). One failure is enough; stop
+      // every thread instead of sending more connection attempts.
+      if (!shared->server_gone.exchange(true)) shared->gone_detail = detail;
+      shared->stop.store(true, std::memory_order_relaxed);
+      break;
     }
   }
   {
@@ -247,6 +241,7 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
     r.ok += w->ok;
     for (int k = 0; k < kNumErrorKinds; ++k) r.errors[k] += w->errors[k];
     r.warmup_requests += w->warmup;
+    r.answered += w->answered;
     r.latency.Merge(w->latency);
     r.uncorrected.Merge(w->uncorrected);
     end = std::max(end, w->end_ns);
@@ -266,6 +261,7 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
   }
   r.max_send_lag_us = static_cast<double>(max_lag) / 1e3;
   r.server_gone = shared.server_gone.load();
+  r.gone_detail = shared.gone_detail;
   *result = std::move(r);
 }
 

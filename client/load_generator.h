@@ -20,8 +20,11 @@
 // Each thread records into its own histograms and counters; they are merged
 // after join, so the hot path takes no locks.
 //
-// If connections are refused over and over (the server went away), the run
-// stops early with server_gone set rather than counting thousands of errors.
+// The moment one connection attempt is refused (or the address is
+// unreachable), every thread stops and server_gone is set: on a workload
+// that makes one connection per request, a refused connect means nobody
+// listens. Nothing else is sent to the server: no probe, no retry; a run
+// against a live server makes exactly the connections the workload asks for.
 #ifndef KV_CLIENT_LOAD_GENERATOR_H_
 #define KV_CLIENT_LOAD_GENERATOR_H_
 
@@ -65,8 +68,13 @@ struct LoadResult {
   LatencyHistogram uncorrected;  // open loop only: send->reply
   double max_send_lag_us = 0;    // open loop: worst lateness of a send
   std::vector<TimelinePoint> timeline;  // per second of the window
-  bool server_gone = false;
-  std::string first_error;  // first error's detail, for the user
+  uint64_t answered = 0;  // requests with a whole reply, warm-up included
+  bool server_gone = false;  // a connect was refused; the run stopped there
+  std::string gone_detail;   // that connect's error, e.g. "connect ...: refused"
+  std::string first_error;   // first error's detail, for the user
+
+  // Nobody answered at all and a connect was refused: never reachable.
+  bool unreachable() const { return server_gone && answered == 0; }
 
   uint64_t total_errors() const;
   double throughput_rps() const {
