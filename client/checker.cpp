@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/clock.h"
 #include "common/protocol.h"
 
 namespace kv {
@@ -64,6 +65,8 @@ struct Shared {
 
   std::mutex mu;  // guards result (off the request path: only merges/reports)
   CheckResult* result = nullptr;
+  // No request starts after this (monotonic ns); set before any thread runs.
+  int64_t deadline_ns = INT64_MAX;
 
   bool IsAttackPosition(uint64_t pos) const {
     return std::find(attack_positions.begin(), attack_positions.end(), pos) !=
@@ -122,6 +125,8 @@ struct Shared {
   }
 };
 
+constexpr uint64_t kFailingAfter = 5;  // errors before a session gives up
+
 // One checker thread's connection and counters.
 class Session {
  public:
@@ -134,6 +139,12 @@ class Session {
                 std::string* reply) {
     const CheckConfig& cfg = *shared_->cfg;
     FillRequestFrame(pos, is_read, text, &request_);
+    if (MonotonicNanos() >= shared_->deadline_ns) {
+      // Out of time: fail this and every later request of this session.
+      io_errors_ = std::max<uint64_t>(io_errors_ + 1, kFailingAfter);
+      if (first_error_.empty()) first_error_ = "time limit reached";
+      return false;
+    }
     ErrorKind kind = ErrorKind::kNone;
     std::string detail;
     if (!conn_.is_open()) kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &detail, cfg.keepalive);
@@ -169,7 +180,7 @@ class Session {
 
   // Stop early when the server stopped answering: one thread's worth of
   // errors is enough to say so.
-  bool failing() const { return io_errors_ >= 5; }
+  bool failing() const { return io_errors_ >= kFailingAfter; }
 
  private:
   void Flush() {
@@ -380,6 +391,7 @@ void RunCheck(const CheckConfig& cfg, CheckResult* result) {
   Shared s;
   s.cfg = &cfg;
   s.result = result;
+  s.deadline_ns = MonotonicNanos() + static_cast<int64_t>(cfg.time_limit_s * 1e9);
   std::mt19937_64 rng(cfg.seed);
 
   // Positions: all of them up to kMaxSweepPositions, else a random sample;

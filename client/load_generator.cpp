@@ -47,7 +47,9 @@ struct Shared {
   const LoadConfig* config = nullptr;
   uint64_t start_ns = 0;    // set before `go` opens
   uint64_t measure_ns = 0;  // start + warm-up
-  uint64_t deadline_ns = UINT64_MAX;
+  uint64_t deadline_ns = UINT64_MAX;  // the earlier of duration and time limit
+  bool limit_binds = false;           // deadline_ns is the time limit's
+  std::atomic<bool> time_limit_hit{false};
   std::atomic<bool> stop{false};
   std::atomic<bool> server_gone{false};
   std::string gone_detail;  // written once, by the thread that set server_gone
@@ -99,14 +101,20 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
       due = start + static_cast<uint64_t>((static_cast<double>(k) +
                                            static_cast<double>(t) / nthreads) *
                                           interval_ns);
-      if (due >= deadline) break;
+      if (due >= deadline) {
+        if (shared->limit_binds) shared->time_limit_hit.store(true);
+        break;
+      }
       if (NowNs() < due) SleepUntilNs(due);
     }
     const Op op = workload.Next();
     workload.FillRequest(op, &request);
     const uint64_t sent = NowNs();
     if (!open_loop) {
-      if (sent >= deadline) break;
+      if (sent >= deadline) {
+        if (shared->limit_binds) shared->time_limit_hit.store(true);
+        break;
+      }
       due = sent;
     }
 
@@ -199,9 +207,15 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
   shared.ready.wait();
   shared.start_ns = NowNs();
   shared.measure_ns = shared.start_ns + static_cast<uint64_t>(config.warmup_s * 1e9);
+  const uint64_t limit_ns =
+      shared.start_ns + static_cast<uint64_t>(config.time_limit_s * 1e9);
   if (config.duration_s > 0) {
     shared.deadline_ns =
         shared.measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
+  }
+  if (limit_ns < shared.deadline_ns) {
+    shared.deadline_ns = limit_ns;
+    shared.limit_binds = true;
   }
   shared.go.count_down();
 
@@ -262,6 +276,7 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
   r.max_send_lag_us = static_cast<double>(max_lag) / 1e3;
   r.server_gone = shared.server_gone.load();
   r.gone_detail = shared.gone_detail;
+  r.time_limit_hit = shared.time_limit_hit.load();
   *result = std::move(r);
 }
 

@@ -114,6 +114,7 @@ json ToJson(const RunReport& run) {
       {"text_len", c.workload.text.ToString()},
       {"seed", c.workload.seed},
       {"timeout_ms", c.timeout_ms},
+      {"time_limit_s", c.time_limit_s},
   };
   json errors = {{"total", r.total_errors()}};
   for (int k = 1; k < kNumErrorKinds; ++k) {
@@ -132,6 +133,7 @@ json ToJson(const RunReport& run) {
       {"max_send_lag_us", open ? json(r.max_send_lag_us) : json(nullptr)},
       {"warmup_requests", r.warmup_requests},
       {"server_gone", r.server_gone},
+      {"time_limit_hit", r.time_limit_hit},
       {"histogram", {{"kind", "log-linear"},
                      {"relative_error", LatencyHistogram::kRelativeErrorBound}}},
   };

@@ -416,48 +416,165 @@ TEST(ClientIntegrationTest, UnreachableServerIsOneLineAndExit1) {
   EXPECT_EQ(check.exit_code, 1) << check.output;
 }
 
-TEST(ClientIntegrationTest, BadArgumentsExit2WithUsage) {
-  const std::vector<std::vector<std::string>> bad = {
-      {},
-      {"100", "127.0.0.1"},
-      {"0", "127.0.0.1", "3000"},
-      {"10000001", "127.0.0.1", "3000"},
-      {"x", "127.0.0.1", "3000"},
-      {"100", "1.2.3", "3000"},
-      {"100", "localhost", "3000"},
-      {"100", "127.0.0.1", "0"},
-      {"100", "127.0.0.1", "65536"},
-      {"100", "127.0.0.1", "3000", "--threads", "0"},
-      {"100", "127.0.0.1", "3000", "--threads", "1,,2"},
-      {"100", "127.0.0.1", "3000", "--threads", "-1"},
-      {"100", "127.0.0.1", "3000", "--read-ratio", "1.5"},
-      {"100", "127.0.0.1", "3000", "--read-ratio", "-0.1"},
-      {"100", "127.0.0.1", "3000", "--rate", "0"},
-      {"100", "127.0.0.1", "3000", "--rate", "-5"},
-      {"100", "127.0.0.1", "3000", "--requests", "0"},
-      {"100", "127.0.0.1", "3000", "--duration", "0"},
-      {"100", "127.0.0.1", "3000", "--warmup", "-1"},
-      {"100", "127.0.0.1", "3000", "--dist", "zipf:0"},
-      {"100", "127.0.0.1", "3000", "--dist", "pareto"},
-      {"100", "127.0.0.1", "3000", "--text-len", "fixed:0"},
-      {"100", "127.0.0.1", "3000", "--format", "xml"},
-      {"100", "127.0.0.1", "3000", "--connection", "pipelined"},
-      {"100", "127.0.0.1", "3000", "--connections", "4", "--threads", "8",
-       "--connection", "keepalive"},
-      {"100", "127.0.0.1", "3000", "--check", "--rate", "10"},
-      {"100", "127.0.0.1", "3000", "--no-such-option"},
+// Issue 10: every bad value of every option is refused before anything
+// starts, with exit 2 and ONE line naming the option and the value. Nothing
+// listens on port 3000's twin here, and nothing would be contacted anyway.
+TEST(ClientIntegrationTest, EveryBadValueIsOneLineAndExit2) {
+  struct Case {
+    std::vector<std::string> args;  // after "100 127.0.0.1 3000" unless `whole`
+    std::string names;              // what the line must name
+    bool whole = false;             // args are the whole command line
   };
-  for (const auto& args : bad) {
-    ClientRun run = RunClient(args, 10'000);
+  const std::vector<Case> cases = {
+      {{}, "n is required", true},
+      {{"100", "127.0.0.1"}, "port is required", true},
+      {{"0", "127.0.0.1", "3000"}, "n: '0'", true},
+      {{"10000001", "127.0.0.1", "3000"}, "n: '10000001'", true},
+      {{"x", "127.0.0.1", "3000"}, "n: 'x'", true},
+      {{"1.5", "127.0.0.1", "3000"}, "n: '1.5'", true},
+      {{"1e3", "127.0.0.1", "3000"}, "n: '1e3'", true},
+      {{"0x10", "127.0.0.1", "3000"}, "n: '0x10'", true},
+      {{"nan", "127.0.0.1", "3000"}, "n: 'nan'", true},
+      {{"100", "1.2.3", "3000"}, "ip: ", true},
+      {{"100", "localhost", "3000"}, "ip: ", true},
+      {{"100", "127.0.0.1", "0"}, "port: '0'", true},
+      {{"100", "127.0.0.1", "65536"}, "port: '65536'", true},
+      {{"100", "127.0.0.1", "0xBB8"}, "port: '0xBB8'", true},
+      {{"100", "127.0.0.1", "3000.5"}, "port: '3000.5'", true},
+      {{"100", "127.0.0.1", "inf"}, "port: 'inf'", true},
+      {{"--threads", "0"}, "--threads: '0'"},
+      {{"--threads", "4097"}, "--threads: '4097'"},
+      {{"--threads", "1.5"}, "--threads: '1.5'"},
+      {{"--threads", "0x8"}, "--threads: '0x8'"},
+      {{"--threads", "1,,2"}, "--threads: ''"},
+      {{"--threads", "nan"}, "--threads: 'nan'"},
+      {{"--requests", "0"}, "--requests: '0'"},
+      {{"--requests", "2.5"}, "--requests: '2.5'"},
+      {{"--requests", "1e3"}, "--requests: '1e3'"},
+      {{"--requests", "inf"}, "--requests: 'inf'"},
+      {{"--requests", "99999999999999999999"}, "--requests: '99999999999999999999'"},
+      {{"--duration", "0"}, "--duration: '0'"},
+      {{"--duration", "nan"}, "--duration: 'nan'"},
+      {{"--duration", "inf"}, "--duration: 'inf'"},
+      {{"--duration", "86401"}, "--duration: '86401'"},
+      {{"--duration", "0x1p3"}, "--duration: '0x1p3'"},
+      {{"--warmup", "-1"}, "--warmup"},
+      {{"--warmup", "nan"}, "--warmup: 'nan'"},
+      {{"--warmup", "600"}, "--warmup 600 s leaves no time"},
+      {{"--time-limit", "0"}, "--time-limit: '0'"},
+      {{"--time-limit", "nan"}, "--time-limit: 'nan'"},
+      {{"--time-limit", "inf"}, "--time-limit: 'inf'"},
+      {{"--duration", "10", "--time-limit", "5"}, "--time-limit 5"},
+      {{"--rate", "0"}, "--rate: '0'"},
+      {{"--rate", "-5"}, "--rate"},
+      {{"--rate", "nan"}, "--rate: 'nan'"},
+      {{"--rate", "inf"}, "--rate: 'inf'"},
+      {{"--rate", "0.001"}, "--rate 0.001 takes"},
+      {{"--read-ratio", "1.5"}, "--read-ratio: '1.5'"},
+      {{"--read-ratio", "-0.1"}, "--read-ratio"},
+      {{"--read-ratio", "nan"}, "--read-ratio: 'nan'"},
+      {{"--connections", "0", "--connection", "keepalive"}, "--connections: '0'"},
+      {{"--connections", "1.5", "--connection", "keepalive"}, "--connections: '1.5'"},
+      {{"--connections", "65537", "--connection", "keepalive"}, "--connections: '65537'"},
+      {{"--connections", "4", "--threads", "8", "--connection", "keepalive"},
+       "--connections 4"},
+      {{"--connections", "200"}, "--connections needs"},
+      {{"--seed", "-1"}, "--seed"},
+      {{"--seed", "1.5"}, "--seed: '1.5'"},
+      {{"--seed", "0x10"}, "--seed: '0x10'"},
+      {{"--seed", "18446744073709551616"}, "--seed: '18446744073709551616'"},
+      {{"--timeout-ms", "0"}, "--timeout-ms: '0'"},
+      {{"--timeout-ms", "600001"}, "--timeout-ms: '600001'"},
+      {{"--timeout-ms", "1.5"}, "--timeout-ms: '1.5'"},
+      {{"--timeout-ms", "nan"}, "--timeout-ms: 'nan'"},
+      {{"--check-requests", "0", "--check"}, "--check-requests: '0'"},
+      {{"--check-requests", "1e6", "--check"}, "--check-requests: '1e6'"},
+      {{"--check-requests", "10000001", "--check"}, "--check-requests: '10000001'"},
+      {{"--dist", "zipf:0"}, "zipf:0"},
+      {{"--dist", "zipf:nan"}, "zipf:nan"},
+      {{"--dist", "zipf:inf"}, "zipf:inf"},
+      {{"--dist", "hotspot:nan:0.5"}, "hotspot:nan:0.5"},
+      {{"--dist", "hotspot:0.1:inf"}, "hotspot:0.1:inf"},
+      {{"--dist", "pareto"}, "pareto"},
+      {{"--text-len", "fixed:0"}, "fixed:0"},
+      {{"--text-len", "fixed:1.5"}, "fixed:1.5"},
+      {{"--text-len", "fixed:0x10"}, "fixed:0x10"},
+      {{"--text-len", "gamma:nan:1"}, "gamma:nan:1"},
+      {{"--text-len", "gamma:1:inf"}, "gamma:1:inf"},
+      {{"--format", "xml"}, "--format: 'xml'"},
+      {{"--connection", "pipelined"}, "--connection: 'pipelined'"},
+      {{"--check", "--rate", "10"}, "--check takes only"},
+      {{"--check", "--requests", "10"}, "--check takes only"},
+      {{"--no-such-option"}, "--no-such-option"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    if (!c.whole) args.insert(args.begin(), {"100", "127.0.0.1", "3000"});
     std::string joined;
     for (const auto& a : args) joined += a + " ";
+    ClientRun run = RunClient(args, 10'000);
     EXPECT_EQ(run.exit_code, 2) << joined << "\n" << run.output;
-    EXPECT_NE(run.output.find("usage: client"), std::string::npos)
+    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1)
         << joined << "\n" << run.output;
+    EXPECT_EQ(run.output.rfind("client: ", 0), 0u) << joined << "\n" << run.output;
+    EXPECT_NE(run.output.find(c.names), std::string::npos)
+        << joined << "\nwanted: " << c.names << "\n" << run.output;
   }
   ClientRun help = RunClient({"--help"}, 10'000);
   EXPECT_EQ(help.exit_code, 0) << help.output;
   EXPECT_NE(help.output.find("--read-ratio"), std::string::npos);
+  EXPECT_NE(help.output.find("--time-limit"), std::string::npos);
+}
+
+// Numbers are decimal, as the kit's atoi reads them: a leading zero is not
+// octal ("03000" is port 3000; octal would be 1536).
+TEST(ClientIntegrationTest, LeadingZeroIsDecimal) {
+  RunningServer server;
+  ASSERT_TRUE(server.Start("main4", 100, {"--delay-us", "0"})) << server.startup();
+  std::string port = "0";
+  port += server.port_text();  // (GCC 12 warns falsely on "0" + string)
+  ClientRun run = RunClient({"0100", "127.0.0.1", port, "--real-port",
+                             "--threads", "02", "--requests", "010", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.parsed["config"]["port"], server.port());
+  EXPECT_EQ(run.parsed["config"]["n"], 100);
+  EXPECT_EQ(run.parsed["config"]["threads"], 2);
+  EXPECT_EQ(run.parsed["results"]["ok"], 10);
+}
+
+// Combinations that used to run (practically) forever now end within their
+// time limit, and a run cut short says so and exits 1. Each is bounded here
+// by RunCommand's timeout, far below what the run would otherwise take.
+TEST(ClientIntegrationTest, EveryRunIsBoundedByItsTimeLimit) {
+  RunningServer fast;
+  ASSERT_TRUE(fast.Start("main4", 100, {"--delay-us", "0"})) << fast.startup();
+  // 10^9 requests would take hours.
+  ClientRun many = RunClient({"100", "127.0.0.1", fast.port_text(), "--threads", "2",
+                              "--connection", "keepalive", "--requests", "1000000000",
+                              "--time-limit", "0.5", "--quiet"},
+                             15'000);
+  EXPECT_EQ(many.exit_code, 1) << many.output;
+  EXPECT_EQ(ClientLines(many.output), 1) << many.output;
+  EXPECT_NE(many.output.find("time limit of 0.5 s"), std::string::npos) << many.output;
+  // The checker with 10^7 requests per attacker thread.
+  ClientRun check = RunClient({"100", "127.0.0.1", fast.port_text(), "--check",
+                               "--connection", "keepalive", "--check-requests",
+                               "10000000", "--time-limit", "0.5"},
+                              15'000);
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+  EXPECT_NE(check.output.find("time limit reached"), std::string::npos) << check.output;
+
+  // A server that takes 1 s per access and requests that time out after
+  // 200 ms: the errors are counted and the run still ends at its limit.
+  RunningServer slow;
+  ASSERT_TRUE(slow.Start("main1", 10, {"--delay-us", "1000000"})) << slow.startup();
+  ClientRun stuck = RunClient({"10", "127.0.0.1", slow.port_text(), "--threads", "2",
+                               "--requests", "1000000", "--timeout-ms", "200",
+                               "--time-limit", "1", "--quiet"},
+                              15'000);
+  EXPECT_EQ(stuck.exit_code, 1) << stuck.output;
+  EXPECT_EQ(ClientLines(stuck.output), 1) << stuck.output;
+  EXPECT_NE(stuck.output.find("request(s) failed"), std::string::npos) << stuck.output;
 }
 
 // The checker passes against every real server.
