@@ -61,193 +61,204 @@ struct Shared {
   explicit Shared(uint32_t threads) : ready(threads), running(threads) {}
 };
 
+// One logical client's share of the run: its request quota and, with
+// keep-alive, its connections t, t+T, t+2T, ... < C.
+struct ClientPlan {
+  uint64_t quota = 0;      // measured requests to do; UINT64_MAX = time-bounded
+  uint32_t conns = 1;
+};
+
+ClientPlan PlanClient(const LoadConfig& cfg, uint32_t t) {
+  const uint32_t nthreads = cfg.threads;
+  ClientPlan plan;
+  plan.quota = cfg.requests == 0
+                   ? UINT64_MAX
+                   : cfg.requests / nthreads + (t < cfg.requests % nthreads ? 1 : 0);
+  if (cfg.keepalive) {
+    const uint32_t total = std::max(cfg.connections, nthreads);
+    plan.conns = (total - t + nthreads - 1) / nthreads;
+  }
+  return plan;
+}
+
+// True (and the time limit noted, if it is the one that binds) once `now`
+// is past the run's deadline: no request may start.
+bool PastDeadline(Shared* shared, uint64_t now) {
+  if (now < shared->deadline_ns) return false;
+  if (shared->limit_binds) shared->time_limit_hit.store(true);
+  return true;
+}
+
+// A refused connect: nobody listens. Stop every thread (see the header).
+void NoteServerGone(Shared* shared, const std::string& detail) {
+  if (!shared->server_gone.exchange(true)) shared->gone_detail = detail;
+  shared->stop.store(true, std::memory_order_relaxed);
+}
+
+// "timeout on request '...'" (and the ERROR reply's text).
+std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& reply) {
+  std::string detail =
+      std::string(ErrorKindName(kind)) + " on request '" +
+      Sanitize(FrameText(std::string_view(request.data(), kFrameSize)), 48) + "'";
+  if (kind == ErrorKind::kErrorReply) {
+    detail += ": '" +
+              Sanitize(FrameText(std::string_view(reply.data(), kFrameSize)), 64) + "'";
+  }
+  return detail;
+}
+
+// One blocking request on `conn`, connecting first if it is closed; a
+// per-request connection is closed after its reply. *detail gets the
+// connect error, or a description of any other failure.
+ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request,
+                   Frame* reply, std::string* detail) {
+  if (!conn->is_open()) {
+    const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, detail,
+                                         /*nodelay=*/cfg.keepalive);
+    if (kind != ErrorKind::kNone) return kind;
+  }
+  const ErrorKind kind = conn->RoundTrip(request, reply);
+  if (!cfg.keepalive) conn->Close();
+  if (kind != ErrorKind::kNone) *detail = DescribeError(kind, request, *reply);
+  return kind;
+}
+
+// Books one finished request into *w; returns true if it was measured (its
+// intended start is past the warm-up).
+bool Record(const Shared& shared, bool open_loop, uint64_t due, uint64_t sent,
+            uint64_t done, ErrorKind kind, Worker* w) {
+  if (kind == ErrorKind::kNone || kind == ErrorKind::kErrorReply) ++w->answered;
+  if (due < shared.measure_ns) {
+    ++w->warmup;
+    return false;
+  }
+  if (kind == ErrorKind::kNone) {
+    ++w->ok;
+    w->latency.Record(done - due);
+    if (open_loop) w->uncorrected.Record(done - sent);
+  } else {
+    ++w->errors[static_cast<int>(kind)];
+  }
+  if (open_loop && sent > due) w->max_lag_ns = std::max(w->max_lag_ns, sent - due);
+  const std::size_t sec =
+      static_cast<std::size_t>((done - shared.measure_ns) / 1'000'000'000ULL);
+  if (sec < 100000) {
+    if (w->timeline.size() <= sec) w->timeline.resize(sec + 1);
+    ++(kind == ErrorKind::kNone ? w->timeline[sec].ok : w->timeline[sec].errors);
+  }
+  w->end_ns = done;
+  return true;
+}
+
+// Open loop: thread t's request k is due at start + (k + t/T) * T/rate.
+uint64_t DueTime(const Shared& shared, uint32_t t, uint64_t k) {
+  const LoadConfig& cfg = *shared.config;
+  const double interval_ns = 1e9 * cfg.threads / cfg.rate;
+  return shared.start_ns +
+         static_cast<uint64_t>((static_cast<double>(k) +
+                                static_cast<double>(t) / cfg.threads) *
+                               interval_ns);
+}
+
+void FinishWorker(Shared* shared) {
+  std::lock_guard<std::mutex> guard(shared->done_mu);
+  if (--shared->running == 0) shared->done_cv.notify_all();
+}
+
+// One client thread: blocking I/O, one request in flight at a time.
 void RunWorker(Shared* shared, uint32_t t, Worker* w) {
   const LoadConfig& cfg = *shared->config;
-  const uint32_t nthreads = cfg.threads;
   Workload workload(cfg.workload, t);
   const bool open_loop = cfg.rate > 0;
-  if (open_loop) {
-    // The default 50 us timer slack would make every scheduled send late.
-    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-  }
-  // Keep-alive: this thread's connections are t, t+T, t+2T, ... < C.
-  const uint32_t total_conns =
-      cfg.keepalive ? std::max(cfg.connections, nthreads) : 1;
-  const uint32_t my_conns =
-      cfg.keepalive ? (total_conns - t + nthreads - 1) / nthreads : 1;
-  std::vector<LabConnection> conns(my_conns);
+  // The default 50 us timer slack would make every scheduled send late.
+  if (open_loop) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  const ClientPlan plan = PlanClient(cfg, t);
+  std::vector<LabConnection> conns(plan.conns);
   uint32_t next_conn = 0;
-
-  const uint64_t quota =
-      cfg.requests == 0
-          ? UINT64_MAX
-          : cfg.requests / nthreads + (t < cfg.requests % nthreads ? 1 : 0);
-  const double interval_ns = open_loop ? 1e9 * nthreads / cfg.rate : 0;
-
   Frame request{};
   Frame reply{};
-
   shared->ready.count_down();
   shared->go.wait();
-  const uint64_t start = shared->start_ns;
-  const uint64_t measure = shared->measure_ns;
-  const uint64_t deadline = shared->deadline_ns;
 
   uint64_t measured = 0;
-  for (uint64_t k = 0; measured < quota; ++k) {
+  for (uint64_t k = 0; measured < plan.quota; ++k) {
     if (shared->stop.load(std::memory_order_relaxed)) break;
-    uint64_t due = 0;  // set below in both modes
-    if (open_loop) {
-      due = start + static_cast<uint64_t>((static_cast<double>(k) +
-                                           static_cast<double>(t) / nthreads) *
-                                          interval_ns);
-      if (due >= deadline) {
-        if (shared->limit_binds) shared->time_limit_hit.store(true);
-        break;
-      }
-      if (NowNs() < due) SleepUntilNs(due);
-    }
-    const Op op = workload.Next();
-    workload.FillRequest(op, &request);
+    uint64_t due = open_loop ? DueTime(*shared, t, k) : NowNs();
+    if (PastDeadline(shared, due)) break;
+    if (open_loop && NowNs() < due) SleepUntilNs(due);
+    workload.FillRequest(workload.Next(), &request);
     const uint64_t sent = NowNs();
-    if (!open_loop) {
-      if (sent >= deadline) {
-        if (shared->limit_binds) shared->time_limit_hit.store(true);
-        break;
-      }
-      due = sent;
-    }
-
+    if (!open_loop) due = sent;
     LabConnection& conn = conns[next_conn];
-    if (++next_conn == my_conns) next_conn = 0;
-    ErrorKind kind = ErrorKind::kNone;
+    if (++next_conn == plan.conns) next_conn = 0;
     std::string detail;
-    if (!conn.is_open()) {
-      kind = conn.Connect(cfg.endpoint, cfg.timeout_ms, &detail,
-                          /*nodelay=*/cfg.keepalive);
-    }
-    if (kind == ErrorKind::kNone) {
-      kind = conn.RoundTrip(request, &reply);
-      if (!cfg.keepalive) conn.Close();
-      if (kind == ErrorKind::kNone || kind == ErrorKind::kErrorReply) ++w->answered;
-      if (kind != ErrorKind::kNone && w->first_error.empty()) {
-        detail = std::string(ErrorKindName(kind)) + " on request '" +
-                 Sanitize(FrameText(std::string_view(request.data(), kFrameSize)),
-                          48) +
-                 "'";
-        if (kind == ErrorKind::kErrorReply) {
-          detail += ": '" + Sanitize(FrameText(std::string_view(reply.data(),
-                                                                kFrameSize)),
-                                     64) + "'";
-        }
-      }
-    }
-    const uint64_t done = NowNs();
-
-    if (due < measure) {
-      ++w->warmup;
-    } else {
-      ++measured;
-      if (kind == ErrorKind::kNone) {
-        ++w->ok;
-        w->latency.Record(done - due);
-        if (open_loop) w->uncorrected.Record(done - sent);
-      } else {
-        ++w->errors[static_cast<int>(kind)];
-      }
-      if (open_loop && sent > due) w->max_lag_ns = std::max(w->max_lag_ns, sent - due);
-      const std::size_t sec = static_cast<std::size_t>((done - measure) / 1'000'000'000ULL);
-      if (sec < 100000) {
-        if (w->timeline.size() <= sec) w->timeline.resize(sec + 1);
-        if (kind == ErrorKind::kNone) {
-          ++w->timeline[sec].ok;
-        } else {
-          ++w->timeline[sec].errors;
-        }
-      }
-      w->end_ns = done;
-      w->progress.store(measured, std::memory_order_relaxed);
+    const ErrorKind kind = Exchange(cfg, &conn, request, &reply, &detail);
+    if (Record(*shared, open_loop, due, sent, NowNs(), kind, w)) {
+      w->progress.store(++measured, std::memory_order_relaxed);
     }
     if (kind != ErrorKind::kNone && w->first_error.empty()) w->first_error = detail;
     if (kind == ErrorKind::kConnect) {
-      // Refused or unreachable: nobody listens any more (a full accept queue
-      // drops SYNs, it does not refuse them). One failure is enough; stop
-      // every thread instead of sending more connection attempts.
-      if (!shared->server_gone.exchange(true)) shared->gone_detail = detail;
-      shared->stop.store(true, std::memory_order_relaxed);
+      NoteServerGone(shared, detail);
       break;
     }
   }
-  {
-    std::lock_guard<std::mutex> guard(shared->done_mu);
-    if (--shared->running == 0) shared->done_cv.notify_all();
-  }
+  FinishWorker(shared);
 }
 
-}  // namespace
-
-uint64_t LoadResult::total_errors() const {
-  uint64_t sum = 0;
-  for (uint64_t e : errors) sum += e;
-  return sum;
-}
-
-void RunLoad(const LoadConfig& config, LoadResult* result) {
-  const uint32_t nthreads = config.threads;
-  Shared shared(nthreads);
-  shared.config = &config;
-  std::vector<std::unique_ptr<Worker>> workers;
-  workers.reserve(nthreads);
-  for (uint32_t t = 0; t < nthreads; ++t) workers.push_back(std::make_unique<Worker>());
-  std::vector<std::thread> threads;
-  threads.reserve(nthreads);
-  for (uint32_t t = 0; t < nthreads; ++t) {
-    threads.emplace_back(RunWorker, &shared, t, workers[t].get());
-  }
-  shared.ready.wait();
-  shared.start_ns = NowNs();
-  shared.measure_ns = shared.start_ns + static_cast<uint64_t>(config.warmup_s * 1e9);
+// Sets the clock: start, end of warm-up, and the deadline (the earlier of
+// warm-up + duration and the time limit).
+void StartClock(const LoadConfig& config, Shared* shared) {
+  shared->start_ns = NowNs();
+  shared->measure_ns = shared->start_ns + static_cast<uint64_t>(config.warmup_s * 1e9);
   const uint64_t limit_ns =
-      shared.start_ns + static_cast<uint64_t>(config.time_limit_s * 1e9);
+      shared->start_ns + static_cast<uint64_t>(config.time_limit_s * 1e9);
   if (config.duration_s > 0) {
-    shared.deadline_ns =
-        shared.measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
+    shared->deadline_ns =
+        shared->measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
   }
-  if (limit_ns < shared.deadline_ns) {
-    shared.deadline_ns = limit_ns;
-    shared.limit_binds = true;
+  if (limit_ns < shared->deadline_ns) {
+    shared->deadline_ns = limit_ns;
+    shared->limit_binds = true;
   }
-  shared.go.count_down();
+}
 
-  // Wait for the workers; print progress for long runs unless quiet.
-  {
-    std::unique_lock<std::mutex> lock(shared.done_mu);
-    uint64_t last_print = shared.start_ns;
-    while (shared.running > 0) {
-      shared.done_cv.wait_for(lock, std::chrono::milliseconds(250));
-      const uint64_t now = NowNs();
-      if (config.progress && shared.running > 0 && now - shared.start_ns >= 3'000'000'000ULL &&
-          now - last_print >= 1'000'000'000ULL) {
-        last_print = now;
-        uint64_t done = 0;
-        for (const auto& w : workers) done += w->progress.load(std::memory_order_relaxed);
-        const double t = static_cast<double>(now - shared.start_ns) / 1e9;
-        if (t < config.warmup_s) {
-          std::fprintf(stderr, "client: %.0f s, warming up\n", t);
-        } else if (config.requests > 0) {
-          std::fprintf(stderr, "client: %.0f s, %llu of %llu requests\n", t,
-                       static_cast<unsigned long long>(done),
-                       static_cast<unsigned long long>(config.requests));
-        } else {
-          std::fprintf(stderr, "client: %.0f s of %.0f s, %llu requests\n", t,
-                       config.warmup_s + config.duration_s,
-                       static_cast<unsigned long long>(done));
-        }
-      }
+void PrintProgress(const LoadConfig& config, const Shared& shared, uint64_t now,
+                   const std::vector<std::unique_ptr<Worker>>& workers) {
+  uint64_t done = 0;
+  for (const auto& w : workers) done += w->progress.load(std::memory_order_relaxed);
+  const double t = static_cast<double>(now - shared.start_ns) / 1e9;
+  if (t < config.warmup_s) {
+    std::fprintf(stderr, "client: %.0f s, warming up\n", t);
+  } else if (config.requests > 0) {
+    std::fprintf(stderr, "client: %.0f s, %llu of %llu requests\n", t,
+                 static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(config.requests));
+  } else {
+    std::fprintf(stderr, "client: %.0f s of %.0f s, %llu requests\n", t,
+                 config.warmup_s + config.duration_s,
+                 static_cast<unsigned long long>(done));
+  }
+}
+
+// Waits for the workers; prints progress for long runs unless quiet.
+void WaitForWorkers(const LoadConfig& config, Shared* shared,
+                    const std::vector<std::unique_ptr<Worker>>& workers) {
+  std::unique_lock<std::mutex> lock(shared->done_mu);
+  uint64_t last_print = shared->start_ns;
+  while (shared->running > 0) {
+    shared->done_cv.wait_for(lock, std::chrono::milliseconds(250));
+    const uint64_t now = NowNs();
+    if (config.progress && shared->running > 0 &&
+        now - shared->start_ns >= 3'000'000'000ULL &&
+        now - last_print >= 1'000'000'000ULL) {
+      last_print = now;
+      PrintProgress(config, *shared, now, workers);
     }
   }
-  for (auto& th : threads) th.join();
+}
 
+LoadResult MergeWorkers(const LoadConfig& config, const Shared& shared,
+                        const std::vector<std::unique_ptr<Worker>>& workers) {
   LoadResult r;
   uint64_t end = shared.measure_ns;
   uint64_t max_lag = 0;
@@ -277,7 +288,35 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
   r.server_gone = shared.server_gone.load();
   r.gone_detail = shared.gone_detail;
   r.time_limit_hit = shared.time_limit_hit.load();
-  *result = std::move(r);
+  return r;
+}
+
+}  // namespace
+
+uint64_t LoadResult::total_errors() const {
+  uint64_t sum = 0;
+  for (uint64_t e : errors) sum += e;
+  return sum;
+}
+
+void RunLoad(const LoadConfig& config, LoadResult* result) {
+  const uint32_t nthreads = config.threads;
+  Shared shared(nthreads);
+  shared.config = &config;
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.reserve(nthreads);
+  for (uint32_t t = 0; t < nthreads; ++t) workers.push_back(std::make_unique<Worker>());
+  std::vector<std::thread> threads;
+  threads.reserve(nthreads);
+  for (uint32_t t = 0; t < nthreads; ++t) {
+    threads.emplace_back(RunWorker, &shared, t, workers[t].get());
+  }
+  shared.ready.wait();
+  StartClock(config, &shared);
+  shared.go.count_down();
+  WaitForWorkers(config, &shared, workers);
+  for (auto& th : threads) th.join();
+  *result = MergeWorkers(config, shared, workers);
 }
 
 }  // namespace kv
