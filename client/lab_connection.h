@@ -67,6 +67,9 @@ class LabConnection {
   // kErrorReply the connection is closed (framing may be lost).
   ErrorKind RoundTrip(const Frame& request, Frame* reply);
   bool is_open() const { return fd_ >= 0; }
+  // The socket, for an event loop that drives it itself (-1 when closed).
+  // The connection still owns and closes it.
+  int fd() const { return fd_; }
   void Close();
 
  private:

@@ -1,19 +1,27 @@
 #include "client/load_generator.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <latch>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "common/clock.h"
+#include "common/protocol.h"
 
 namespace kv {
 namespace {
@@ -205,6 +213,220 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
   FinishWorker(shared);
 }
 
+// ---- keep-alive, closed loop: a few event-driven threads ------------------
+//
+// E = min(T, CPUs) threads, each with one epoll set, drive the T logical
+// clients (client t on loop t % E). A logical client is exactly what a
+// blocking worker is (its own workload stream, quota, connections used in
+// turn, one request in flight, its own Worker stats), so results and
+// traffic are the same; only the OS threads differ. Per request: one
+// send(), one epoll_wait() share, one recv() (usually), two clock reads.
+// Connects (once per connection) are blocking with the connect timeout;
+// the receive timeout is enforced by a scan every 50 ms.
+
+struct LogicalClient {
+  uint32_t t = 0;
+  uint32_t slot = 0;  // index in its loop's client list (epoll data)
+  Worker* w = nullptr;
+  Workload workload;
+  ClientPlan plan;
+  std::vector<LabConnection> conns;
+  uint32_t next_conn = 0;
+  LabConnection* busy = nullptr;  // connection with the request in flight
+  Frame request{};
+  Frame reply{};
+  std::size_t got = 0;  // reply bytes so far
+  uint64_t sent_ns = 0;
+  uint64_t measured = 0;
+  bool done = false;
+  LogicalClient(const LoadConfig& cfg, uint32_t index, Worker* worker)
+      : t(index), w(worker), workload(cfg.workload, index), plan(PlanClient(cfg, index)),
+        conns(plan.conns) {}
+};
+
+class EventLoop {
+ public:
+  EventLoop(Shared* shared, std::vector<LogicalClient*> clients)
+      : shared_(shared), cfg_(*shared->config), clients_(std::move(clients)) {}
+  ~EventLoop() {
+    if (ep_ >= 0) ::close(ep_);
+  }
+  void Run();
+
+ private:
+  void StartNext(LogicalClient* c);
+  void Finish(LogicalClient* c, ErrorKind kind, const std::string& detail);
+  void OnEvent(uint64_t data);
+  void OnReadable(LogicalClient* c);
+  void ExpireTimeouts(uint64_t now);
+  bool OpenConnection(LogicalClient* c, LabConnection* conn);
+
+  Shared* shared_;
+  const LoadConfig& cfg_;
+  std::vector<LogicalClient*> clients_;
+  int ep_ = -1;
+  uint32_t active_ = 0;
+};
+
+// Connects `conn` (blocking, bounded by the connect timeout), makes it
+// non-blocking and adds it to the epoll set. False: finished with an error.
+bool EventLoop::OpenConnection(LogicalClient* c, LabConnection* conn) {
+  std::string detail;
+  const ErrorKind kind = conn->Connect(cfg_.endpoint, cfg_.timeout_ms, &detail,
+                                       /*nodelay=*/true);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = (uint64_t{c->slot} << 32) | static_cast<uint64_t>(conn - c->conns.data());
+  if (kind == ErrorKind::kNone &&
+      (::fcntl(conn->fd(), F_SETFL, O_NONBLOCK) != 0 ||
+       ::epoll_ctl(ep_, EPOLL_CTL_ADD, conn->fd(), &ev) != 0)) {
+    conn->Close();
+    Finish(c, ErrorKind::kOther, std::string("epoll: ") + std::strerror(errno));
+    return false;
+  }
+  if (kind != ErrorKind::kNone) {
+    c->busy = nullptr;
+    Finish(c, kind, detail);
+    return false;
+  }
+  return true;
+}
+
+// Starts c's next request, or marks c done. Requests that fail at once
+// (connect, send) are booked and the next one is tried, as a worker would.
+void EventLoop::StartNext(LogicalClient* c) {
+  while (!c->done) {
+    if (c->measured >= c->plan.quota || shared_->stop.load(std::memory_order_relaxed) ||
+        PastDeadline(shared_, NowNs())) {
+      c->done = true;
+      --active_;
+      return;
+    }
+    c->workload.FillRequest(c->workload.Next(), &c->request);
+    LabConnection* conn = &c->conns[c->next_conn];
+    if (++c->next_conn == c->plan.conns) c->next_conn = 0;
+    c->sent_ns = NowNs();
+    if (!conn->is_open() && !OpenConnection(c, conn)) continue;
+    c->busy = conn;
+    c->got = 0;
+    // A 100-byte frame fits any socket buffer; a short write is finished
+    // with a bounded poll (rare: the peer stopped reading).
+    std::size_t put = 0;
+    while (put < kFrameSize) {
+      const ssize_t n = ::send(conn->fd(), c->request.data() + put, kFrameSize - put,
+                               MSG_NOSIGNAL);
+      if (n > 0) {
+        put += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        pollfd pfd{conn->fd(), POLLOUT, 0};
+        if (::poll(&pfd, 1, cfg_.timeout_ms) > 0) continue;
+        errno = ETIMEDOUT;
+      }
+      break;
+    }
+    if (put == kFrameSize) return;  // wait for the reply
+    const ErrorKind kind = errno == ETIMEDOUT ? ErrorKind::kTimeout : ErrorKind::kReset;
+    conn->Close();
+    Finish(c, kind, DescribeError(kind, c->request, c->reply));
+  }
+}
+
+// Books c's request (in flight or failed to start) and moves on.
+void EventLoop::Finish(LogicalClient* c, ErrorKind kind, const std::string& detail) {
+  const uint64_t done = NowNs();
+  c->busy = nullptr;
+  if (Record(*shared_, /*open_loop=*/false, c->sent_ns, c->sent_ns, done, kind, c->w)) {
+    c->w->progress.store(++c->measured, std::memory_order_relaxed);
+  }
+  if (kind != ErrorKind::kNone && c->w->first_error.empty()) c->w->first_error = detail;
+  if (kind == ErrorKind::kConnect) NoteServerGone(shared_, detail);
+}
+
+// An event on connection (slot << 32 | index). One that is not carrying the
+// client's request (an idle keep-alive connection the server closed, or
+// sent something unasked on) is closed; it is reopened when its turn comes.
+void EventLoop::OnEvent(uint64_t data) {
+  LogicalClient* c = clients_[data >> 32];
+  LabConnection* conn = &c->conns[data & 0xffffffffu];
+  if (conn != c->busy) {
+    conn->Close();
+    return;
+  }
+  OnReadable(c);
+}
+
+void EventLoop::OnReadable(LogicalClient* c) {
+  LabConnection* conn = c->busy;
+  if (conn == nullptr) return;  // e.g. a close after a timeout
+  const ssize_t n = ::recv(conn->fd(), c->reply.data() + c->got, kFrameSize - c->got, 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  ErrorKind kind = ErrorKind::kNone;
+  if (n <= 0) {
+    kind = n == 0 ? ErrorKind::kShortReply
+                  : (errno == ECONNRESET ? ErrorKind::kReset : ErrorKind::kOther);
+  } else {
+    c->got += static_cast<std::size_t>(n);
+    if (c->got < kFrameSize) return;
+    if (IsErrorReply(FrameText(std::string_view(c->reply.data(), kFrameSize)))) {
+      kind = ErrorKind::kErrorReply;
+    }
+  }
+  if (kind != ErrorKind::kNone && kind != ErrorKind::kErrorReply) conn->Close();
+  Finish(c, kind,
+         kind == ErrorKind::kNone ? std::string() : DescribeError(kind, c->request, c->reply));
+  StartNext(c);
+}
+
+void EventLoop::ExpireTimeouts(uint64_t now) {
+  const uint64_t limit = static_cast<uint64_t>(cfg_.timeout_ms) * 1'000'000ULL;
+  for (LogicalClient* c : clients_) {
+    if (c->busy == nullptr || now - c->sent_ns < limit) continue;
+    c->busy->Close();
+    Finish(c, ErrorKind::kTimeout, DescribeError(ErrorKind::kTimeout, c->request, c->reply));
+    StartNext(c);
+  }
+}
+
+void EventLoop::Run() {
+  ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+  const std::string ep_error = std::string("epoll_create1: ") + std::strerror(errno);
+  for (uint32_t i = 0; i < clients_.size(); ++i) clients_[i]->slot = i;
+  shared_->ready.count_down();
+  shared_->go.wait();
+  active_ = static_cast<uint32_t>(clients_.size());
+  for (LogicalClient* c : clients_) {
+    if (ep_ < 0) {
+      Finish(c, ErrorKind::kOther, ep_error);
+    } else {
+      StartNext(c);
+    }
+  }
+  std::vector<epoll_event> events(std::max<std::size_t>(clients_.size(), 1));
+  uint64_t last_scan = NowNs();
+  while (active_ > 0 && ep_ >= 0 && !shared_->stop.load(std::memory_order_relaxed)) {
+    const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 50);
+    for (int i = 0; i < n; ++i) OnEvent(events[i].data.u64);
+    const uint64_t now = NowNs();
+    if (now - last_scan >= 50'000'000ULL) {
+      last_scan = now;
+      ExpireTimeouts(now);
+    }
+  }
+  FinishWorker(shared_);
+}
+
+// Keep-alive closed loop with more clients than CPUs: the event loops.
+bool UseEventLoops(const LoadConfig& config) {
+  return config.keepalive && config.rate <= 0;
+}
+
+uint32_t EventLoopCount(const LoadConfig& config) {
+  const uint32_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(config.threads, cpus);
+}
+
 // Sets the clock: start, end of warm-up, and the deadline (the earlier of
 // warm-up + duration and the time limit).
 void StartClock(const LoadConfig& config, Shared* shared) {
@@ -301,15 +523,31 @@ uint64_t LoadResult::total_errors() const {
 
 void RunLoad(const LoadConfig& config, LoadResult* result) {
   const uint32_t nthreads = config.threads;
-  Shared shared(nthreads);
+  const bool events = UseEventLoops(config);
+  const uint32_t os_threads = events ? EventLoopCount(config) : nthreads;
+  Shared shared(os_threads);
   shared.config = &config;
   std::vector<std::unique_ptr<Worker>> workers;
   workers.reserve(nthreads);
   for (uint32_t t = 0; t < nthreads; ++t) workers.push_back(std::make_unique<Worker>());
+  std::vector<std::unique_ptr<LogicalClient>> clients;
+  std::vector<std::unique_ptr<EventLoop>> loops;
+  if (events) {
+    std::vector<std::vector<LogicalClient*>> share(os_threads);
+    for (uint32_t t = 0; t < nthreads; ++t) {
+      clients.push_back(std::make_unique<LogicalClient>(config, t, workers[t].get()));
+      share[t % os_threads].push_back(clients.back().get());
+    }
+    for (auto& s : share) loops.push_back(std::make_unique<EventLoop>(&shared, std::move(s)));
+  }
   std::vector<std::thread> threads;
-  threads.reserve(nthreads);
-  for (uint32_t t = 0; t < nthreads; ++t) {
-    threads.emplace_back(RunWorker, &shared, t, workers[t].get());
+  threads.reserve(os_threads);
+  for (uint32_t i = 0; i < os_threads; ++i) {
+    if (events) {
+      threads.emplace_back(&EventLoop::Run, loops[i].get());
+    } else {
+      threads.emplace_back(RunWorker, &shared, i, workers[i].get());
+    }
   }
   shared.ready.wait();
   StartClock(config, &shared);

@@ -19,8 +19,16 @@
 // first two kinds; the time limit always holds). A run cut short by the time
 // limit with requests still to do sets time_limit_hit.
 //
-// Each thread records into its own histograms and counters; they are merged
-// after join, so the hot path takes no locks.
+// Each logical client records into its own histograms and counters; they are
+// merged after join, so the hot path takes no locks.
+//
+// OS threads: one per client thread, blocking I/O, for per-request
+// connections (the kit) and open loop. Keep-alive closed loop instead runs
+// min(T, CPUs) event-driven threads (epoll), each driving its share of the T
+// logical clients, so 100 or 1000 connections do not need 100 or 1000
+// threads and the client is not the bottleneck. A logical client behaves
+// exactly as a blocking thread would (own workload stream, quota, one request
+// in flight, connections used in turn), so traffic and results are the same.
 //
 // The moment one connection attempt is refused (or the address is
 // unreachable), every thread stops and server_gone is set: on a workload

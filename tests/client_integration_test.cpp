@@ -42,9 +42,13 @@ struct ClientRun {
 ClientRun RunClient(const std::vector<std::string>& args, int timeout_ms = 30'000) {
   ClientRun run;
   run.exit_code = RunCommand(BinaryPath("client"), args, &run.output, timeout_ms);
+  // The JSON document; a "client: ..." line on stderr may follow it.
   const std::size_t start = run.output.find_first_of("{[");
   if (start != std::string::npos) {
-    run.parsed = json::parse(run.output.substr(start), nullptr, /*allow_exceptions=*/false);
+    const std::size_t end = run.output.find("\nclient: ", start);
+    run.parsed = json::parse(
+        run.output.substr(start, end == std::string::npos ? end : end - start), nullptr,
+        /*allow_exceptions=*/false);
   }
   return run;
 }
@@ -297,6 +301,55 @@ TEST(ClientIntegrationTest, ServerDyingMidRunIsOneLineAndExit1) {
       << run.output;
   // Stopped at once, long before the 20 s the workload would have taken.
   EXPECT_LT(took, std::chrono::seconds(10)) << run.output;
+}
+
+// Keep-alive closed loop runs on a few event-driven threads (epoll); the
+// traffic is still exactly what was asked: every request answered once, and
+// exactly --connections connections opened (the server's own count).
+TEST(ClientIntegrationTest, KeepAliveEventLoopsMakeExactlyTheAskedTraffic) {
+  RunningServer server;
+  ASSERT_TRUE(server.Start("main4", 1000, {"--delay-us", "0"})) << server.startup();
+  ClientRun run = RunClient({"1000", "127.0.0.1", server.port_text(), "--connection",
+                             "keepalive", "--threads", "64", "--connections", "128",
+                             "--requests", "5000", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.parsed["results"]["ok"], 5000) << run.output;
+  EXPECT_EQ(run.parsed["config"]["connections"], 128) << run.output;
+  const std::string summary = server.Stop();
+  EXPECT_EQ(SummaryField(summary, "connections"), 128) << summary;
+  EXPECT_EQ(SummaryField(summary, "requests"), 5000) << summary;
+}
+
+// The event loops time requests out, and see a server die.
+TEST(ClientIntegrationTest, KeepAliveEventLoopsTimeOutAndSeeDeath) {
+  RunningServer slow;
+  ASSERT_TRUE(slow.Start("main1", 10, {"--delay-us", "1000000"})) << slow.startup();
+  ClientRun stuck = RunClient({"10", "127.0.0.1", slow.port_text(), "--connection",
+                               "keepalive", "--threads", "4", "--requests", "1000000",
+                               "--timeout-ms", "200", "--time-limit", "1", "--quiet",
+                               "--format", "json"},
+                              15'000);
+  EXPECT_EQ(stuck.exit_code, 1) << stuck.output;
+  EXPECT_GT(stuck.parsed["results"]["errors"]["timeout"].get<uint64_t>(), 0u)
+      << stuck.output;
+  EXPECT_EQ(ClientLines(stuck.output), 1) << stuck.output;
+
+  RunningServer dying;
+  ASSERT_TRUE(dying.Start("main1", 10, {"--delay-us", "20000"})) << dying.startup();
+  const pid_t pid = dying.pid();
+  std::thread killer([pid] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::kill(pid, SIGKILL);
+  });
+  ClientRun run = RunClient({"10", "127.0.0.1", dying.port_text(), "--connection",
+                             "keepalive", "--threads", "8", "--requests", "100000"},
+                            30'000);
+  killer.join();
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_EQ(ClientLines(run.output), 1) << run.output;
+  EXPECT_NE(run.output.find("client: the server went away during the run"),
+            std::string::npos)
+      << run.output;
 }
 
 // Requests that fail while the server stays up (here: positions beyond the
