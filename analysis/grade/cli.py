@@ -139,8 +139,9 @@ def run_worker(cfg: dict, out: Path) -> dict:
     cfg_file.write_text(json.dumps({**cfg, "out": str(out.resolve())}, indent=1))
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(REPO),
            "PYTHONDONTWRITEBYTECODE": "1"}
+    readable = [Path(cfg[k]).resolve() for k in ("submission", "reference_bin") if k in cfg]
     cmd = sandbox.outer([out.resolve()], [sys.executable, "-m", "analysis.grade.worker",
-                                          str(cfg_file.resolve())], env)
+                                          str(cfg_file.resolve())], env, [REPO, *readable])
     with open(out / "worker.log", "wb") as log:
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=REPO)
         RUNNING.add(p)

@@ -30,12 +30,15 @@ def available() -> str:
     return f"missing {', '.join(missing)} (Debian: bubblewrap, util-linux)" if missing else ""
 
 
-def outer(writable: list, argv: list, env: dict) -> list:
+def outer(writable: list, argv: list, env: dict, readable: list = ()) -> list:
+    """`readable` paths are bound again after the private /tmp (a submission in /tmp)."""
     cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
            "--tmpfs", "/tmp", "--unshare-net", "--unshare-pid", "--unshare-ipc",
            "--die-with-parent", "--new-session", "--clearenv"]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
+    for r in readable:
+        cmd += ["--ro-bind", str(r), str(r)]
     for w in writable:
         cmd += ["--bind", str(w), str(w)]
     return cmd + ["--"] + list(argv)

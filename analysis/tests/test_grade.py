@@ -159,3 +159,15 @@ def test_bad_command_lines_exit_2_with_one_line(tmp_path):
         p = grade(*args)
         assert p.returncode == 2, (args, p.stderr)
         assert "error:" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_second_run_keeps_what_was_graded(graded):
+    # Last in this module: it rewrites the class summary for two submissions.
+    before = (graded / "correct" / "evidence.json").stat().st_mtime_ns
+    p = grade(FIXTURES / "correct", FIXTURES / "no_lock", "--quick", "--runs", "2",
+              "--no-reference", "--out", graded, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "kept from an earlier run" in p.stderr
+    assert (graded / "correct" / "evidence.json").stat().st_mtime_ns == before
+    assert p.stdout.splitlines()[0].startswith("correct: PASS")
+    assert len((graded / "summary.csv").read_text().splitlines()) == 3
