@@ -187,11 +187,12 @@ def write_class(out: Path, rows: list) -> None:
     body = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Lab 2 grades</title>"
             "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
             "td,th{border:1px solid #999;padding:.2em .5em}.PASS{color:#070}.FAIL{color:#b00}"
+            ".PASS-WITH-FINDINGS{color:#b06000}"
             "</style></head><body><h1>Lab 2 grades</h1><table><tr><th>Submission</th>"
             "<th>Verdict</th><th>Score</th><th>Failed checks</th></tr>"]
     for r in rows:
         body.append(f"<tr><td><a href='{e(r['submission'])}/verdict.html'>{e(r['submission'])}</a>"
-                    f"</td><td class='{r['verdict']}'>{r['verdict']}</td>"
+                    f"</td><td class='{r['verdict'].replace(' ', '-')}'>{r['verdict']}</td>"
                     f"<td>{r['score']:g} / {r['max_score']:g}</td><td>{e(r['failed'])}</td></tr>")
     body.append("</table></body></html>")
     (out / "index.html").write_text("\n".join(body))

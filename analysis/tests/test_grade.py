@@ -171,3 +171,8 @@ def test_a_second_run_keeps_what_was_graded(graded):
     assert (graded / "correct" / "evidence.json").stat().st_mtime_ns == before
     assert p.stdout.splitlines()[0].startswith("correct: PASS")
     assert len((graded / "summary.csv").read_text().splitlines()) == 3
+
+
+def test_only_robustness_findings_give_pass_with_findings(graded):
+    word, failed = render.verdict(json.loads((graded / "crash_on_empty" / "evidence.json").read_text()))
+    assert (word, failed) == ("PASS WITH FINDINGS", ["robustness"])
