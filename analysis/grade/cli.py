@@ -86,8 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--sizes", type=_sizes, help="comma list of n (default 10,100,1000)")
     ap.add_argument("--weights", type=Path, default=render.DEFAULT_WEIGHTS,
                     help="points per check, TOML (default: %(default)s)")
-    ap.add_argument("--bin-dir", type=Path, default=REPO / "build" / "release",
-                    help="lockbench's reference main1..main4 (default: %(default)s)")
+    ap.add_argument("--bin-dir", type=Path, default=None,
+                    help="lockbench's reference main1..main4 (default: build/release of this "
+                         "repository)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not measure the reference servers beside the submissions")
     ap.add_argument("--race", action="store_true",
@@ -228,6 +229,9 @@ def main(argv=None) -> int:
     for s in a.submissions:
         if not s.is_dir():
             ap.error(f"submission {s} is not a folder")
+    if a.bin_dir is not None and not a.bin_dir.is_dir():
+        ap.error(f"--bin-dir {a.bin_dir} is not a folder")
+    a.bin_dir = a.bin_dir or REPO / "build" / "release"
     try:
         cfg = config(a)
         weights = render.load_weights(a.weights)

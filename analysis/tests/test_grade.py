@@ -155,7 +155,9 @@ def test_bad_command_lines_exit_2_with_one_line(tmp_path):
     bad_weights.write_text("[points]\nbuild = -1\n")
     for args in ([tmp_path / "missing"], [FIXTURES / "correct", "--runs", "0"],
                  [FIXTURES / "correct", "--sizes", "ten"],
-                 [FIXTURES / "correct", "--weights", bad_weights]):
+                 [FIXTURES / "correct", "--weights", bad_weights],
+                 [FIXTURES / "correct", "--bin-dir", tmp_path / "nowhere"],
+                 [FIXTURES / "correct", "--jobs", "0"]):
         p = grade(*args)
         assert p.returncode == 2, (args, p.stderr)
         assert "error:" in p.stderr and "Traceback" not in p.stderr
