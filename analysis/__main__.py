@@ -202,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
                f"  {PROG} sweep --kind threads --values 1,2,4,8,16,32,64,128\n"
                f"  {PROG} report --results results/<time> --out report/\n"
                f"  {PROG} all --resume results/<time>   continue after Ctrl-C\n"
+               f"  {PROG} grade SUBMISSION...      grade Lab 2 submissions, sandboxed "
+               "(docs/grading.md)\n"
                "docs: docs/analysis.md")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{lab,sweep,report,all}")
     p = sub.add_parser("lab", help="the lab experiment: every server x n, R kit client runs",
