@@ -48,3 +48,21 @@ def test_markdown_has_both_tables_and_the_ranking():
     md = render.markdown("x", ev(build="pass"), {"tables": {}}, W)
     assert "## Table 1: Mean" in md and "## Table 2: Median" in md
     assert "n=10: submission main1" in md
+
+
+def test_a_crash_names_its_signal_and_the_first_request_left_without_reply():
+    from analysis.grade import kitload as K
+    from analysis.grade import worker
+
+    class Dead:
+        def alive(self):
+            return False
+
+        def death(self):
+            return "killed by signal SIGSEGV (11)"
+
+    first = K.Request(3, 7, False, "String[7] has been modified by thread 3", 1.0, 2.0, None,
+                      "ConnectionResetError: Connection reset by peer")
+    later = K.Request(4, 1, True, "", 1.5, 2.0, None, "connection refused")
+    text = worker.describe_failure(Dead(), [later, first])
+    assert "SIGSEGV" in text and "'7-0-String[7] has been modified by thread 3'" in text
