@@ -365,6 +365,8 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
             for slot, r in results.items():
                 if r.ok is False:
                     bad_here.append((slot, r))
+                elif r.ok is None:
+                    unchecked.append(f"attacker load, slot {slot}: search {r.explanation}")
             if bad_here or not s.alive():
                 break
             # next round starts from what the slots hold now
@@ -384,6 +386,8 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
                 for slot, r in L.check_history(e["history"], None, ctx.cfg["max_states"]).items():
                     if r.ok is False:
                         kit_bad.append((n_kit, slot, r))
+                    elif r.ok is None:
+                        unchecked.append(f"kit run at n={n_kit}, slot {slot}: search {r.explanation}")
         if bad_here or kit_bad:
             ok = False
             ev.append(f"{name}: NOT linearizable: {len(bad_here)} slot(s) under the attacker's "
