@@ -1,4 +1,4 @@
-"""python -m analysis {lab,sweep,report,all}: run the experiments, build the report.
+"""python -m analysis {lab,sweep,report,all,grade}: run the experiments, build the report.
 
 Exit status: 0 done; 1 an experiment or the analysis failed (one line on stderr names the
 cause; partial results are kept); 2 bad command line; 130 interrupted (results kept).
@@ -202,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
                f"  {PROG} sweep --kind threads --values 1,2,4,8,16,32,64,128\n"
                f"  {PROG} report --results results/<time> --out report/\n"
                f"  {PROG} all --resume results/<time>   continue after Ctrl-C\n"
+               f"  {PROG} grade SUBMISSION...      grade Lab 2 submissions, sandboxed "
+               "(docs/grading.md)\n"
                "docs: docs/analysis.md")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{lab,sweep,report,all}")
     p = sub.add_parser("lab", help="the lab experiment: every server x n, R kit client runs",
@@ -308,6 +310,10 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["grade"]:  # grading other people's servers: analysis/grade/cli.py
+        from .grade.cli import main as grade_main
+        return grade_main(argv[1:])
     ap = build_parser()
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)

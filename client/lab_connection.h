@@ -67,17 +67,15 @@ class LabConnection {
   // kErrorReply the connection is closed (framing may be lost).
   ErrorKind RoundTrip(const Frame& request, Frame* reply);
   bool is_open() const { return fd_ >= 0; }
+  // The socket, for an event loop that drives it itself (-1 when closed).
+  // The connection still owns and closes it.
+  int fd() const { return fd_; }
   void Close();
 
  private:
   ErrorKind Fail(ErrorKind kind);
   int fd_ = -1;
 };
-
-// Connects once and closes without sending anything: "is anyone there?".
-// Returns OK, or an error whose message carries strerror (e.g.
-// "connect 127.0.0.1:47115: Connection refused").
-Status ProbeConnect(const Endpoint& ep, int timeout_ms);
 
 }  // namespace kv
 

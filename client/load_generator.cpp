@@ -1,19 +1,27 @@
 #include "client/load_generator.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <latch>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "common/clock.h"
+#include "common/protocol.h"
 
 namespace kv {
 namespace {
@@ -29,10 +37,6 @@ void SleepUntilNs(uint64_t t) {
   }
 }
 
-// After this many connect failures in a row on one thread, the server is
-// considered gone and the whole run stops.
-constexpr int kMaxConsecutiveConnectFailures = 20;
-
 struct alignas(64) Worker {
   std::atomic<uint64_t> progress{0};  // written by its thread only (relaxed)
   LatencyHistogram latency;
@@ -40,6 +44,7 @@ struct alignas(64) Worker {
   std::array<uint64_t, kNumErrorKinds> errors{};
   uint64_t ok = 0;
   uint64_t warmup = 0;
+  uint64_t answered = 0;  // requests that got a whole reply (warm-up too)
   uint64_t end_ns = 0;
   uint64_t max_lag_ns = 0;
   std::vector<TimelinePoint> timeline;
@@ -50,9 +55,12 @@ struct Shared {
   const LoadConfig* config = nullptr;
   uint64_t start_ns = 0;    // set before `go` opens
   uint64_t measure_ns = 0;  // start + warm-up
-  uint64_t deadline_ns = UINT64_MAX;
+  uint64_t deadline_ns = UINT64_MAX;  // the earlier of duration and time limit
+  bool limit_binds = false;           // deadline_ns is the time limit's
+  std::atomic<bool> time_limit_hit{false};
   std::atomic<bool> stop{false};
   std::atomic<bool> server_gone{false};
+  std::string gone_detail;  // written once, by the thread that set server_gone
   std::latch ready;
   std::latch go{1};
   std::mutex done_mu;
@@ -61,185 +69,418 @@ struct Shared {
   explicit Shared(uint32_t threads) : ready(threads), running(threads) {}
 };
 
+// One logical client's share of the run: its request quota and, with
+// keep-alive, its connections t, t+T, t+2T, ... < C.
+struct ClientPlan {
+  uint64_t quota = 0;      // measured requests to do; UINT64_MAX = time-bounded
+  uint32_t conns = 1;
+};
+
+ClientPlan PlanClient(const LoadConfig& cfg, uint32_t t) {
+  const uint32_t nthreads = cfg.threads;
+  ClientPlan plan;
+  plan.quota = cfg.requests == 0
+                   ? UINT64_MAX
+                   : cfg.requests / nthreads + (t < cfg.requests % nthreads ? 1 : 0);
+  if (cfg.keepalive) {
+    const uint32_t total = std::max(cfg.connections, nthreads);
+    plan.conns = (total - t + nthreads - 1) / nthreads;
+  }
+  return plan;
+}
+
+// True (and the time limit noted, if it is the one that binds) once `now`
+// is past the run's deadline: no request may start.
+bool PastDeadline(Shared* shared, uint64_t now) {
+  if (now < shared->deadline_ns) return false;
+  if (shared->limit_binds) shared->time_limit_hit.store(true);
+  return true;
+}
+
+// A refused connect: nobody listens. Stop every thread (see the header).
+void NoteServerGone(Shared* shared, const std::string& detail) {
+  if (!shared->server_gone.exchange(true)) shared->gone_detail = detail;
+  shared->stop.store(true, std::memory_order_relaxed);
+}
+
+// "timeout on request '...'" (and the ERROR reply's text).
+std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& reply) {
+  std::string detail =
+      std::string(ErrorKindName(kind)) + " on request '" +
+      Sanitize(FrameText(std::string_view(request.data(), kFrameSize)), 48) + "'";
+  if (kind == ErrorKind::kErrorReply) {
+    detail += ": '" +
+              Sanitize(FrameText(std::string_view(reply.data(), kFrameSize)), 64) + "'";
+  }
+  return detail;
+}
+
+// One blocking request on `conn`, connecting first if it is closed; a
+// per-request connection is closed after its reply. *detail gets the
+// connect error, or a description of any other failure.
+ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request,
+                   Frame* reply, std::string* detail) {
+  if (!conn->is_open()) {
+    const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, detail,
+                                         /*nodelay=*/cfg.keepalive);
+    if (kind != ErrorKind::kNone) return kind;
+  }
+  const ErrorKind kind = conn->RoundTrip(request, reply);
+  if (!cfg.keepalive) conn->Close();
+  if (kind != ErrorKind::kNone) *detail = DescribeError(kind, request, *reply);
+  return kind;
+}
+
+// Books one finished request into *w; returns true if it was measured (its
+// intended start is past the warm-up).
+bool Record(const Shared& shared, bool open_loop, uint64_t due, uint64_t sent,
+            uint64_t done, ErrorKind kind, Worker* w) {
+  if (kind == ErrorKind::kNone || kind == ErrorKind::kErrorReply) ++w->answered;
+  if (due < shared.measure_ns) {
+    ++w->warmup;
+    return false;
+  }
+  if (kind == ErrorKind::kNone) {
+    ++w->ok;
+    w->latency.Record(done - due);
+    if (open_loop) w->uncorrected.Record(done - sent);
+  } else {
+    ++w->errors[static_cast<int>(kind)];
+  }
+  if (open_loop && sent > due) w->max_lag_ns = std::max(w->max_lag_ns, sent - due);
+  const std::size_t sec =
+      static_cast<std::size_t>((done - shared.measure_ns) / 1'000'000'000ULL);
+  if (sec < 100000) {
+    if (w->timeline.size() <= sec) w->timeline.resize(sec + 1);
+    ++(kind == ErrorKind::kNone ? w->timeline[sec].ok : w->timeline[sec].errors);
+  }
+  w->end_ns = done;
+  return true;
+}
+
+// Open loop: thread t's request k is due at start + (k + t/T) * T/rate.
+uint64_t DueTime(const Shared& shared, uint32_t t, uint64_t k) {
+  const LoadConfig& cfg = *shared.config;
+  const double interval_ns = 1e9 * cfg.threads / cfg.rate;
+  return shared.start_ns +
+         static_cast<uint64_t>((static_cast<double>(k) +
+                                static_cast<double>(t) / cfg.threads) *
+                               interval_ns);
+}
+
+void FinishWorker(Shared* shared) {
+  std::lock_guard<std::mutex> guard(shared->done_mu);
+  if (--shared->running == 0) shared->done_cv.notify_all();
+}
+
+// One client thread: blocking I/O, one request in flight at a time.
 void RunWorker(Shared* shared, uint32_t t, Worker* w) {
   const LoadConfig& cfg = *shared->config;
-  const uint32_t nthreads = cfg.threads;
   Workload workload(cfg.workload, t);
   const bool open_loop = cfg.rate > 0;
-  if (open_loop) {
-    // The default 50 us timer slack would make every scheduled send late.
-    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-  }
-  // Keep-alive: this thread's connections are t, t+T, t+2T, ... < C.
-  const uint32_t total_conns =
-      cfg.keepalive ? std::max(cfg.connections, nthreads) : 1;
-  const uint32_t my_conns =
-      cfg.keepalive ? (total_conns - t + nthreads - 1) / nthreads : 1;
-  std::vector<LabConnection> conns(my_conns);
+  // The default 50 us timer slack would make every scheduled send late.
+  if (open_loop) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  const ClientPlan plan = PlanClient(cfg, t);
+  std::vector<LabConnection> conns(plan.conns);
   uint32_t next_conn = 0;
-
-  const uint64_t quota =
-      cfg.requests == 0
-          ? UINT64_MAX
-          : cfg.requests / nthreads + (t < cfg.requests % nthreads ? 1 : 0);
-  const double interval_ns = open_loop ? 1e9 * nthreads / cfg.rate : 0;
-
   Frame request{};
   Frame reply{};
-  int connect_failures = 0;
-
   shared->ready.count_down();
   shared->go.wait();
-  const uint64_t start = shared->start_ns;
-  const uint64_t measure = shared->measure_ns;
-  const uint64_t deadline = shared->deadline_ns;
 
   uint64_t measured = 0;
-  for (uint64_t k = 0; measured < quota; ++k) {
+  for (uint64_t k = 0; measured < plan.quota; ++k) {
     if (shared->stop.load(std::memory_order_relaxed)) break;
-    uint64_t due = 0;  // set below in both modes
-    if (open_loop) {
-      due = start + static_cast<uint64_t>((static_cast<double>(k) +
-                                           static_cast<double>(t) / nthreads) *
-                                          interval_ns);
-      if (due >= deadline) break;
-      if (NowNs() < due) SleepUntilNs(due);
-    }
-    const Op op = workload.Next();
-    workload.FillRequest(op, &request);
+    uint64_t due = open_loop ? DueTime(*shared, t, k) : NowNs();
+    if (PastDeadline(shared, due)) break;
+    if (open_loop && NowNs() < due) SleepUntilNs(due);
+    workload.FillRequest(workload.Next(), &request);
     const uint64_t sent = NowNs();
-    if (!open_loop) {
-      if (sent >= deadline) break;
-      due = sent;
-    }
-
+    if (!open_loop) due = sent;
     LabConnection& conn = conns[next_conn];
-    if (++next_conn == my_conns) next_conn = 0;
-    ErrorKind kind = ErrorKind::kNone;
+    if (++next_conn == plan.conns) next_conn = 0;
     std::string detail;
-    if (!conn.is_open()) {
-      kind = conn.Connect(cfg.endpoint, cfg.timeout_ms,
-                          w->first_error.empty() ? &detail : nullptr,
-                          /*nodelay=*/cfg.keepalive);
-    }
-    if (kind == ErrorKind::kNone) {
-      kind = conn.RoundTrip(request, &reply);
-      if (!cfg.keepalive) conn.Close();
-      if (kind == ErrorKind::kNone) {
-        connect_failures = 0;
-      } else if (w->first_error.empty()) {
-        detail = std::string(ErrorKindName(kind)) + " on request '" +
-                 Sanitize(FrameText(std::string_view(request.data(), kFrameSize)),
-                          48) +
-                 "'";
-        if (kind == ErrorKind::kErrorReply) {
-          detail += ": '" + Sanitize(FrameText(std::string_view(reply.data(),
-                                                                kFrameSize)),
-                                     64) + "'";
-        }
-      }
-    }
-    const uint64_t done = NowNs();
-
-    if (due < measure) {
-      ++w->warmup;
-    } else {
-      ++measured;
-      if (kind == ErrorKind::kNone) {
-        ++w->ok;
-        w->latency.Record(done - due);
-        if (open_loop) w->uncorrected.Record(done - sent);
-      } else {
-        ++w->errors[static_cast<int>(kind)];
-      }
-      if (open_loop && sent > due) w->max_lag_ns = std::max(w->max_lag_ns, sent - due);
-      const std::size_t sec = static_cast<std::size_t>((done - measure) / 1'000'000'000ULL);
-      if (sec < 100000) {
-        if (w->timeline.size() <= sec) w->timeline.resize(sec + 1);
-        if (kind == ErrorKind::kNone) {
-          ++w->timeline[sec].ok;
-        } else {
-          ++w->timeline[sec].errors;
-        }
-      }
-      w->end_ns = done;
-      w->progress.store(measured, std::memory_order_relaxed);
+    const ErrorKind kind = Exchange(cfg, &conn, request, &reply, &detail);
+    if (Record(*shared, open_loop, due, sent, NowNs(), kind, w)) {
+      w->progress.store(++measured, std::memory_order_relaxed);
     }
     if (kind != ErrorKind::kNone && w->first_error.empty()) w->first_error = detail;
     if (kind == ErrorKind::kConnect) {
-      if (++connect_failures >= kMaxConsecutiveConnectFailures) {
-        shared->server_gone.store(true, std::memory_order_relaxed);
-        shared->stop.store(true, std::memory_order_relaxed);
-        break;
-      }
-      // Back off briefly so a refusing server is not hammered in a tight loop.
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      NoteServerGone(shared, detail);
+      break;
     }
   }
-  {
-    std::lock_guard<std::mutex> guard(shared->done_mu);
-    if (--shared->running == 0) shared->done_cv.notify_all();
+  FinishWorker(shared);
+}
+
+// ---- keep-alive, closed loop: a few event-driven threads ------------------
+//
+// E = min(T, CPUs) threads, each with one epoll set, drive the T logical
+// clients (client t on loop t % E). A logical client is exactly what a
+// blocking worker is (its own workload stream, quota, connections used in
+// turn, one request in flight, its own Worker stats), so results and
+// traffic are the same; only the OS threads differ. Per request: one
+// send(), one epoll_wait() share, one recv() (usually), two clock reads.
+// Connects (once per connection) are blocking with the connect timeout;
+// the receive timeout is enforced by a scan every 50 ms.
+
+struct LogicalClient {
+  uint32_t t = 0;
+  uint32_t slot = 0;  // index in its loop's client list (epoll data)
+  Worker* w = nullptr;
+  Workload workload;
+  ClientPlan plan;
+  std::vector<LabConnection> conns;
+  uint32_t next_conn = 0;
+  LabConnection* busy = nullptr;  // connection with the request in flight
+  Frame request{};
+  Frame reply{};
+  std::size_t got = 0;  // reply bytes so far
+  uint64_t sent_ns = 0;
+  uint64_t measured = 0;
+  bool done = false;
+  LogicalClient(const LoadConfig& cfg, uint32_t index, Worker* worker)
+      : t(index), w(worker), workload(cfg.workload, index), plan(PlanClient(cfg, index)),
+        conns(plan.conns) {}
+};
+
+class EventLoop {
+ public:
+  EventLoop(Shared* shared, std::vector<LogicalClient*> clients)
+      : shared_(shared), cfg_(*shared->config), clients_(std::move(clients)) {}
+  ~EventLoop() {
+    if (ep_ >= 0) ::close(ep_);
+  }
+  void Run();
+
+ private:
+  void StartNext(LogicalClient* c);
+  void Finish(LogicalClient* c, ErrorKind kind, const std::string& detail);
+  void OnEvent(uint64_t data);
+  void OnReadable(LogicalClient* c);
+  void ExpireTimeouts(uint64_t now);
+  bool OpenConnection(LogicalClient* c, LabConnection* conn);
+
+  Shared* shared_;
+  const LoadConfig& cfg_;
+  std::vector<LogicalClient*> clients_;
+  int ep_ = -1;
+  uint32_t active_ = 0;
+};
+
+// Connects `conn` (blocking, bounded by the connect timeout), makes it
+// non-blocking and adds it to the epoll set. False: finished with an error.
+bool EventLoop::OpenConnection(LogicalClient* c, LabConnection* conn) {
+  std::string detail;
+  const ErrorKind kind = conn->Connect(cfg_.endpoint, cfg_.timeout_ms, &detail,
+                                       /*nodelay=*/true);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = (uint64_t{c->slot} << 32) | static_cast<uint64_t>(conn - c->conns.data());
+  if (kind == ErrorKind::kNone &&
+      (::fcntl(conn->fd(), F_SETFL, O_NONBLOCK) != 0 ||
+       ::epoll_ctl(ep_, EPOLL_CTL_ADD, conn->fd(), &ev) != 0)) {
+    conn->Close();
+    Finish(c, ErrorKind::kOther, std::string("epoll: ") + std::strerror(errno));
+    return false;
+  }
+  if (kind != ErrorKind::kNone) {
+    c->busy = nullptr;
+    Finish(c, kind, detail);
+    return false;
+  }
+  return true;
+}
+
+// Starts c's next request, or marks c done. Requests that fail at once
+// (connect, send) are booked and the next one is tried, as a worker would.
+void EventLoop::StartNext(LogicalClient* c) {
+  while (!c->done) {
+    if (c->measured >= c->plan.quota || shared_->stop.load(std::memory_order_relaxed) ||
+        PastDeadline(shared_, NowNs())) {
+      c->done = true;
+      --active_;
+      return;
+    }
+    c->workload.FillRequest(c->workload.Next(), &c->request);
+    LabConnection* conn = &c->conns[c->next_conn];
+    if (++c->next_conn == c->plan.conns) c->next_conn = 0;
+    c->sent_ns = NowNs();
+    if (!conn->is_open() && !OpenConnection(c, conn)) continue;
+    c->busy = conn;
+    c->got = 0;
+    // A 100-byte frame fits any socket buffer; a short write is finished
+    // with a bounded poll (rare: the peer stopped reading).
+    std::size_t put = 0;
+    while (put < kFrameSize) {
+      const ssize_t n = ::send(conn->fd(), c->request.data() + put, kFrameSize - put,
+                               MSG_NOSIGNAL);
+      if (n > 0) {
+        put += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        pollfd pfd{conn->fd(), POLLOUT, 0};
+        if (::poll(&pfd, 1, cfg_.timeout_ms) > 0) continue;
+        errno = ETIMEDOUT;
+      }
+      break;
+    }
+    if (put == kFrameSize) return;  // wait for the reply
+    const ErrorKind kind = errno == ETIMEDOUT ? ErrorKind::kTimeout : ErrorKind::kReset;
+    conn->Close();
+    Finish(c, kind, DescribeError(kind, c->request, c->reply));
   }
 }
 
-}  // namespace
-
-uint64_t LoadResult::total_errors() const {
-  uint64_t sum = 0;
-  for (uint64_t e : errors) sum += e;
-  return sum;
+// Books c's request (in flight or failed to start) and moves on.
+void EventLoop::Finish(LogicalClient* c, ErrorKind kind, const std::string& detail) {
+  const uint64_t done = NowNs();
+  c->busy = nullptr;
+  if (Record(*shared_, /*open_loop=*/false, c->sent_ns, c->sent_ns, done, kind, c->w)) {
+    c->w->progress.store(++c->measured, std::memory_order_relaxed);
+  }
+  if (kind != ErrorKind::kNone && c->w->first_error.empty()) c->w->first_error = detail;
+  if (kind == ErrorKind::kConnect) NoteServerGone(shared_, detail);
 }
 
-void RunLoad(const LoadConfig& config, LoadResult* result) {
-  const uint32_t nthreads = config.threads;
-  Shared shared(nthreads);
-  shared.config = &config;
-  std::vector<std::unique_ptr<Worker>> workers;
-  workers.reserve(nthreads);
-  for (uint32_t t = 0; t < nthreads; ++t) workers.push_back(std::make_unique<Worker>());
-  std::vector<std::thread> threads;
-  threads.reserve(nthreads);
-  for (uint32_t t = 0; t < nthreads; ++t) {
-    threads.emplace_back(RunWorker, &shared, t, workers[t].get());
+// An event on connection (slot << 32 | index). One that is not carrying the
+// client's request (an idle keep-alive connection the server closed, or
+// sent something unasked on) is closed; it is reopened when its turn comes.
+void EventLoop::OnEvent(uint64_t data) {
+  LogicalClient* c = clients_[data >> 32];
+  LabConnection* conn = &c->conns[data & 0xffffffffu];
+  if (conn != c->busy) {
+    conn->Close();
+    return;
   }
-  shared.ready.wait();
-  shared.start_ns = NowNs();
-  shared.measure_ns = shared.start_ns + static_cast<uint64_t>(config.warmup_s * 1e9);
+  OnReadable(c);
+}
+
+void EventLoop::OnReadable(LogicalClient* c) {
+  LabConnection* conn = c->busy;
+  if (conn == nullptr) return;  // e.g. a close after a timeout
+  const ssize_t n = ::recv(conn->fd(), c->reply.data() + c->got, kFrameSize - c->got, 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  ErrorKind kind = ErrorKind::kNone;
+  if (n <= 0) {
+    kind = n == 0 ? ErrorKind::kShortReply
+                  : (errno == ECONNRESET ? ErrorKind::kReset : ErrorKind::kOther);
+  } else {
+    c->got += static_cast<std::size_t>(n);
+    if (c->got < kFrameSize) return;
+    if (IsErrorReply(FrameText(std::string_view(c->reply.data(), kFrameSize)))) {
+      kind = ErrorKind::kErrorReply;
+    }
+  }
+  if (kind != ErrorKind::kNone && kind != ErrorKind::kErrorReply) conn->Close();
+  Finish(c, kind,
+         kind == ErrorKind::kNone ? std::string() : DescribeError(kind, c->request, c->reply));
+  StartNext(c);
+}
+
+void EventLoop::ExpireTimeouts(uint64_t now) {
+  const uint64_t limit = static_cast<uint64_t>(cfg_.timeout_ms) * 1'000'000ULL;
+  for (LogicalClient* c : clients_) {
+    if (c->busy == nullptr || now - c->sent_ns < limit) continue;
+    c->busy->Close();
+    Finish(c, ErrorKind::kTimeout, DescribeError(ErrorKind::kTimeout, c->request, c->reply));
+    StartNext(c);
+  }
+}
+
+void EventLoop::Run() {
+  ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+  const std::string ep_error = std::string("epoll_create1: ") + std::strerror(errno);
+  for (uint32_t i = 0; i < clients_.size(); ++i) clients_[i]->slot = i;
+  shared_->ready.count_down();
+  shared_->go.wait();
+  active_ = static_cast<uint32_t>(clients_.size());
+  for (LogicalClient* c : clients_) {
+    if (ep_ < 0) {
+      Finish(c, ErrorKind::kOther, ep_error);
+    } else {
+      StartNext(c);
+    }
+  }
+  std::vector<epoll_event> events(std::max<std::size_t>(clients_.size(), 1));
+  uint64_t last_scan = NowNs();
+  while (active_ > 0 && ep_ >= 0 && !shared_->stop.load(std::memory_order_relaxed)) {
+    const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 50);
+    for (int i = 0; i < n; ++i) OnEvent(events[i].data.u64);
+    const uint64_t now = NowNs();
+    if (now - last_scan >= 50'000'000ULL) {
+      last_scan = now;
+      ExpireTimeouts(now);
+    }
+  }
+  FinishWorker(shared_);
+}
+
+// Keep-alive closed loop with more clients than CPUs: the event loops.
+bool UseEventLoops(const LoadConfig& config) {
+  return config.keepalive && config.rate <= 0;
+}
+
+uint32_t EventLoopCount(const LoadConfig& config) {
+  const uint32_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(config.threads, cpus);
+}
+
+// Sets the clock: start, end of warm-up, and the deadline (the earlier of
+// warm-up + duration and the time limit).
+void StartClock(const LoadConfig& config, Shared* shared) {
+  shared->start_ns = NowNs();
+  shared->measure_ns = shared->start_ns + static_cast<uint64_t>(config.warmup_s * 1e9);
+  const uint64_t limit_ns =
+      shared->start_ns + static_cast<uint64_t>(config.time_limit_s * 1e9);
   if (config.duration_s > 0) {
-    shared.deadline_ns =
-        shared.measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
+    shared->deadline_ns =
+        shared->measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
   }
-  shared.go.count_down();
+  if (limit_ns < shared->deadline_ns) {
+    shared->deadline_ns = limit_ns;
+    shared->limit_binds = true;
+  }
+}
 
-  // Wait for the workers; print progress for long runs unless quiet.
-  {
-    std::unique_lock<std::mutex> lock(shared.done_mu);
-    uint64_t last_print = shared.start_ns;
-    while (shared.running > 0) {
-      shared.done_cv.wait_for(lock, std::chrono::milliseconds(250));
-      const uint64_t now = NowNs();
-      if (config.progress && shared.running > 0 && now - shared.start_ns >= 3'000'000'000ULL &&
-          now - last_print >= 1'000'000'000ULL) {
-        last_print = now;
-        uint64_t done = 0;
-        for (const auto& w : workers) done += w->progress.load(std::memory_order_relaxed);
-        const double t = static_cast<double>(now - shared.start_ns) / 1e9;
-        if (t < config.warmup_s) {
-          std::fprintf(stderr, "client: %.0f s, warming up\n", t);
-        } else if (config.requests > 0) {
-          std::fprintf(stderr, "client: %.0f s, %llu of %llu requests\n", t,
-                       static_cast<unsigned long long>(done),
-                       static_cast<unsigned long long>(config.requests));
-        } else {
-          std::fprintf(stderr, "client: %.0f s of %.0f s, %llu requests\n", t,
-                       config.warmup_s + config.duration_s,
-                       static_cast<unsigned long long>(done));
-        }
-      }
+void PrintProgress(const LoadConfig& config, const Shared& shared, uint64_t now,
+                   const std::vector<std::unique_ptr<Worker>>& workers) {
+  uint64_t done = 0;
+  for (const auto& w : workers) done += w->progress.load(std::memory_order_relaxed);
+  const double t = static_cast<double>(now - shared.start_ns) / 1e9;
+  if (t < config.warmup_s) {
+    std::fprintf(stderr, "client: %.0f s, warming up\n", t);
+  } else if (config.requests > 0) {
+    std::fprintf(stderr, "client: %.0f s, %llu of %llu requests\n", t,
+                 static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(config.requests));
+  } else {
+    std::fprintf(stderr, "client: %.0f s of %.0f s, %llu requests\n", t,
+                 config.warmup_s + config.duration_s,
+                 static_cast<unsigned long long>(done));
+  }
+}
+
+// Waits for the workers; prints progress for long runs unless quiet.
+void WaitForWorkers(const LoadConfig& config, Shared* shared,
+                    const std::vector<std::unique_ptr<Worker>>& workers) {
+  std::unique_lock<std::mutex> lock(shared->done_mu);
+  uint64_t last_print = shared->start_ns;
+  while (shared->running > 0) {
+    shared->done_cv.wait_for(lock, std::chrono::milliseconds(250));
+    const uint64_t now = NowNs();
+    if (config.progress && shared->running > 0 &&
+        now - shared->start_ns >= 3'000'000'000ULL &&
+        now - last_print >= 1'000'000'000ULL) {
+      last_print = now;
+      PrintProgress(config, *shared, now, workers);
     }
   }
-  for (auto& th : threads) th.join();
+}
 
+LoadResult MergeWorkers(const LoadConfig& config, const Shared& shared,
+                        const std::vector<std::unique_ptr<Worker>>& workers) {
   LoadResult r;
   uint64_t end = shared.measure_ns;
   uint64_t max_lag = 0;
@@ -247,6 +488,7 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
     r.ok += w->ok;
     for (int k = 0; k < kNumErrorKinds; ++k) r.errors[k] += w->errors[k];
     r.warmup_requests += w->warmup;
+    r.answered += w->answered;
     r.latency.Merge(w->latency);
     r.uncorrected.Merge(w->uncorrected);
     end = std::max(end, w->end_ns);
@@ -266,7 +508,53 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
   }
   r.max_send_lag_us = static_cast<double>(max_lag) / 1e3;
   r.server_gone = shared.server_gone.load();
-  *result = std::move(r);
+  r.gone_detail = shared.gone_detail;
+  r.time_limit_hit = shared.time_limit_hit.load();
+  return r;
+}
+
+}  // namespace
+
+uint64_t LoadResult::total_errors() const {
+  uint64_t sum = 0;
+  for (uint64_t e : errors) sum += e;
+  return sum;
+}
+
+void RunLoad(const LoadConfig& config, LoadResult* result) {
+  const uint32_t nthreads = config.threads;
+  const bool events = UseEventLoops(config);
+  const uint32_t os_threads = events ? EventLoopCount(config) : nthreads;
+  Shared shared(os_threads);
+  shared.config = &config;
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.reserve(nthreads);
+  for (uint32_t t = 0; t < nthreads; ++t) workers.push_back(std::make_unique<Worker>());
+  std::vector<std::unique_ptr<LogicalClient>> clients;
+  std::vector<std::unique_ptr<EventLoop>> loops;
+  if (events) {
+    std::vector<std::vector<LogicalClient*>> share(os_threads);
+    for (uint32_t t = 0; t < nthreads; ++t) {
+      clients.push_back(std::make_unique<LogicalClient>(config, t, workers[t].get()));
+      share[t % os_threads].push_back(clients.back().get());
+    }
+    for (auto& s : share) loops.push_back(std::make_unique<EventLoop>(&shared, std::move(s)));
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(os_threads);
+  for (uint32_t i = 0; i < os_threads; ++i) {
+    if (events) {
+      threads.emplace_back(&EventLoop::Run, loops[i].get());
+    } else {
+      threads.emplace_back(RunWorker, &shared, i, workers[i].get());
+    }
+  }
+  shared.ready.wait();
+  StartClock(config, &shared);
+  shared.go.count_down();
+  WaitForWorkers(config, &shared, workers);
+  for (auto& th : threads) th.join();
+  *result = MergeWorkers(config, shared, workers);
 }
 
 }  // namespace kv

@@ -1,0 +1,296 @@
+"""`python -m analysis grade SUBMISSION...` (and `lockbench grade`): grade Lab 2 submissions,
+each in its own sandbox, write per-submission pages and, for several, a class summary.
+
+Exit status: 0 graded (whatever the verdicts); 1 grading itself could not run (one line);
+2 bad command line; 130 interrupted (finished submissions are kept: run again to resume).
+"""
+
+import argparse
+import csv
+import html
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from ..progress import Progress, hms
+from . import render, sandbox
+
+PROG = "python -m analysis grade"
+REPO = Path(__file__).resolve().parents[2]
+QUICK = {"runs": 3, "sizes": [10, 1000], "init_n": 20, "attack_rounds": 1, "attack_requests": 256,
+         "request_timeout_s": 3.0, "idle_timeout_s": 3.0}
+DEFAULT = {"runs": 100, "sizes": [10, 100, 1000], "init_n": 100, "attack_rounds": 3,
+           "attack_requests": 1000,
+           "request_timeout_s": 5.0, "idle_timeout_s": 5.0}
+
+
+RUNNING: set = set()  # the outer sandboxes now running (killed on Ctrl-C)
+
+
+class GradeError(Exception):
+    """Grading cannot run at all (exit 1, one line)."""
+
+
+def _runs(t):
+    try:
+        v = int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {t!r}") from None
+    if not 1 <= v <= 1000:
+        raise argparse.ArgumentTypeError(f"must be 1..1000, got {v}")
+    return v
+
+
+def _sizes(t):
+    try:
+        v = [int(x) for x in t.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma list of integers: {t!r}") from None
+    if not v or any(not 4 <= x <= 100000 for x in v):
+        raise argparse.ArgumentTypeError(f"sizes must be 4..100000, got {t!r}")
+    return sorted(set(v))
+
+
+def _seconds(t):
+    try:
+        v = float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {t!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {t!r}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="Grade ECE 420 Lab 2 submissions, each built and run in a "
+        "bubblewrap sandbox (own loopback, read-only system, user nobody, rlimits).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               f"  {PROG} submissions/alice              one submission, pages in grades/alice/\n"
+               f"  {PROG} submissions/* --out grades     a class: grades/index.html, summary.csv\n"
+               f"  {PROG} tests/fixtures/* --quick       a quick look (3 runs, n=10,1000)\n"
+               "docs: docs/grading.md")
+    ap.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
+                    help="a folder with the sources and a Makefile, or with built main1..main4")
+    ap.add_argument("--out", type=Path, default=Path("grades"),
+                    help="output folder (default: %(default)s); one subfolder per submission")
+    ap.add_argument("--quick", action="store_true",
+                    help="3 runs per server and n = 10, 1000, fewer probes (about a minute each)")
+    ap.add_argument("--runs", type=_runs, help="kit runs per server and n (default 100; 3 quick)")
+    ap.add_argument("--sizes", type=_sizes, help="comma list of n (default 10,100,1000)")
+    ap.add_argument("--weights", type=Path, default=render.DEFAULT_WEIGHTS,
+                    help="points per check, TOML (default: %(default)s)")
+    ap.add_argument("--bin-dir", type=Path, default=None,
+                    help="lockbench's reference main1..main4 (default: build/release of this "
+                         "repository)")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="do not measure the reference servers beside the submissions")
+    ap.add_argument("--race", action="store_true",
+                    help="also rebuild with -fsanitize=thread (CC/CFLAGS/LDFLAGS) and report races")
+    ap.add_argument("--timeout", type=_seconds, metavar="S",
+                    help="wall-clock limit for one submission (default 3600; 600 quick)")
+    ap.add_argument("--build-timeout", type=_seconds, default=120.0, metavar="S",
+                    help="wall-clock limit for make (default: %(default)s)")
+    ap.add_argument("--jobs", type=_runs, default=1, metavar="J",
+                    help="grade J submissions at a time (default 1: timings of one "
+                         "submission are not disturbed by another)")
+    ap.add_argument("--force", action="store_true",
+                    help="grade again submissions that already have a results.json in --out")
+    ap.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    return ap
+
+
+def config(a) -> dict:
+    base = dict(QUICK if a.quick else DEFAULT)
+    if a.runs:
+        base["runs"] = a.runs
+    if a.sizes:
+        base["sizes"] = a.sizes
+    weights = render.load_weights(a.weights)
+    base.update({"quick": a.quick, "race": a.race, "build_timeout_s": a.build_timeout,
+                 "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
+                 "max_states": 200_000,
+                 "speed_ratio": float(weights["thresholds"].get("speed_ratio", 2.0)),
+                 "timeout_s": a.timeout or (600.0 if a.quick else 3600.0)})
+    return base
+
+
+def names_for(subs: list) -> list:
+    """Distinct folder names for the submissions (a suffix on duplicates)."""
+    out, seen = [], {}
+    for s in subs:
+        base = s.resolve().name or "submission"
+        k = seen.get(base, 0)
+        seen[base] = k + 1
+        out.append(base if k == 0 else f"{base}-{k + 1}")
+    return out
+
+
+def run_worker(cfg: dict, out: Path) -> dict:
+    """One outer sandbox running the worker; returns its evidence (or an error evidence)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "evidence.json").unlink(missing_ok=True)
+    cfg_file = out / "config.json"
+    cfg_file.write_text(json.dumps({**cfg, "out": str(out.resolve())}, indent=1))
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(REPO),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    readable = [Path(cfg[k]).resolve() for k in ("submission", "reference_bin") if k in cfg]
+    cmd = sandbox.outer([out.resolve()], [sys.executable, "-m", "analysis.grade.worker",
+                                          str(cfg_file.resolve())], env, [REPO, *readable])
+    with open(out / "worker.log", "wb") as log:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=REPO)
+        RUNNING.add(p)
+        try:
+            code = p.wait(cfg["timeout_s"])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            return {"error": f"grading did not finish within {cfg['timeout_s']:g} s", "checks": []}
+        except BaseException:  # Ctrl-C while waiting in this thread
+            p.kill()
+            raise
+        finally:
+            RUNNING.discard(p)
+    try:
+        return json.loads((out / "evidence.json").read_text())
+    except (OSError, ValueError):
+        tail = (out / "worker.log").read_text(errors="replace").strip().splitlines()[-1:]
+        return {"error": f"the grading worker failed (exit {code}): {' '.join(tail)}",
+                "checks": []}
+
+
+def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dict:
+    ev = run_worker({**cfg, "submission": str(sub.resolve())}, out)
+    render.write_pages(out, out.name, ev, ref, weights)
+    return ev
+
+
+def summary_row(name: str, ev: dict, weights: dict) -> dict:
+    scored = render.score(ev, weights)
+    got, mx = render.totals(scored)
+    word, failed = render.verdict(ev)
+    return {"submission": name, "verdict": word, "score": got, "max_score": mx,
+            "failed": " ".join(failed), "seconds": round(ev.get("seconds", 0), 1)}
+
+
+def write_class(out: Path, rows: list) -> None:
+    with open(out / "summary.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    e = html.escape
+    body = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Lab 2 grades</title>"
+            "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+            "td,th{border:1px solid #999;padding:.2em .5em}.PASS{color:#070}.FAIL{color:#b00}"
+            ".PASS-WITH-FINDINGS{color:#b06000}"
+            "</style></head><body><h1>Lab 2 grades</h1><table><tr><th>Submission</th>"
+            "<th>Verdict</th><th>Score</th><th>Failed checks</th></tr>"]
+    for r in rows:
+        body.append(f"<tr><td><a href='{e(r['submission'])}/verdict.html'>{e(r['submission'])}</a>"
+                    f"</td><td class='{r['verdict'].replace(' ', '-')}'>{r['verdict']}</td>"
+                    f"<td>{r['score']:g} / {r['max_score']:g}</td><td>{e(r['failed'])}</td></tr>")
+    body.append("</table></body></html>")
+    (out / "index.html").write_text("\n".join(body))
+
+
+def reference(cfg, out: Path, a) -> dict | None:
+    if a.no_reference:
+        return None
+    missing = [m for m in ("main1", "main2", "main3", "main4") if not (a.bin_dir / m).is_file()]
+    if missing:
+        raise GradeError(f"reference servers missing in {a.bin_dir}: {', '.join(missing)} "
+                         "(build them: cmake --preset release && cmake --build --preset release,"
+                         " or pass --no-reference)")
+    rdir = out / "reference"
+    key = {k: cfg[k] for k in ("runs", "sizes")}
+    stored = rdir / "evidence.json"
+    if stored.is_file() and not a.force:
+        ev = json.loads(stored.read_text())
+        if ev.get("key") == key:
+            return ev
+    print("measuring the reference servers (same sitting)", file=sys.stderr)
+    ev = run_worker({**cfg, "mode": "reference", "reference_bin": str(a.bin_dir.resolve())}, rdir)
+    if ev.get("error"):
+        raise GradeError(f"reference measurement failed: {ev['error']}")
+    ev["key"] = key
+    stored.write_text(json.dumps(ev))
+    return ev
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    a = ap.parse_args(argv)
+    for s in a.submissions:
+        if not s.is_dir():
+            ap.error(f"submission {s} is not a folder")
+    if a.bin_dir is not None and not a.bin_dir.is_dir():
+        ap.error(f"--bin-dir {a.bin_dir} is not a folder")
+    a.bin_dir = a.bin_dir or REPO / "build" / "release"
+    try:
+        cfg = config(a)
+        weights = render.load_weights(a.weights)
+    except render.WeightsError as e:
+        ap.error(str(e))
+    why = sandbox.available()
+    if why:
+        print(f"{PROG}: error: bubblewrap sandbox unavailable: {why}", file=sys.stderr)
+        return 1
+    out = a.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        ref = reference(cfg, out, a)
+        names = names_for(a.submissions)
+        todo_key = {k: cfg[k] for k in ("runs", "sizes", "race")}
+        per = 40.0 if a.quick else 600.0
+        prog = Progress(per * len(names), len(names), enabled=not a.no_progress)
+        rows: dict = {}
+
+        def one(sub, name):
+            sdir = out / name
+            stamp = sdir / "grade-key.json"
+            if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
+                    and json.loads(stamp.read_text()) == todo_key):
+                ev = json.loads((sdir / "evidence.json").read_text())
+                render.write_pages(sdir, name, ev, ref, weights)
+                return name, ev, "kept from an earlier run"
+            ev = grade_one(cfg, sub, sdir, ref, weights)
+            stamp.write_text(json.dumps(todo_key))
+            return name, ev, render.verdict(ev)[0]
+
+        with ThreadPoolExecutor(a.jobs) as pool:
+            futures = [pool.submit(one, s, n) for s, n in zip(a.submissions, names)]
+            try:
+                for f in as_completed(futures):
+                    name, ev, what = f.result()
+                    rows[name] = summary_row(name, ev, weights)
+                    prog.advance(per, f"{name}: {what}")
+            except KeyboardInterrupt:
+                for f in futures:
+                    f.cancel()
+                for p in list(RUNNING):  # --die-with-parent takes the inner sandboxes along
+                    p.kill()
+                raise
+        rows = [rows[n] for n in names]
+        write_class(out, rows)
+    except GradeError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted; graded submissions are kept in {out} "
+              "(run the same command again to resume)", file=sys.stderr)
+        return 130
+    for r in rows:
+        print(f"{r['submission']}: {r['verdict']} {r['score']:g}/{r['max_score']:g}"
+              + (f" (failed: {r['failed']})" if r["failed"] else ""))
+    print(f"pages: {out}/<submission>/verdict.html; class: {out}/index.html, {out}/summary.csv",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,159 @@
+"""The kit's wire protocol and workloads, driven from Python over raw sockets, recording a
+history of every request (KIT.md: one connection per request, 100-byte frames).
+
+A Request records what was sent, when (time.monotonic, seconds), and what came back or what
+went wrong. Nothing here opens a connection the kit would not open, except the probes that
+the robustness checks ask for by name.
+"""
+
+import random
+import socket
+import string
+import threading
+import time
+from dataclasses import dataclass, field
+
+FRAME = 100          # COM_BUFF_SIZE
+THREADS = 100        # COM_CLIENT_THREAD_COUNT
+PER_THREAD = 10      # requests per thread: 1000 a run (COM_NUM_REQUEST)
+
+
+@dataclass
+class Request:
+    thread: int
+    pos: int
+    is_read: bool
+    text: str               # the written text ('' for a read)
+    start: float = 0.0
+    end: float = 0.0
+    reply: str | None = None
+    error: str = ""         # '' when a full 100-byte reply came back
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def describe(self) -> str:
+        op = f"read slot {self.pos}" if self.is_read else f"write slot {self.pos} := {self.text!r}"
+        got = f"got {self.reply!r}" if self.reply is not None else f"failed: {self.error}"
+        return f"thread {self.thread}: {op}; {got}"
+
+
+def frame(text: str, pad: bytes = b"\0") -> bytes:
+    """`text` NUL-terminated, padded to exactly 100 bytes (cut to 99 bytes + NUL)."""
+    raw = text.encode()[:FRAME - 1] + b"\0"
+    return raw + pad * (FRAME - len(raw))
+
+
+def request_text(pos: int, is_read: bool, text: str) -> str:
+    return f"{pos}-{1 if is_read else 0}-{text}"
+
+
+def exchange(port: int, payload: bytes, timeout: float, ip: str = "127.0.0.1"):
+    """One connection: send payload, read up to 100 bytes. Returns (reply_text or None,
+    error or ''). Never raises for network errors."""
+    try:
+        with socket.create_connection((ip, port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(payload)
+            data = b""
+            while len(data) < FRAME:
+                chunk = s.recv(FRAME - len(data))
+                if not chunk:
+                    break
+                data += chunk
+    except ConnectionRefusedError:
+        return None, "connection refused"
+    except socket.timeout:
+        return None, f"no reply within {timeout:g} s"
+    except OSError as e:
+        return None, f"{type(e).__name__}: {e.strerror or e}"
+    if len(data) < FRAME:
+        return None, f"short reply ({len(data)} of {FRAME} bytes)"
+    return data.split(b"\0", 1)[0].decode("utf-8", "replace"), ""
+
+
+def run_one(port: int, req: Request, timeout: float) -> Request:
+    req.start = time.monotonic()
+    req.reply, req.error = exchange(port, frame(request_text(req.pos, req.is_read, req.text)),
+                                    timeout)
+    req.end = time.monotonic()
+    return req
+
+
+def _rand_r(state: list) -> int:
+    """glibc rand_r (the kit seeds it with the thread index), state in a one-item list."""
+    nxt = state[0]
+    nxt = (nxt * 1103515245 + 12345) & 0xFFFFFFFF
+    result = (nxt // 65536) % 2048
+    nxt = (nxt * 1103515245 + 12345) & 0xFFFFFFFF
+    result = (result << 10) ^ ((nxt // 65536) % 1024)
+    nxt = (nxt * 1103515245 + 12345) & 0xFFFFFFFF
+    result = (result << 10) ^ ((nxt // 65536) % 1024)
+    state[0] = nxt
+    return result
+
+
+def kit_plan(n: int, threads: int = THREADS, per_thread: int = PER_THREAD) -> list:
+    """The kit client's requests, per thread in order: pos = rand_r % n, then read if
+    rand_r % 100 < 70; write text 'String[pos] has been modified by thread T'."""
+    plan = []
+    for t in range(threads):
+        state, mine = [t], []
+        for _ in range(per_thread):
+            pos = _rand_r(state) % n
+            is_read = _rand_r(state) % 100 < 70
+            text = "" if is_read else f"String[{pos}] has been modified by thread {t}"
+            mine.append(Request(t, pos, is_read, text))
+        plan.append(mine)
+    return plan
+
+
+def attack_plan(n: int, seed: int = 1, requests: int = 1000) -> list:
+    """The attacker's shape: for positions 0, n/4, 2n/4, 3n/4, 7 writers write random
+    strings from a pool of 4 (alphanumeric, ~95 - log10 n long) while 1 reader reads;
+    requests/8 each. Unlike the kit, every written string is unique per slot (a suffix),
+    so a history names which write a read saw."""
+    rng = random.Random(seed)
+    length = 95 - len(str(n))
+    pool = ["".join(rng.choice(string.ascii_letters + string.digits) for _ in range(length - 6))
+            for _ in range(4)]
+    plan, tid = [], 0
+    for k in range(4):
+        pos = k * n // 4
+        for w in range(8):
+            mine = []
+            for i in range(requests // 8):
+                if w == 7:
+                    mine.append(Request(tid, pos, True, ""))
+                else:
+                    mine.append(Request(tid, pos, False, f"{rng.choice(pool)}{w}{i:05d}"))
+            plan.append(mine)
+            tid += 1
+    return plan
+
+
+def drive(port: int, plan: list, timeout: float = 5.0, stop: threading.Event | None = None):
+    """Runs the plan: one thread per entry, its requests in order, one connection each.
+    A thread stops at its first failed request (as a server that is gone fails them all).
+    Returns (all requests that were attempted, wall seconds)."""
+    done: list = []
+    lock = threading.Lock()
+
+    def worker(reqs):
+        for r in reqs:
+            if stop is not None and stop.is_set():
+                return
+            run_one(port, r, timeout)
+            with lock:
+                done.append(r)
+            if not r.ok:
+                return
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(reqs,), daemon=True) for reqs in plan]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout * (len(plan[0]) if plan else 1) + 5)
+    return done, time.monotonic() - t0

@@ -1,0 +1,135 @@
+"""Per-slot linearizability of a recorded history (each slot a read/write register), in the
+manner of Porcupine / Wing & Gong with Lowe's memoisation: search for an order of the
+operations that respects real time (an op that returned before another was called comes
+first) and register semantics (a read returns the latest write), memoising (done set,
+value) pairs.
+
+A kit write's reply is the string read back after the write, so a write request becomes two
+operations over the same interval: the write, and a read of the reply that must come after
+that write (other writes may slip in between, as in a server that locks twice).
+"""
+
+from dataclasses import dataclass
+
+UNKNOWN = object()  # initial value not known: the first read defines it
+MAX_STATES = 2_000_000
+
+
+@dataclass(frozen=True)
+class Op:
+    idx: int
+    is_write: bool
+    value: str
+    start: float
+    end: float          # float('inf') when the request never returned
+    label: str          # the request in words, for counterexamples
+    after: int = -1     # idx of an op that must be linearised first (the read-back's write)
+
+
+def ops_from_requests(requests) -> dict:
+    """kitload.Request list -> {slot: [Op]}. Failed reads say nothing and are dropped; a
+    failed write may or may not have happened, so it stays, open-ended."""
+    by_slot: dict = {}
+    for r in requests:
+        ops = by_slot.setdefault(r.pos, [])
+        if r.is_read:
+            if r.ok:
+                ops.append(Op(len(ops), False, r.reply, r.start, r.end,
+                              f"thread {r.thread} read slot {r.pos} -> {r.reply!r}"))
+            continue
+        end = r.end if r.ok else float("inf")
+        w = Op(len(ops), True, r.text, r.start, end,
+               f"thread {r.thread} wrote {r.text!r} to slot {r.pos}")
+        ops.append(w)
+        if r.ok:
+            ops.append(Op(len(ops), False, r.reply, r.start, r.end,
+                          f"thread {r.thread}'s write to slot {r.pos} replied {r.reply!r}",
+                          after=w.idx))
+    return by_slot
+
+
+@dataclass
+class Result:
+    ok: bool | None            # None: gave up (too many states)
+    explanation: str = ""
+    ops: int = 0
+
+
+def _ms(t, t0):
+    return "never" if t == float("inf") else f"{(t - t0) * 1000:.3f} ms"
+
+
+def check_slot(ops: list, initial=UNKNOWN, max_states: int = MAX_STATES) -> Result:
+    """Is this one register's history linearizable from `initial`?"""
+    if not ops:
+        return Result(True, ops=0)
+    order = sorted(range(len(ops)), key=lambda i: ops[i].start)
+    written = {o.value for o in ops if o.is_write}
+    t0 = min(o.start for o in ops)
+    # A read of a value nobody wrote (and not the initial one) can never be explained.
+    if initial is not UNKNOWN:
+        for o in ops:
+            if not o.is_write and o.value not in written and o.value != initial:
+                return Result(False, f"{o.label} (between {_ms(o.start, t0)} and "
+                                     f"{_ms(o.end, t0)}): no write in the history wrote this "
+                                     f"value, nor is it the initial value {initial!r} "
+                                     "(a torn or mixed string)", len(ops))
+    full = (1 << len(ops)) - 1
+    seen = set()
+    best = (0, 0, initial, [])  # (depth, mask, value, candidates that failed)
+    stack = [(0, initial, 0)]
+    while stack:
+        mask, value, depth = stack.pop()
+        if mask == full:
+            return Result(True, ops=len(ops))
+        key = (mask, value if value is not UNKNOWN else None)
+        if key in seen:
+            continue
+        seen.add(key)
+        if len(seen) > max_states:
+            return Result(None, f"gave up after {max_states} states", len(ops))
+        min_end = float("inf")
+        cands = []
+        for i in order:
+            if mask >> i & 1:
+                continue
+            o = ops[i]
+            if o.start > min_end:
+                break
+            min_end = min(min_end, o.end)
+            cands.append(o)
+        cands = [o for o in cands if o.start <= min_end]
+        moved = False
+        ready = [o for o in cands if o.after < 0 or mask >> o.after & 1]
+        # A read that sees the current value can always go first: it changes nothing and
+        # everything that had to precede it already did. So no branching on it.
+        read = next((o for o in ready if not o.is_write and o.value == value), None)
+        if read is not None:
+            stack.append((mask | 1 << read.idx, read.value, depth + 1))
+            moved = True
+        else:
+            if value is UNKNOWN:  # the first read defines the initial value: branch on it
+                for o in {o.value: o for o in ready if not o.is_write}.values():
+                    stack.append((mask | 1 << o.idx, o.value, depth + 1))
+                    moved = True
+            # Branch on the writes; the one that ends first is tried first (pushed last).
+            for o in sorted((o for o in ready if o.is_write), key=lambda o: -o.end):
+                stack.append((mask | 1 << o.idx, o.value, depth + 1))
+                moved = True
+        if not moved and depth >= best[0]:
+            best = (depth, mask, value, cands)
+    depth, mask, value, cands = best
+    held = "unknown" if value is UNKNOWN else repr(value)
+    lines = [f"after {depth} of {len(ops)} operations in a valid order the slot holds {held}; "
+             "none of the operations that must come next fits:"]
+    for o in cands[:6]:
+        lines.append(f"  - {o.label} (between {_ms(o.start, t0)} and {_ms(o.end, t0)})")
+    return Result(False, "\n".join(lines), len(ops))
+
+
+def check_history(requests, initial: dict | None = None, max_states: int = MAX_STATES) -> dict:
+    """{slot: Result} for every slot touched by the requests; `initial` maps slot -> value
+    (missing: unknown)."""
+    initial = initial or {}
+    return {slot: check_slot(ops, initial.get(slot, UNKNOWN), max_states)
+            for slot, ops in sorted(ops_from_requests(requests).items())}

@@ -1,0 +1,180 @@
+"""`python -m analysis grade` end to end: every fixture under tests/fixtures/ (student-like
+kit servers written from KIT.md) is built and run in the bubblewrap sandbox and gets its
+expected verdict; the pages and results.json are written; the HTML page renders in headless
+Chromium with the verdict on it. One grading of all fixtures (--quick --runs 2, about two
+minutes, two at a time) is shared by the tests of this module."""
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from analysis.grade import render
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+NAMES = ["correct", "crash_on_empty", "no_lock", "serialised", "no_init", "garbage_timing",
+         "hangs"]
+CHROMIUM = shutil.which("chromium")
+
+
+def grade(*args, cwd=REPO, timeout=600):
+    return subprocess.run([sys.executable, "-m", "analysis", "grade", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed (./lockbench setup installs it)")
+    out = tmp_path_factory.mktemp("grades")
+    p = grade(*[FIXTURES / n for n in NAMES], "--quick", "--runs", "2", "--no-reference",
+              "--jobs", "2", "--no-progress", "--out", out)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return out
+
+
+def checks(out: Path, name: str) -> dict:
+    ev = json.loads((out / name / "evidence.json").read_text())
+    return {c["id"]: c for c in ev["checks"]}
+
+
+def statuses(out, name):
+    return {k: c["status"] for k, c in checks(out, name).items()}
+
+
+def test_every_fixture_has_its_pages_and_gradescope_results(graded):
+    for name in NAMES:
+        d = graded / name
+        for f in ("verdict.md", "verdict.html", "results.json"):
+            assert (d / f).is_file(), f"{name}/{f}"
+        res = json.loads((d / "results.json").read_text())
+        assert 0 <= res["score"] <= res["max_score"] and res["tests"]
+        assert all(t["status"] in ("passed", "failed") for t in res["tests"])
+    rows = (graded / "summary.csv").read_text().splitlines()
+    assert rows[0].startswith("submission,verdict,score") and len(rows) == 1 + len(NAMES)
+    assert all(f"{n}/verdict.html" in (graded / "index.html").read_text() for n in NAMES)
+
+
+def test_correct_passes_every_check(graded):
+    st = statuses(graded, "correct")
+    assert set(st.values()) == {"pass"}, st
+    assert "**Verdict: PASS**" in (graded / "correct" / "verdict.md").read_text()
+
+
+def test_crash_on_empty_connection_is_a_robustness_finding_with_its_signal(graded):
+    c = checks(graded, "crash_on_empty")
+    assert c["robustness"]["status"] == "fail"
+    line = next(l for l in c["robustness"]["evidence"] if l.startswith("empty connection"))
+    assert "SIGSEGV" in line
+    assert c["workload"]["status"] == "pass" and c["consistency"]["status"] == "pass"
+
+
+def test_no_lock_is_not_linearizable_and_a_counterexample_is_given(graded):
+    c = checks(graded, "no_lock")["consistency"]
+    assert c["status"] == "fail"
+    assert c["counterexamples"] and "slot" in c["counterexamples"][0]
+
+
+def test_serialised_fails_the_concurrency_checks_only(graded):
+    st = statuses(graded, "serialised")
+    assert st["idle"] == "fail" and st["speed"] == "fail"
+    assert st["workload"] == "pass" and st["consistency"] == "pass"
+
+
+def test_no_init_lists_its_deviations(graded):
+    c = checks(graded, "no_init")["initial"]
+    assert c["status"] == "fail"
+    text = " ".join(c["evidence"])
+    assert "theArray[0]: initial value" in text and "''" in text
+
+
+def test_garbage_timing_lines_are_rejected(graded):
+    st = statuses(graded, "garbage_timing")
+    c = checks(graded, "garbage_timing")["timing"]
+    assert c["status"] == "fail" and "impossible" in " ".join(c["evidence"])
+    assert st["workload"] == "pass"
+
+
+def test_a_server_that_stops_answering_is_a_hang(graded):
+    c = checks(graded, "hangs")["workload"]
+    assert c["status"] == "fail" and "hangs" in " ".join(c["evidence"])
+
+
+def test_the_submission_runs_as_nobody_without_network_beyond_its_loopback(tmp_path):
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    # A "submission" whose Makefile records who runs it and which interfaces it sees.
+    sub = tmp_path / "nosy"
+    sub.mkdir()
+    (sub / "Makefile").write_text(
+        "all:\n\tid -u > who; cat /proc/net/dev > nets; ls /work /root > seen 2>&1 || true\n")
+    out = tmp_path / "out"
+    p = grade(sub, "--quick", "--no-reference", "--no-progress", "--out", out)
+    assert p.returncode == 0, p.stderr
+    built = out / "nosy" / "build"
+    assert (built / "who").read_text().strip() == "65534"
+    ifaces = [l.split(":")[0].strip() for l in (built / "nets").read_text().splitlines()[2:]]
+    assert ifaces == ["lo"]
+    assert "No such file" in (built / "seen").read_text()
+    assert statuses(out, "nosy")["binaries"] == "fail"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+@pytest.mark.parametrize("name,word,colour", [("correct", "PASS", render.PASS_COLOUR),
+                                              ("no_lock", "FAIL", render.FAIL_COLOUR)])
+def test_html_page_renders_in_headless_chromium_with_its_verdict(graded, name, word, colour):
+    import matplotlib.image as mpimg
+    page = graded / name / "verdict.html"
+    assert "http" not in page.read_text().replace("http://www.w3.org/2000/svg", "")
+    profile = Path(tempfile.mkdtemp(prefix="chromium-"))
+    shot = profile / "shot.png"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={profile}"]
+    try:
+        dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()],
+                             capture_output=True, text=True, timeout=60).stdout
+        assert f"<div id=\"verdict\">{word} " in dom
+        subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=900,700",
+                        page.as_uri()], capture_output=True, timeout=60)
+        img = mpimg.imread(shot)[:, :, :3]
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    hits = ((abs(img - rgb) < 0.02).all(axis=2)).sum()
+    assert hits > 2000, f"only {hits} pixels of the {word} banner colour {colour}"
+
+
+def test_bad_command_lines_exit_2_with_one_line(tmp_path):
+    bad_weights = tmp_path / "w.toml"
+    bad_weights.write_text("[points]\nbuild = -1\n")
+    for args in ([tmp_path / "missing"], [FIXTURES / "correct", "--runs", "0"],
+                 [FIXTURES / "correct", "--sizes", "ten"],
+                 [FIXTURES / "correct", "--weights", bad_weights],
+                 [FIXTURES / "correct", "--bin-dir", tmp_path / "nowhere"],
+                 [FIXTURES / "correct", "--jobs", "0"]):
+        p = grade(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert "error:" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_second_run_keeps_what_was_graded(graded):
+    # Last in this module: it rewrites the class summary for two submissions.
+    before = (graded / "correct" / "evidence.json").stat().st_mtime_ns
+    p = grade(FIXTURES / "correct", FIXTURES / "no_lock", "--quick", "--runs", "2",
+              "--no-reference", "--out", graded, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "kept from an earlier run" in p.stderr
+    assert (graded / "correct" / "evidence.json").stat().st_mtime_ns == before
+    assert p.stdout.splitlines()[0].startswith("correct: PASS")
+    assert len((graded / "summary.csv").read_text().splitlines()) == 3
+
+
+def test_only_robustness_findings_give_pass_with_findings(graded):
+    word, failed = render.verdict(json.loads((graded / "crash_on_empty" / "evidence.json").read_text()))
+    assert (word, failed) == ("PASS WITH FINDINGS", ["robustness"])
