@@ -1,0 +1,175 @@
+"""Which TCP ports listen, read from the kernel's socket table (never by connecting).
+
+A kit-style server prints nothing when it is ready and may crash on an empty connection
+(KIT.md, "How kit-style servers behave"), so readiness is seen the only way that does not
+touch it: a socket in LISTEN state in /proc/net/tcp or /proc/net/tcp6.
+
+With `pids`, only sockets held by those processes or their descendants count (matched by
+socket inode from /proc/PID/fd), and the table is read through /proc/PID/net/, i.e. in the
+process's own network namespace: a server started by bubblewrap with --unshare-net is seen
+too. If none of the fds can be read (another user's process, not dumpable), every listening
+socket of the processes' network namespaces counts.
+
+Linux only. Pure reads of /proc; no state; safe from any thread.
+"""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+_LISTEN = "0A"  # TCP_LISTEN in include/net/tcp_states.h, as /proc/net/tcp prints it
+
+
+class NotListening(Exception):
+    """wait_listening gave up; the message is one line for the user."""
+
+
+class ProcessExited(NotListening):
+    """The process ended before any of the ports listened; `returncode` is Popen's
+    (negative: killed by that signal)."""
+
+    def __init__(self, message: str, returncode: int):
+        super().__init__(message)
+        self.returncode = returncode
+
+
+class ListenTimeout(NotListening):
+    """None of the ports listened within the timeout; the process is still running."""
+
+
+def twin(port: int) -> int:
+    """The byte-swapped port the kit client connects to (KIT.md, "the port quirk")."""
+    return ((port >> 8) | (port << 8)) & 0xFFFF
+
+
+def describe_exit(returncode: int) -> str:
+    """Popen.returncode in words: 'exit status 3' or 'killed by signal SIGSEGV (11)'."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "signal"
+        return f"killed by signal {name} ({-returncode})"
+    return f"exit status {returncode}"
+
+
+def parse_table(text: str) -> list:
+    """The rows of a /proc/net/tcp{,6} file -> [(port, state, inode)] (state as the
+    kernel prints it, e.g. '0A' for LISTEN). Malformed lines are skipped."""
+    out = []
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) < 10:
+            continue
+        _, _, port_hex = f[1].rpartition(":")
+        try:
+            out.append((int(port_hex, 16), f[3].upper(), int(f[9])))
+        except ValueError:
+            continue
+    return out
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _tables(net_dir: Path) -> list:
+    return parse_table(_read(net_dir / "tcp")) + parse_table(_read(net_dir / "tcp6"))
+
+
+def process_tree(pids) -> set:
+    """The given pids and all their live descendants (from /proc/*/stat)."""
+    children: dict = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        stat = _read(d / "stat")
+        if not stat:
+            continue
+        try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d.name))
+    seen, todo = set(), [int(p) for p in pids]
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo.extend(children.get(p, []))
+    return seen
+
+
+def socket_inodes(pid: int) -> set | None:
+    """Inodes of the sockets process `pid` holds open; None if its fds cannot be read."""
+    fd_dir = Path(f"/proc/{pid}/fd")
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return None
+    out = set()
+    for name in names:
+        try:
+            target = os.readlink(fd_dir / name)
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            out.add(int(target[8:-1]))
+    return out
+
+
+def listening_ports(pids=None) -> set:
+    """TCP ports (IPv4 and IPv6) in LISTEN state. pids=None: every listener of this
+    process's network namespace. Otherwise only listeners held by those processes or their
+    descendants, read in their own network namespaces; empty if they are all gone."""
+    if pids is None:
+        return {port for port, st, _ in _tables(Path("/proc/net")) if st == _LISTEN}
+    tree = process_tree(pids)
+    inodes, readable, rows, netns_seen = set(), False, [], set()
+    for pid in tree:
+        got = socket_inodes(pid)
+        if got is not None:
+            readable = True
+            inodes |= got
+        try:
+            ns = os.readlink(f"/proc/{pid}/ns/net")
+        except OSError:
+            ns = f"pid{pid}"
+        if ns not in netns_seen:
+            netns_seen.add(ns)
+            rows += _tables(Path(f"/proc/{pid}/net"))
+    return {port for port, st, inode in rows
+            if st == _LISTEN and (inode in inodes or not readable)}
+
+
+def wait_listening(ports, proc, timeout: float, poll_s: float = 0.01) -> int:
+    """Waits until process `proc` (a subprocess.Popen, or anything with .pid and .poll())
+    or one of its descendants listens on one of `ports`; returns that port (the first of
+    `ports` in the given order when several listen).
+    Raises ProcessExited if the process ends first (message names its exit status or
+    signal), ListenTimeout after `timeout` seconds (the process is left running)."""
+    want = [int(p) for p in ports]
+    deadline = time.monotonic() + timeout
+    while True:
+        up = listening_ports([proc.pid])
+        for p in want:
+            if p in up:
+                return p
+        code = proc.poll()
+        if code is not None:
+            raise ProcessExited(f"process {proc.pid} ended before listening on "
+                                f"{_ports_text(want)} ({describe_exit(code)})", code)
+        if time.monotonic() >= deadline:
+            raise ListenTimeout(f"process {proc.pid} did not listen on {_ports_text(want)} "
+                                f"within {timeout:g} s")
+        time.sleep(poll_s)
+
+
+def _ports_text(ports) -> str:
+    return " or ".join(f"port {p}" for p in ports)
