@@ -16,11 +16,17 @@ import threading
 import time
 from pathlib import Path
 
+from .kernel_sockets import describe_exit
+
 HOST = "127.0.0.1"
 
 
 class RunError(Exception):
     """An experiment cannot go on; the message is the one-line cause shown to the user."""
+
+
+class StartError(RunError):
+    """A server exited, or did not become ready, at start-up."""
 
 
 def twin(port: int) -> int:
@@ -129,32 +135,38 @@ class Server:
                 line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 self.stop()
-                raise RunError(f"{self.name} (n={self.n}) did not print its listening line "
+                raise StartError(f"{self.name} (n={self.n}) did not print its listening line "
                                f"within {self.ready_timeout:g} s; see {self.log_file}") from None
             if line is None:
                 code = self.proc.wait()
+                last = self._last_log_line()   # before stop() closes the log
                 self.stop()
-                raise RunError(f"{self.name} (n={self.n}) exited with code {code} at start-up: "
-                               f"{self._last_log_line() or 'no message'}")
+                raise StartError(f"{self.name} (n={self.n}) exited at start-up "
+                                 f"({describe_exit(code)}): {last or 'no message'}")
             self._log.write(line + "\n")
             if line.startswith(f"{self.prog}: listening on "):
                 return self
 
     def _last_log_line(self) -> str:
-        self._log.flush()
+        """The server's own complaint: its last line that says 'error', else its last
+        line (usage hints such as "Run 'main1 --help'" follow the error line)."""
+        if not self._log.closed:
+            self._log.flush()
         try:
-            lines = [ln for ln in self.log_file.read_text().splitlines()
+            lines = [" ".join(ln.split()) for ln in
+                     self.log_file.read_text(errors="replace").splitlines()
                      if ln.strip() and not ln.startswith("# ")]
         except OSError:
             return ""
-        return lines[-1].strip() if lines else ""
+        errors = [ln for ln in lines if "error" in ln.lower()]
+        return (errors or lines or [""])[-1][:300]
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def died(self) -> RunError:
-        return RunError(f"{self.name} (n={self.n}) died during the experiment with exit code "
-                        f"{self.proc.poll()}; see {self.log_file}")
+        return RunError(f"{self.name} (n={self.n}) died during the experiment "
+                        f"({describe_exit(self.proc.poll())}); see {self.log_file}")
 
     def stop(self, timeout: float = 5.0) -> dict:
         """SIGTERM, wait, SIGKILL the process group if needed; returns the parsed summary."""

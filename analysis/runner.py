@@ -7,6 +7,7 @@ Layout of a results directory: see load.py.
 import csv
 import dataclasses
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import math
@@ -22,8 +23,9 @@ from pathlib import Path
 
 from . import LOCKSERVER, SERVERS, server_command
 from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
-from .procs import (RunError, Server, check_binary, client_row, pick_port, port_free,
+from .procs import (RunError, Server, StartError, check_binary, client_row, pick_port, port_free,
                     run_client, twin)
+from .kernel_sockets import describe_exit
 from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,17 +110,21 @@ class Ctx:
 
     def start_server(self, make) -> Server:
         """make(port) -> Server; starts it on a free port pair. With automatic ports a
-        start-up failure (e.g. the port taken between probe and bind) is retried twice on
-        other ports; the last failure is raised."""
+        start-up failure because the port (or its twin) was taken between probe and bind is
+        retried twice on other ports; any other start-up failure is raised at once."""
         for attempt in range(3):
             srv = make(self.new_port())
             try:
                 return srv.start()
-            except RunError:
-                if self.port is not None or attempt == 2 or srv.proc is None:
+            except StartError:
+                # Another port helps only if this one was taken meanwhile (it is still
+                # taken now the server is gone); a server that refuses its arguments would
+                # refuse them on any port.
+                if (self.port is not None or attempt == 2
+                        or (port_free(srv.port) and port_free(twin(srv.port)))):
                     raise
-                self.note(f"note: {srv.name} failed to start on port {srv.port}; "
-                          "trying another port")
+                self.note(f"note: {srv.name} failed to start on port {srv.port} (taken "
+                          "meanwhile); trying another port")
         raise AssertionError("unreachable")
 
     def note(self, text: str) -> None:
@@ -185,10 +191,6 @@ def fmt_value(v) -> str:
 
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def default_results_dir(base: Path) -> Path:
-    return base / dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
 # ---- metadata -------------------------------------------------------------------------------
@@ -268,21 +270,88 @@ def write_json(path: Path, doc: dict) -> None:
     os.replace(tmp, path)
 
 
-def open_results(results: Path, bin_dir: Path, lab: LabParams | None,
-                 sweeps: SweepParams | None, argv: list, resume: bool) -> tuple[dict, Ctx]:
-    """Creates (or, resuming, reopens) a results directory and its metadata.json; returns
-    the metadata and a Ctx. When resuming, the stored parameters win."""
+LOCK_NAME = ".lock"
+_HELD_LOCKS: dict = {}   # results folder -> open descriptor holding its flock
+
+
+def lock_results_dir(path: Path) -> None:
+    """Takes an exclusive flock on path/.lock for the rest of this process, so no second
+    runner writes into the same folder; RunError if another runner holds it."""
+    if path in _HELD_LOCKS:
+        return
+    fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunError(f"results directory {path} is in use by another runner") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _HELD_LOCKS[path] = fd
+
+
+def claim_results_dir(path: Path | None, base: Path, stamp: str | None = None) -> Path:
+    """Creates the folder of a new run and locks it, exclusively: two runners never share
+    one. path=None: base/<UTC time>, or base/<UTC time>-2, -3 ... when a runner started in
+    the same second took it (mkdir without exist_ok decides who). A given path must be new
+    or empty; RunError if it is not, or if another runner locked it first."""
+    if path is None:
+        stamp = stamp or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        base.mkdir(parents=True, exist_ok=True)
+        for i in range(1, 1000):
+            cand = base / (stamp if i == 1 else f"{stamp}-{i}")
+            try:
+                cand.mkdir()
+            except FileExistsError:
+                continue
+            lock_results_dir(cand)
+            return cand
+        raise RunError(f"no free results directory name {stamp}-N under {base}")
+    path.mkdir(parents=True, exist_ok=True)
+    lock_results_dir(path)
+    if any(p.name != LOCK_NAME for p in path.iterdir()):
+        raise RunError(f"results directory {path} is not empty (use --resume {path})")
+    return path
+
+
+def is_quick_results(results: Path) -> bool:
+    """Whether a results folder holds a --quick (smoke) run: recorded in its metadata, or
+    (older runs) kept under results/scratch/."""
+    try:
+        if json.loads((results / "metadata.json").read_text()).get("quick"):
+            return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    return "scratch" in results.resolve().parts
+
+
+def read_metadata(results: Path) -> dict:
     meta_path = results / "metadata.json"
-    if resume:
-        if not meta_path.exists():
-            raise RunError(f"cannot resume: {meta_path} not found")
+    try:
         meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
+        raise RunError(f"cannot resume: {meta_path} not found") from None
+    except (OSError, ValueError) as exc:
+        raise RunError(f"cannot resume: {meta_path} is not readable JSON ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("sessions", []), list):
+        raise RunError(f"cannot resume: {meta_path} is not lockbench metadata")
+    return meta
+
+
+def open_results(results: Path | None, bin_dir: Path, lab: LabParams | None,
+                 sweeps: SweepParams | None, argv: list, resume: bool, *,
+                 base: Path | None = None, quick: bool = False) -> tuple[dict, Ctx]:
+    """Creates (claim_results_dir; results=None: a fresh folder under base) or, resuming,
+    locks and reopens a results directory and its metadata.json; returns the metadata and
+    a Ctx. When resuming, the stored parameters win."""
+    if resume:
+        lock_results_dir(results)
+        meta = read_metadata(results)
     else:
-        if results.exists() and any(results.iterdir()):
-            raise RunError(f"results directory {results} is not empty (use --resume {results})")
-        results.mkdir(parents=True, exist_ok=True)
+        results = claim_results_dir(results, base or REPO / "results")
         meta = {"tool": "lockbench-analysis", "schema": 1, "created_utc": utc_now(),
-                "parameters": {}, "sessions": []}
+                "quick": quick, "parameters": {}, "sessions": []}
+    meta_path = results / "metadata.json"
     params = meta.setdefault("parameters", {})
     if lab is not None and "lab" not in params:
         params["lab"] = dataclasses.asdict(lab)
@@ -292,7 +361,7 @@ def open_results(results: Path, bin_dir: Path, lab: LabParams | None,
     meta["git"] = meta.get("git") or git
     meta["build"] = build_info(bin_dir)
     meta["machine"] = machine_info()
-    meta["sessions"].append({"started_utc": utc_now(), "argv": argv, "git": git})
+    meta.setdefault("sessions", []).append({"started_utc": utc_now(), "argv": argv, "git": git})
     write_json(meta_path, meta)
     sha = git["commit"][:12] + ("-dirty" if git["dirty"] else "")
     return meta, Ctx(results=results, bin_dir=bin_dir, git_sha=sha)
@@ -377,6 +446,23 @@ def _wait_new_lines(path: Path, before: int, want: int, timeout: float) -> list:
         time.sleep(0.005)
 
 
+def parse_time_lines(lines) -> tuple[list, int]:
+    """Time-file lines -> (finite values, number of lines that are not finite numbers)."""
+    vals, bad = [], 0
+    for x in lines:
+        if not x.strip():
+            continue
+        try:
+            v = float(x)
+        except ValueError:
+            v = math.nan
+        if math.isfinite(v):
+            vals.append(v)
+        else:
+            bad += 1
+    return vals, bad
+
+
 def _server_row(experiment, value, srv: Server, delay_us, summary: dict, rep=0) -> dict:
     row = {"experiment": experiment, "value": value, "server": srv.name, "n": srv.n,
            "rep": rep, "delay_us": delay_us, "port": srv.port, "exit_code": srv.exit_code,
@@ -429,7 +515,10 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
                     new = _wait_new_lines(time_file, before, want, timeout=2.0)
                     if not srv.alive():
                         raise srv.died()
-                    vals = [float(x) for x in new if x.strip()]
+                    vals, bad = parse_time_lines(new)
+                    if bad:
+                        ctx.note(f"warning: {s} n={n} run {rep}: {bad} line(s) of "
+                                 f"{time_file.name} are not finite numbers; left out")
                     cfg = doc.get("config", {})
                     rows.write({
                         "server": s, "n": n, "rep": rep, "delay_us": p.delay_us,
@@ -453,7 +542,7 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
                         time.sleep(p.pause_s)
                 summary = srv.stop()
             if srv.exit_code not in (0, None):
-                raise RunError(f"{s} (n={n}) exited with code {srv.exit_code} when stopped; "
+                raise RunError(f"{s} (n={n}) {describe_exit(srv.exit_code)} when stopped; "
                                f"see {srv.log_file}")
             srows.write(_server_row("lab", "", srv, p.delay_us, summary))
     finally:
@@ -531,7 +620,7 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
                     raise srv.died()
                 summary = srv.stop()
             if srv.exit_code not in (0, None):
-                raise RunError(f"{s} (n={cfg['n']}) exited with code {srv.exit_code} when "
+                raise RunError(f"{s} (n={cfg['n']}) {describe_exit(srv.exit_code)} when "
                                f"stopped; see {srv.log_file}")
             doc = docs[0]
             record_client_version(ctx, doc)
