@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/clock.h"
 #include "common/protocol.h"
 
 namespace kv {
@@ -64,6 +65,8 @@ struct Shared {
 
   std::mutex mu;  // guards result (off the request path: only merges/reports)
   CheckResult* result = nullptr;
+  // No request starts after this (monotonic ns); set before any thread runs.
+  int64_t deadline_ns = INT64_MAX;
 
   bool IsAttackPosition(uint64_t pos) const {
     return std::find(attack_positions.begin(), attack_positions.end(), pos) !=
@@ -122,6 +125,8 @@ struct Shared {
   }
 };
 
+constexpr uint64_t kFailingAfter = 5;  // errors before a session gives up
+
 // One checker thread's connection and counters.
 class Session {
  public:
@@ -134,6 +139,12 @@ class Session {
                 std::string* reply) {
     const CheckConfig& cfg = *shared_->cfg;
     FillRequestFrame(pos, is_read, text, &request_);
+    if (MonotonicNanos() >= shared_->deadline_ns) {
+      // Out of time: fail this and every later request of this session.
+      io_errors_ = std::max<uint64_t>(io_errors_ + 1, kFailingAfter);
+      if (first_error_.empty()) first_error_ = "time limit reached";
+      return false;
+    }
     ErrorKind kind = ErrorKind::kNone;
     std::string detail;
     if (!conn_.is_open()) kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &detail, cfg.keepalive);
@@ -169,7 +180,7 @@ class Session {
 
   // Stop early when the server stopped answering: one thread's worth of
   // errors is enough to say so.
-  bool failing() const { return io_errors_ >= 5; }
+  bool failing() const { return io_errors_ >= kFailingAfter; }
 
  private:
   void Flush() {
@@ -375,70 +386,81 @@ bool ParseCheckerValue(std::string_view text, uint64_t pos, char* tag,
   return r3.ec == std::errc() && r3.ptr < end && *r3.ptr == ':';
 }
 
+namespace {
+
+// The attacker's positions (0, n/4, 2n/4, 3n/4, deduplicated) and the
+// positions every phase touches: all of them up to kMaxSweepPositions, else
+// a random sample that includes the attacker's.
+void ChoosePositions(std::mt19937_64* rng, Shared* s) {
+  const uint64_t n = s->cfg->n;
+  for (uint64_t q : {uint64_t{0}, n / 4, 2 * n / 4, 3 * n / 4}) {
+    if (!s->IsAttackPosition(q)) s->attack_positions.push_back(q);
+  }
+  if (n <= kMaxSweepPositions) {
+    for (uint64_t p = 0; p < n; ++p) s->positions.push_back(p);
+    return;
+  }
+  std::vector<uint64_t> sample = s->attack_positions;
+  while (sample.size() < kMaxSweepPositions) {
+    const uint64_t p = (*rng)() % n;
+    if (std::find(sample.begin(), sample.end(), p) == sample.end()) sample.push_back(p);
+  }
+  std::sort(sample.begin(), sample.end());
+  s->positions = std::move(sample);
+}
+
+// 4 random alphanumeric strings as long as every attack position allows
+// (about 95 - log10 n characters, as the kit).
+void MakePool(std::mt19937_64* rng, Shared* s) {
+  const std::size_t pool_len = Room(s->cfg->n - 1);
+  for (auto& p : s->pool) {
+    p.clear();
+    while (p.size() < pool_len) p += kAlnum[(*rng)() % (sizeof kAlnum - 1)];
+  }
+}
+
+// Runs one phase and appends its line ("phase NAME: R replies, consistent").
+void RunPhase(const std::string& name, void (*phase)(Shared*), Shared* s) {
+  CheckResult* result = s->result;
+  const uint64_t checked = result->replies_checked;
+  const uint64_t violations = result->violations_total;
+  const uint64_t errors = result->io_errors;
+  phase(s);
+  std::string line = "phase " + name + ": " +
+                     std::to_string(result->replies_checked - checked) + " replies, ";
+  const uint64_t v = result->violations_total - violations;
+  const uint64_t e = result->io_errors - errors;
+  line += v == 0 ? "consistent" : std::to_string(v) + " VIOLATION(S)";
+  if (e > 0) line += ", " + std::to_string(e) + " request error(s)";
+  result->phase_lines.push_back(line);
+}
+
+}  // namespace
+
 void RunCheck(const CheckConfig& cfg, CheckResult* result) {
   *result = CheckResult();
   Shared s;
   s.cfg = &cfg;
   s.result = result;
+  s.deadline_ns = MonotonicNanos() + static_cast<int64_t>(cfg.time_limit_s * 1e9);
   std::mt19937_64 rng(cfg.seed);
-
-  // Positions: all of them up to kMaxSweepPositions, else a random sample;
-  // the attacker's four positions always.
-  for (uint64_t q : {uint64_t{0}, cfg.n / 4, 2 * cfg.n / 4, 3 * cfg.n / 4}) {
-    if (!s.IsAttackPosition(q)) s.attack_positions.push_back(q);
-  }
-  if (cfg.n <= kMaxSweepPositions) {
-    for (uint64_t p = 0; p < cfg.n; ++p) s.positions.push_back(p);
-  } else {
-    std::vector<uint64_t> sample = s.attack_positions;
-    while (sample.size() < kMaxSweepPositions) {
-      const uint64_t p = rng() % cfg.n;
-      if (std::find(sample.begin(), sample.end(), p) == sample.end()) sample.push_back(p);
-    }
-    std::sort(sample.begin(), sample.end());
-    s.positions = std::move(sample);
-  }
-  // Pool: 4 random alphanumeric strings as long as every attack position
-  // allows (about 95 - log10 n characters, as the kit).
-  const std::size_t pool_len = Room(cfg.n - 1);
-  for (auto& p : s.pool) {
-    p.clear();
-    while (p.size() < pool_len) p += kAlnum[rng() % (sizeof kAlnum - 1)];
-  }
-
-  auto phase_line = [&](const std::string& name, uint64_t before_checked,
-                        uint64_t before_violations, uint64_t before_errors) {
-    std::string line = "phase " + name + ": " +
-                       std::to_string(result->replies_checked - before_checked) +
-                       " replies, ";
-    const uint64_t v = result->violations_total - before_violations;
-    const uint64_t e = result->io_errors - before_errors;
-    line += v == 0 ? "consistent" : std::to_string(v) + " VIOLATION(S)";
-    if (e > 0) line += ", " + std::to_string(e) + " request error(s)";
-    result->phase_lines.push_back(line);
-  };
-
-  ReadBaselines(&s);
-  phase_line("baseline (" + std::to_string(s.positions.size()) + " positions)", 0,
-             0, 0);
-  if (result->io_errors > 0) return;
+  ChoosePositions(&rng, &s);
+  MakePool(&rng, &s);
   struct Phase {
     std::string name;
     void (*run)(Shared*);
   };
   const Phase phases[] = {
+      {"baseline (" + std::to_string(s.positions.size()) + " positions)", ReadBaselines},
       {"attacker (" + std::to_string(s.attack_positions.size()) +
-           " positions x 7 writers + 1 reader x " +
-           std::to_string(cfg.attack_requests) + " requests)",
+           " positions x 7 writers + 1 reader x " + std::to_string(cfg.attack_requests) +
+           " requests)",
        AttackPhase},
       {"read-your-writes", ReadYourWritesPhase},
       {"all-positions (" + std::to_string(kSweepThreads) + " threads)", SweepPhase},
   };
   for (const Phase& ph : phases) {
-    const uint64_t c = result->replies_checked, v = result->violations_total,
-                   e = result->io_errors;
-    ph.run(&s);
-    phase_line(ph.name, c, v, e);
+    RunPhase(ph.name, ph.run, &s);
     if (result->io_errors > 0) return;  // the server stopped answering
   }
 }

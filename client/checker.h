@@ -42,6 +42,7 @@ struct CheckConfig {
   uint64_t seed = 1;
   uint32_t attack_requests = 125;  // per attacker thread (kit: 1000/8)
   uint32_t ryw_requests = 100;     // write+read pairs per RYW thread
+  double time_limit_s = 600;       // no request starts later; then INCOMPLETE
 };
 
 struct Violation {

@@ -158,13 +158,4 @@ void LabConnection::Close() {
   }
 }
 
-Status ProbeConnect(const Endpoint& ep, int timeout_ms) {
-  LabConnection c;
-  std::string detail;
-  if (c.Connect(ep, timeout_ms, &detail) != ErrorKind::kNone) {
-    return Status::InvalidArgument(detail);
-  }
-  return Status::OK();
-}
-
 }  // namespace kv

@@ -74,11 +74,6 @@ class LabConnection {
   int fd_ = -1;
 };
 
-// Connects once and closes without sending anything: "is anyone there?".
-// Returns OK, or an error whose message carries strerror (e.g.
-// "connect 127.0.0.1:47115: Connection refused").
-Status ProbeConnect(const Endpoint& ep, int timeout_ms);
-
 }  // namespace kv
 
 #endif  // KV_CLIENT_LAB_CONNECTION_H_

@@ -29,10 +29,6 @@ void SleepUntilNs(uint64_t t) {
   }
 }
 
-// After this many connect failures in a row on one thread, the server is
-// considered gone and the whole run stops.
-constexpr int kMaxConsecutiveConnectFailures = 20;
-
 struct alignas(64) Worker {
   std::atomic<uint64_t> progress{0};  // written by its thread only (relaxed)
   LatencyHistogram latency;
@@ -40,6 +36,7 @@ struct alignas(64) Worker {
   std::array<uint64_t, kNumErrorKinds> errors{};
   uint64_t ok = 0;
   uint64_t warmup = 0;
+  uint64_t answered = 0;  // requests that got a whole reply (warm-up too)
   uint64_t end_ns = 0;
   uint64_t max_lag_ns = 0;
   std::vector<TimelinePoint> timeline;
@@ -50,9 +47,12 @@ struct Shared {
   const LoadConfig* config = nullptr;
   uint64_t start_ns = 0;    // set before `go` opens
   uint64_t measure_ns = 0;  // start + warm-up
-  uint64_t deadline_ns = UINT64_MAX;
+  uint64_t deadline_ns = UINT64_MAX;  // the earlier of duration and time limit
+  bool limit_binds = false;           // deadline_ns is the time limit's
+  std::atomic<bool> time_limit_hit{false};
   std::atomic<bool> stop{false};
   std::atomic<bool> server_gone{false};
+  std::string gone_detail;  // written once, by the thread that set server_gone
   std::latch ready;
   std::latch go{1};
   std::mutex done_mu;
@@ -61,125 +61,234 @@ struct Shared {
   explicit Shared(uint32_t threads) : ready(threads), running(threads) {}
 };
 
+// One logical client's share of the run: its request quota and, with
+// keep-alive, its connections t, t+T, t+2T, ... < C.
+struct ClientPlan {
+  uint64_t quota = 0;      // measured requests to do; UINT64_MAX = time-bounded
+  uint32_t conns = 1;
+};
+
+ClientPlan PlanClient(const LoadConfig& cfg, uint32_t t) {
+  const uint32_t nthreads = cfg.threads;
+  ClientPlan plan;
+  plan.quota = cfg.requests == 0
+                   ? UINT64_MAX
+                   : cfg.requests / nthreads + (t < cfg.requests % nthreads ? 1 : 0);
+  if (cfg.keepalive) {
+    const uint32_t total = std::max(cfg.connections, nthreads);
+    plan.conns = (total - t + nthreads - 1) / nthreads;
+  }
+  return plan;
+}
+
+// True (and the time limit noted, if it is the one that binds) once `now`
+// is past the run's deadline: no request may start.
+bool PastDeadline(Shared* shared, uint64_t now) {
+  if (now < shared->deadline_ns) return false;
+  if (shared->limit_binds) shared->time_limit_hit.store(true);
+  return true;
+}
+
+// A refused connect: nobody listens. Stop every thread (see the header).
+void NoteServerGone(Shared* shared, const std::string& detail) {
+  if (!shared->server_gone.exchange(true)) shared->gone_detail = detail;
+  shared->stop.store(true, std::memory_order_relaxed);
+}
+
+// "timeout on request '...'" (and the ERROR reply's text).
+std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& reply) {
+  std::string detail =
+      std::string(ErrorKindName(kind)) + " on request '" +
+      Sanitize(FrameText(std::string_view(request.data(), kFrameSize)), 48) + "'";
+  if (kind == ErrorKind::kErrorReply) {
+    detail += ": '" +
+              Sanitize(FrameText(std::string_view(reply.data(), kFrameSize)), 64) + "'";
+  }
+  return detail;
+}
+
+// One blocking request on `conn`, connecting first if it is closed; a
+// per-request connection is closed after its reply. *detail gets the
+// connect error, or a description of any other failure.
+ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request,
+                   Frame* reply, std::string* detail) {
+  if (!conn->is_open()) {
+    const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, detail,
+                                         /*nodelay=*/cfg.keepalive);
+    if (kind != ErrorKind::kNone) return kind;
+  }
+  const ErrorKind kind = conn->RoundTrip(request, reply);
+  if (!cfg.keepalive) conn->Close();
+  if (kind != ErrorKind::kNone) *detail = DescribeError(kind, request, *reply);
+  return kind;
+}
+
+// Books one finished request into *w; returns true if it was measured (its
+// intended start is past the warm-up).
+bool Record(const Shared& shared, bool open_loop, uint64_t due, uint64_t sent,
+            uint64_t done, ErrorKind kind, Worker* w) {
+  if (kind == ErrorKind::kNone || kind == ErrorKind::kErrorReply) ++w->answered;
+  if (due < shared.measure_ns) {
+    ++w->warmup;
+    return false;
+  }
+  if (kind == ErrorKind::kNone) {
+    ++w->ok;
+    w->latency.Record(done - due);
+    if (open_loop) w->uncorrected.Record(done - sent);
+  } else {
+    ++w->errors[static_cast<int>(kind)];
+  }
+  if (open_loop && sent > due) w->max_lag_ns = std::max(w->max_lag_ns, sent - due);
+  const std::size_t sec =
+      static_cast<std::size_t>((done - shared.measure_ns) / 1'000'000'000ULL);
+  if (sec < 100000) {
+    if (w->timeline.size() <= sec) w->timeline.resize(sec + 1);
+    ++(kind == ErrorKind::kNone ? w->timeline[sec].ok : w->timeline[sec].errors);
+  }
+  w->end_ns = done;
+  return true;
+}
+
+// Open loop: thread t's request k is due at start + (k + t/T) * T/rate.
+uint64_t DueTime(const Shared& shared, uint32_t t, uint64_t k) {
+  const LoadConfig& cfg = *shared.config;
+  const double interval_ns = 1e9 * cfg.threads / cfg.rate;
+  return shared.start_ns +
+         static_cast<uint64_t>((static_cast<double>(k) +
+                                static_cast<double>(t) / cfg.threads) *
+                               interval_ns);
+}
+
+void FinishWorker(Shared* shared) {
+  std::lock_guard<std::mutex> guard(shared->done_mu);
+  if (--shared->running == 0) shared->done_cv.notify_all();
+}
+
+// One client thread: blocking I/O, one request in flight at a time.
 void RunWorker(Shared* shared, uint32_t t, Worker* w) {
   const LoadConfig& cfg = *shared->config;
-  const uint32_t nthreads = cfg.threads;
   Workload workload(cfg.workload, t);
   const bool open_loop = cfg.rate > 0;
-  if (open_loop) {
-    // The default 50 us timer slack would make every scheduled send late.
-    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-  }
-  // Keep-alive: this thread's connections are t, t+T, t+2T, ... < C.
-  const uint32_t total_conns =
-      cfg.keepalive ? std::max(cfg.connections, nthreads) : 1;
-  const uint32_t my_conns =
-      cfg.keepalive ? (total_conns - t + nthreads - 1) / nthreads : 1;
-  std::vector<LabConnection> conns(my_conns);
+  // The default 50 us timer slack would make every scheduled send late.
+  if (open_loop) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  const ClientPlan plan = PlanClient(cfg, t);
+  std::vector<LabConnection> conns(plan.conns);
   uint32_t next_conn = 0;
-
-  const uint64_t quota =
-      cfg.requests == 0
-          ? UINT64_MAX
-          : cfg.requests / nthreads + (t < cfg.requests % nthreads ? 1 : 0);
-  const double interval_ns = open_loop ? 1e9 * nthreads / cfg.rate : 0;
-
   Frame request{};
   Frame reply{};
-  int connect_failures = 0;
-
   shared->ready.count_down();
   shared->go.wait();
-  const uint64_t start = shared->start_ns;
-  const uint64_t measure = shared->measure_ns;
-  const uint64_t deadline = shared->deadline_ns;
 
   uint64_t measured = 0;
-  for (uint64_t k = 0; measured < quota; ++k) {
+  for (uint64_t k = 0; measured < plan.quota; ++k) {
     if (shared->stop.load(std::memory_order_relaxed)) break;
-    uint64_t due = 0;  // set below in both modes
-    if (open_loop) {
-      due = start + static_cast<uint64_t>((static_cast<double>(k) +
-                                           static_cast<double>(t) / nthreads) *
-                                          interval_ns);
-      if (due >= deadline) break;
-      if (NowNs() < due) SleepUntilNs(due);
-    }
-    const Op op = workload.Next();
-    workload.FillRequest(op, &request);
+    uint64_t due = open_loop ? DueTime(*shared, t, k) : NowNs();
+    if (PastDeadline(shared, due)) break;
+    if (open_loop && NowNs() < due) SleepUntilNs(due);
+    workload.FillRequest(workload.Next(), &request);
     const uint64_t sent = NowNs();
-    if (!open_loop) {
-      if (sent >= deadline) break;
-      due = sent;
-    }
-
+    if (!open_loop) due = sent;
     LabConnection& conn = conns[next_conn];
-    if (++next_conn == my_conns) next_conn = 0;
-    ErrorKind kind = ErrorKind::kNone;
+    if (++next_conn == plan.conns) next_conn = 0;
     std::string detail;
-    if (!conn.is_open()) {
-      kind = conn.Connect(cfg.endpoint, cfg.timeout_ms,
-                          w->first_error.empty() ? &detail : nullptr,
-                          /*nodelay=*/cfg.keepalive);
-    }
-    if (kind == ErrorKind::kNone) {
-      kind = conn.RoundTrip(request, &reply);
-      if (!cfg.keepalive) conn.Close();
-      if (kind == ErrorKind::kNone) {
-        connect_failures = 0;
-      } else if (w->first_error.empty()) {
-        detail = std::string(ErrorKindName(kind)) + " on request '" +
-                 Sanitize(FrameText(std::string_view(request.data(), kFrameSize)),
-                          48) +
-                 "'";
-        if (kind == ErrorKind::kErrorReply) {
-          detail += ": '" + Sanitize(FrameText(std::string_view(reply.data(),
-                                                                kFrameSize)),
-                                     64) + "'";
-        }
-      }
-    }
-    const uint64_t done = NowNs();
-
-    if (due < measure) {
-      ++w->warmup;
-    } else {
-      ++measured;
-      if (kind == ErrorKind::kNone) {
-        ++w->ok;
-        w->latency.Record(done - due);
-        if (open_loop) w->uncorrected.Record(done - sent);
-      } else {
-        ++w->errors[static_cast<int>(kind)];
-      }
-      if (open_loop && sent > due) w->max_lag_ns = std::max(w->max_lag_ns, sent - due);
-      const std::size_t sec = static_cast<std::size_t>((done - measure) / 1'000'000'000ULL);
-      if (sec < 100000) {
-        if (w->timeline.size() <= sec) w->timeline.resize(sec + 1);
-        if (kind == ErrorKind::kNone) {
-          ++w->timeline[sec].ok;
-        } else {
-          ++w->timeline[sec].errors;
-        }
-      }
-      w->end_ns = done;
-      w->progress.store(measured, std::memory_order_relaxed);
+    const ErrorKind kind = Exchange(cfg, &conn, request, &reply, &detail);
+    if (Record(*shared, open_loop, due, sent, NowNs(), kind, w)) {
+      w->progress.store(++measured, std::memory_order_relaxed);
     }
     if (kind != ErrorKind::kNone && w->first_error.empty()) w->first_error = detail;
     if (kind == ErrorKind::kConnect) {
-      if (++connect_failures >= kMaxConsecutiveConnectFailures) {
-        shared->server_gone.store(true, std::memory_order_relaxed);
-        shared->stop.store(true, std::memory_order_relaxed);
-        break;
-      }
-      // Back off briefly so a refusing server is not hammered in a tight loop.
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      NoteServerGone(shared, detail);
+      break;
     }
   }
-  {
-    std::lock_guard<std::mutex> guard(shared->done_mu);
-    if (--shared->running == 0) shared->done_cv.notify_all();
+  FinishWorker(shared);
+}
+
+// Sets the clock: start, end of warm-up, and the deadline (the earlier of
+// warm-up + duration and the time limit).
+void StartClock(const LoadConfig& config, Shared* shared) {
+  shared->start_ns = NowNs();
+  shared->measure_ns = shared->start_ns + static_cast<uint64_t>(config.warmup_s * 1e9);
+  const uint64_t limit_ns =
+      shared->start_ns + static_cast<uint64_t>(config.time_limit_s * 1e9);
+  if (config.duration_s > 0) {
+    shared->deadline_ns =
+        shared->measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
   }
+  if (limit_ns < shared->deadline_ns) {
+    shared->deadline_ns = limit_ns;
+    shared->limit_binds = true;
+  }
+}
+
+void PrintProgress(const LoadConfig& config, const Shared& shared, uint64_t now,
+                   const std::vector<std::unique_ptr<Worker>>& workers) {
+  uint64_t done = 0;
+  for (const auto& w : workers) done += w->progress.load(std::memory_order_relaxed);
+  const double t = static_cast<double>(now - shared.start_ns) / 1e9;
+  if (t < config.warmup_s) {
+    std::fprintf(stderr, "client: %.0f s, warming up\n", t);
+  } else if (config.requests > 0) {
+    std::fprintf(stderr, "client: %.0f s, %llu of %llu requests\n", t,
+                 static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(config.requests));
+  } else {
+    std::fprintf(stderr, "client: %.0f s of %.0f s, %llu requests\n", t,
+                 config.warmup_s + config.duration_s,
+                 static_cast<unsigned long long>(done));
+  }
+}
+
+// Waits for the workers; prints progress for long runs unless quiet.
+void WaitForWorkers(const LoadConfig& config, Shared* shared,
+                    const std::vector<std::unique_ptr<Worker>>& workers) {
+  std::unique_lock<std::mutex> lock(shared->done_mu);
+  uint64_t last_print = shared->start_ns;
+  while (shared->running > 0) {
+    shared->done_cv.wait_for(lock, std::chrono::milliseconds(250));
+    const uint64_t now = NowNs();
+    if (config.progress && shared->running > 0 &&
+        now - shared->start_ns >= 3'000'000'000ULL &&
+        now - last_print >= 1'000'000'000ULL) {
+      last_print = now;
+      PrintProgress(config, *shared, now, workers);
+    }
+  }
+}
+
+LoadResult MergeWorkers(const LoadConfig& config, const Shared& shared,
+                        const std::vector<std::unique_ptr<Worker>>& workers) {
+  LoadResult r;
+  uint64_t end = shared.measure_ns;
+  uint64_t max_lag = 0;
+  for (const auto& w : workers) {
+    r.ok += w->ok;
+    for (int k = 0; k < kNumErrorKinds; ++k) r.errors[k] += w->errors[k];
+    r.warmup_requests += w->warmup;
+    r.answered += w->answered;
+    r.latency.Merge(w->latency);
+    r.uncorrected.Merge(w->uncorrected);
+    end = std::max(end, w->end_ns);
+    max_lag = std::max(max_lag, w->max_lag_ns);
+    if (r.timeline.size() < w->timeline.size()) r.timeline.resize(w->timeline.size());
+    for (std::size_t s = 0; s < w->timeline.size(); ++s) {
+      r.timeline[s].ok += w->timeline[s].ok;
+      r.timeline[s].errors += w->timeline[s].errors;
+    }
+    if (r.first_error.empty()) r.first_error = w->first_error;
+  }
+  r.requests = r.ok + r.total_errors();
+  r.elapsed_s = static_cast<double>(end - shared.measure_ns) / 1e9;
+  if (config.duration_s > 0 && config.rate > 0) {
+    // An open-loop timed run's window is the schedule, not the last reply.
+    r.elapsed_s = std::max(r.elapsed_s, config.duration_s);
+  }
+  r.max_send_lag_us = static_cast<double>(max_lag) / 1e3;
+  r.server_gone = shared.server_gone.load();
+  r.gone_detail = shared.gone_detail;
+  r.time_limit_hit = shared.time_limit_hit.load();
+  return r;
 }
 
 }  // namespace
@@ -203,70 +312,11 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
     threads.emplace_back(RunWorker, &shared, t, workers[t].get());
   }
   shared.ready.wait();
-  shared.start_ns = NowNs();
-  shared.measure_ns = shared.start_ns + static_cast<uint64_t>(config.warmup_s * 1e9);
-  if (config.duration_s > 0) {
-    shared.deadline_ns =
-        shared.measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
-  }
+  StartClock(config, &shared);
   shared.go.count_down();
-
-  // Wait for the workers; print progress for long runs unless quiet.
-  {
-    std::unique_lock<std::mutex> lock(shared.done_mu);
-    uint64_t last_print = shared.start_ns;
-    while (shared.running > 0) {
-      shared.done_cv.wait_for(lock, std::chrono::milliseconds(250));
-      const uint64_t now = NowNs();
-      if (config.progress && shared.running > 0 && now - shared.start_ns >= 3'000'000'000ULL &&
-          now - last_print >= 1'000'000'000ULL) {
-        last_print = now;
-        uint64_t done = 0;
-        for (const auto& w : workers) done += w->progress.load(std::memory_order_relaxed);
-        const double t = static_cast<double>(now - shared.start_ns) / 1e9;
-        if (t < config.warmup_s) {
-          std::fprintf(stderr, "client: %.0f s, warming up\n", t);
-        } else if (config.requests > 0) {
-          std::fprintf(stderr, "client: %.0f s, %llu of %llu requests\n", t,
-                       static_cast<unsigned long long>(done),
-                       static_cast<unsigned long long>(config.requests));
-        } else {
-          std::fprintf(stderr, "client: %.0f s of %.0f s, %llu requests\n", t,
-                       config.warmup_s + config.duration_s,
-                       static_cast<unsigned long long>(done));
-        }
-      }
-    }
-  }
+  WaitForWorkers(config, &shared, workers);
   for (auto& th : threads) th.join();
-
-  LoadResult r;
-  uint64_t end = shared.measure_ns;
-  uint64_t max_lag = 0;
-  for (const auto& w : workers) {
-    r.ok += w->ok;
-    for (int k = 0; k < kNumErrorKinds; ++k) r.errors[k] += w->errors[k];
-    r.warmup_requests += w->warmup;
-    r.latency.Merge(w->latency);
-    r.uncorrected.Merge(w->uncorrected);
-    end = std::max(end, w->end_ns);
-    max_lag = std::max(max_lag, w->max_lag_ns);
-    if (r.timeline.size() < w->timeline.size()) r.timeline.resize(w->timeline.size());
-    for (std::size_t s = 0; s < w->timeline.size(); ++s) {
-      r.timeline[s].ok += w->timeline[s].ok;
-      r.timeline[s].errors += w->timeline[s].errors;
-    }
-    if (r.first_error.empty()) r.first_error = w->first_error;
-  }
-  r.requests = r.ok + r.total_errors();
-  r.elapsed_s = static_cast<double>(end - shared.measure_ns) / 1e9;
-  if (config.duration_s > 0 && config.rate > 0) {
-    // An open-loop timed run's window is the schedule, not the last reply.
-    r.elapsed_s = std::max(r.elapsed_s, config.duration_s);
-  }
-  r.max_send_lag_us = static_cast<double>(max_lag) / 1e3;
-  r.server_gone = shared.server_gone.load();
-  *result = std::move(r);
+  *result = MergeWorkers(config, shared, workers);
 }
 
 }  // namespace kv

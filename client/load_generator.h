@@ -14,14 +14,19 @@
 // Timing: all threads start together (start barrier). The first warmup_s
 // seconds of intended send times are excluded from every figure. The run ends
 // after `requests` measured requests (split evenly over threads: thread t does
-// requests/T, plus one if t < requests%T) or at warmup_s + duration_s,
-// whichever comes first (0 = no bound of that kind; at least one is set).
+// requests/T, plus one if t < requests%T), at warmup_s + duration_s, or at
+// time_limit_s after the start, whichever comes first (0 = no bound of the
+// first two kinds; the time limit always holds). A run cut short by the time
+// limit with requests still to do sets time_limit_hit.
 //
 // Each thread records into its own histograms and counters; they are merged
 // after join, so the hot path takes no locks.
 //
-// If connections are refused over and over (the server went away), the run
-// stops early with server_gone set rather than counting thousands of errors.
+// The moment one connection attempt is refused (or the address is
+// unreachable), every thread stops and server_gone is set: on a workload
+// that makes one connection per request, a refused connect means nobody
+// listens. Nothing else is sent to the server: no probe, no retry; a run
+// against a live server makes exactly the connections the workload asks for.
 #ifndef KV_CLIENT_LOAD_GENERATOR_H_
 #define KV_CLIENT_LOAD_GENERATOR_H_
 
@@ -47,6 +52,7 @@ struct LoadConfig {
   double warmup_s = 0;
   double rate = 0;           // requests/s over all threads; 0 = closed loop
   int timeout_ms = 5000;     // per connect, send and receive
+  double time_limit_s = 600; // no request is started after this (wall time)
   bool progress = false;     // progress lines on stderr (long runs only)
 };
 
@@ -65,8 +71,14 @@ struct LoadResult {
   LatencyHistogram uncorrected;  // open loop only: send->reply
   double max_send_lag_us = 0;    // open loop: worst lateness of a send
   std::vector<TimelinePoint> timeline;  // per second of the window
-  bool server_gone = false;
-  std::string first_error;  // first error's detail, for the user
+  uint64_t answered = 0;  // requests with a whole reply, warm-up included
+  bool server_gone = false;  // a connect was refused; the run stopped there
+  bool time_limit_hit = false;  // stopped by time_limit_s, requests undone
+  std::string gone_detail;   // that connect's error, e.g. "connect ...: refused"
+  std::string first_error;   // first error's detail, for the user
+
+  // Nobody answered at all and a connect was refused: never reachable.
+  bool unreachable() const { return server_gone && answered == 0; }
 
   uint64_t total_errors() const;
   double throughput_rps() const {
@@ -75,7 +87,7 @@ struct LoadResult {
 };
 
 // Runs one load run. REQUIRES: config validated (threads >= 1, requests or
-// duration set, connections 0 or >= threads). Fills *result; never throws
+// duration set, connections 0 or >= threads, time_limit_s > 0; all finite). Fills *result; never throws
 // on the request path.
 void RunLoad(const LoadConfig& config, LoadResult* result);
 

@@ -114,6 +114,7 @@ json ToJson(const RunReport& run) {
       {"text_len", c.workload.text.ToString()},
       {"seed", c.workload.seed},
       {"timeout_ms", c.timeout_ms},
+      {"time_limit_s", c.time_limit_s},
   };
   json errors = {{"total", r.total_errors()}};
   for (int k = 1; k < kNumErrorKinds; ++k) {
@@ -132,6 +133,7 @@ json ToJson(const RunReport& run) {
       {"max_send_lag_us", open ? json(r.max_send_lag_us) : json(nullptr)},
       {"warmup_requests", r.warmup_requests},
       {"server_gone", r.server_gone},
+      {"time_limit_hit", r.time_limit_hit},
       {"histogram", {{"kind", "log-linear"},
                      {"relative_error", LatencyHistogram::kRelativeErrorBound}}},
   };
@@ -171,12 +173,12 @@ std::string CsvRow(const RunReport& run) {
   return out;
 }
 
-std::string ToText(const RunReport& run) {
+namespace {
+
+// "lockbench client 0.1.0: n=100 -> 127.0.0.1:47115 (...)" and the setup.
+void TextHeader(const RunReport& run, std::ostream& os) {
   const LoadConfig& c = run.config;
-  const LoadResult& r = run.result;
   const bool open = c.rate > 0;
-  char buf[512];
-  std::ostringstream os;
   std::string target = c.endpoint.ToString();
   if (c.endpoint.port != run.given_port) {
     target += " (port " + std::to_string(run.given_port) +
@@ -184,6 +186,7 @@ std::string ToText(const RunReport& run) {
   }
   os << "lockbench client " << kToolVersion << ": n=" << c.workload.n << " -> "
      << target << "\n";
+  char buf[512];
   std::snprintf(buf, sizeof buf,
                 "  %s loop%s, %u threads, %s connections, read ratio %.2f, %s, "
                 "seed %llu\n",
@@ -195,8 +198,13 @@ std::string ToText(const RunReport& run) {
                 c.workload.read_ratio, c.workload.dist.ToString().c_str(),
                 static_cast<unsigned long long>(c.workload.seed));
   os << buf;
-  std::snprintf(buf, sizeof buf,
-                "  requests %llu, ok %llu, errors %llu", 
+}
+
+// "requests N, ok N, errors N (kind N, ...)" and the window.
+void TextCounts(const RunReport& run, std::ostream& os) {
+  const LoadResult& r = run.result;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "  requests %llu, ok %llu, errors %llu",
                 static_cast<unsigned long long>(r.requests),
                 static_cast<unsigned long long>(r.ok),
                 static_cast<unsigned long long>(r.total_errors()));
@@ -215,25 +223,38 @@ std::string ToText(const RunReport& run) {
   os << "\n";
   std::snprintf(buf, sizeof buf, "  elapsed %.3f s, throughput %.0f req/s%s\n",
                 r.elapsed_s, r.throughput_rps(),
-                c.warmup_s > 0 ? (" (after " + std::to_string(r.warmup_requests) +
-                                  " warm-up requests)").c_str()
-                               : "");
+                run.config.warmup_s > 0 ? (" (after " + std::to_string(r.warmup_requests) +
+                                           " warm-up requests)").c_str()
+                                        : "");
   os << buf;
-  auto line = [&](const char* label, const LatencyHistogram& h) {
-    std::snprintf(buf, sizeof buf,
-                  "  %s us: mean %.1f  p50 %.1f  p90 %.1f  p95 %.1f  p99 %.1f  "
-                  "p99.9 %.1f  max %.1f\n",
-                  label, h.mean() / 1e3, Us(h.Percentile(0.5)),
-                  Us(h.Percentile(0.9)), Us(h.Percentile(0.95)),
-                  Us(h.Percentile(0.99)), Us(h.Percentile(0.999)), Us(h.max()));
-    os << buf;
-  };
-  line(open ? "latency (from intended send)" : "latency", r.latency);
+}
+
+void TextLatency(const char* label, const LatencyHistogram& h, std::ostream& os) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "  %s us: mean %.1f  p50 %.1f  p90 %.1f  p95 %.1f  p99 %.1f  "
+                "p99.9 %.1f  max %.1f\n",
+                label, h.mean() / 1e3, Us(h.Percentile(0.5)), Us(h.Percentile(0.9)),
+                Us(h.Percentile(0.95)), Us(h.Percentile(0.99)), Us(h.Percentile(0.999)),
+                Us(h.max()));
+  os << buf;
+}
+
+}  // namespace
+
+std::string ToText(const RunReport& run) {
+  const LoadConfig& c = run.config;
+  const LoadResult& r = run.result;
+  const bool open = c.rate > 0;
+  std::ostringstream os;
+  TextHeader(run, os);
+  TextCounts(run, os);
+  TextLatency(open ? "latency (from intended send)" : "latency", r.latency, os);
   if (open) {
-    line("uncorrected latency (from send)", r.uncorrected);
+    TextLatency("uncorrected latency (from send)", r.uncorrected, os);
     if (IsSaturated(run)) {
-      std::snprintf(buf, sizeof buf,
-                    "  SATURATED: achieved %.0f of %.0f req/s target\n",
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "  SATURATED: achieved %.0f of %.0f req/s target\n",
                     r.elapsed_s > 0 ? static_cast<double>(r.requests) / r.elapsed_s : 0,
                     c.rate);
       os << buf;
