@@ -1,11 +1,15 @@
 """python -m analysis {lab,sweep,report,all}: run the experiments, build the report.
 
-Exit status: 0 done; 1 an experiment or the analysis failed (one line on stderr names the
-cause; partial results are kept); 2 bad command line; 130 interrupted (results kept).
+Exit status: 0 done; 1 an experiment or the analysis failed after start (one line on stderr
+names the cause, never a traceback; partial results are kept); 2 bad command line, refused
+before anything starts (one line naming option, value and what is allowed); 130 interrupted
+(results kept).
 """
 
 import argparse
+import json
 import math
+import os
 import re
 import signal
 import sys
@@ -109,8 +113,14 @@ def connection_mode(t):
     return t
 
 
+def _path(t) -> Path:
+    if not t.strip():
+        raise argparse.ArgumentTypeError("empty path; allowed: a directory or file name")
+    return Path(t).absolute()
+
+
 def existing_dir(t):
-    p = Path(t).absolute()
+    p = _path(t)
     if not p.is_dir():
         raise argparse.ArgumentTypeError(f"{t!r} is not a directory; allowed: an existing "
                                          "directory")
@@ -120,7 +130,7 @@ def existing_dir(t):
 def new_dir(t):
     """A results folder to create: absent, or an empty directory (made absolute, so it
     works from wherever the user stands while servers run elsewhere)."""
-    p = Path(t).absolute()
+    p = _path(t)
     if p.exists() and not p.is_dir():
         raise argparse.ArgumentTypeError(f"{t!r} is a file; allowed: a new or empty directory")
     if p.is_dir() and any(p.iterdir()):
@@ -130,7 +140,7 @@ def new_dir(t):
 
 
 def resume_dir(t):
-    p = Path(t).absolute()
+    p = _path(t)
     if not (p / "metadata.json").is_file():
         raise argparse.ArgumentTypeError(f"cannot resume {t!r}: no metadata.json there; "
                                          "allowed: a results directory of an earlier run")
@@ -138,7 +148,7 @@ def resume_dir(t):
 
 
 def out_dir(t):
-    p = Path(t).absolute()
+    p = _path(t)
     if p.exists() and not p.is_dir():
         raise argparse.ArgumentTypeError(f"{t!r} is a file; allowed: a directory")
     return p
@@ -195,6 +205,16 @@ def _common(p):
     g.add_argument("--port", type=int_in(1, 65535),
                    help="use this port (and its byte-swapped twin) for every server start "
                         "instead of a fresh free pair each time")
+    g.add_argument("--server-cmd", type=server_cmd, default=None, metavar="TEMPLATE",
+                   help="run every server as this command, kit-style (nothing added; ready "
+                        "when it listens on the port or its twin; timing file "
+                        "server_output_time_aggregated in its working directory; SIGTERM is "
+                        "a normal stop). Fields: {bin} {n} {ip} {port}. Default: lockbench's "
+                        "own servers get their extra options, any other server in --bin-dir "
+                        "runs as the kit's '{bin} {n} {ip} {port}'")
+    g.add_argument("--client", type=executable_file, default=None, metavar="PATH",
+                   help="lockbench client to use (default: --bin-dir's client, else "
+                        "build/release's)")
     g.add_argument("--client-timeout", type=float_in(1, 86400), default=120.0, metavar="S",
                    help="give up on a client run after S seconds (default: %(default)s)")
     g.add_argument("--quick", action="store_true",
@@ -223,7 +243,7 @@ def _lab_args(p):
 
 def _sweep_args(p, kinds_default):
     g = p.add_argument_group("sweeps (closed loop, one server start per point)")
-    g.add_argument("--kind", type=_list(kind_name), default=kinds_default, dest="kinds",
+    g.add_argument("--kind", type=_list(kind_name), default=None, dest="kinds",
                    help="comma list of sweeps: threads, read-ratio, n, delay, connection "
                         f"(default: {','.join(kinds_default) if kinds_default else 'required'})")
     g.add_argument("--values", type=_list(str), default=None,
@@ -248,14 +268,38 @@ def _sweep_args(p, kinds_default):
 MICROBENCH_DEFAULT = R.REPO / "results" / "microbench" / "microbench.json"
 
 
+def server_cmd(t):
+    try:
+        R.parse_server_cmd(t)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; allowed: a command with {{port}} and any of "
+                                         "{bin} {n} {ip}, e.g. '{bin} {n} {ip} {port}'") from None
+    return t
+
+
+def executable_file(t):
+    p = _path(t)
+    if not (p.is_file() and os.access(p, os.X_OK)):
+        raise argparse.ArgumentTypeError(f"{t!r} is not an executable file; allowed: the path "
+                                         "of lockbench's client")
+    return p
+
+
 def microbench_file(t):
     """'none', or an existing file (made absolute)."""
     if t.lower() == "none":
         return "none"
-    p = Path(t).absolute()
+    p = _path(t)
+    allowed = "allowed: the JSON of bench/run-microbench.sh, or none"
     if not p.is_file():
-        raise argparse.ArgumentTypeError(f"{t!r} is not a file; allowed: the JSON of "
-                                         "bench/run-microbench.sh, or none")
+        raise argparse.ArgumentTypeError(f"{t!r} is not a file; {allowed}")
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{t!r} is not readable JSON ({exc}); "
+                                         f"{allowed}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise argparse.ArgumentTypeError(f"{t!r} has no 'benchmarks' list; {allowed}")
     return p
 
 
@@ -328,6 +372,9 @@ def lab_from_args(a) -> R.LabParams:
 def sweeps_from_args(a, ap) -> R.SweepParams:
     q = QUICK_SWEEP if a.quick else {"duration_s": 1.0, "warmup_s": 0.25, "reps": 3}
     values = {k: list(v) for k, v in (R.QUICK_SWEEP_VALUES if a.quick else R.SWEEP_VALUES).items()}
+    a.kinds_given = a.kinds is not None
+    if a.kinds is None:
+        a.kinds = list(SWEEP_KINDS)
     if a.values is not None:
         if len(a.kinds) != 1:
             ap.error("--values needs exactly one --kind")
@@ -372,24 +419,65 @@ def check_report_out(out: Path, quick: bool) -> None:
                          "report; allowed for --quick results: any other directory")
 
 
+def check_run(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) -> dict:
+    """Before anything is created: the binaries the run needs exist, and what a kit-style
+    server cannot do is not asked of it. Returns {label: 'lockbench' | 'kit'}. UsageError
+    (exit 2) otherwise; drops the delay and connection sweeps from the default kinds when a
+    swept server is kit-style (with a note)."""
+    servers = list(dict.fromkeys([*(lab.servers if lab else []),
+                                  *(sweeps.servers if sweeps else [])]))
+    if a.server_cmd is not None:
+        odd = [s for s in servers if s not in SERVERS]
+        if odd:
+            raise UsageError(f"argument --servers: {odd[0]!r} with --server-cmd; allowed: "
+                             "main1..main4 (the {bin} of each is --bin-dir/mainN)")
+    try:  # a --bin-dir (or --client) that cannot work: a bad command line
+        R.check_binary(a.client or R.default_client(a.bin_dir))
+    except RunError as exc:
+        raise UsageError(f"argument {'--client' if a.client else '--bin-dir'}: {exc}") from None
+    try:
+        if a.server_cmd is None or "{bin}" in a.server_cmd:
+            for name in dict.fromkeys(R.server_command(s)[0] for s in servers):
+                R.check_binary(R.find_binary(a.bin_dir, name))
+    except RunError as exc:
+        raise UsageError(f"argument --bin-dir: {exc}") from None
+    probe = R.Ctx(results=Path("."), bin_dir=a.bin_dir, server_cmd=a.server_cmd)
+    kinds = {s: probe.server_kind(s) for s in servers}
+    kit = [s for s in (sweeps.servers if sweeps else []) if kinds[s] == "kit"]
+    if kit:
+        cannot = [k for k in sweeps.kinds if k in ("delay", "connection")]
+        why = ("a kit-style server takes no --delay-us and serves one request per connection; "
+               f"kit-style here: {', '.join(kit)}")
+        if cannot and getattr(a, "kinds_given", True):
+            raise UsageError(f"argument --kind: {','.join(cannot)} cannot be swept ({why})")
+        if cannot:
+            sweeps.kinds = [k for k in sweeps.kinds if k not in cannot]
+            print(f"note: no {' and no '.join(cannot)} sweep ({why})", file=sys.stderr)
+        if sweeps.connection != "per-request":
+            raise UsageError(f"argument --connection: {sweeps.connection} ({why})")
+    return kinds
+
+
 def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) -> Path:
     """Checks the binaries, creates (or, resuming, locks) the results folder, runs what is
     not done yet. Returns the results folder; a.results_path is set as soon as it exists."""
     resume = a.resume is not None
+    setup = {}
     if not resume:  # fail before creating anything if a binary is missing
-        servers = [*(lab.servers if lab else []), *(sweeps.servers if sweeps else [])]
-        try:
-            for name in ["client", *dict.fromkeys(R.server_command(s)[0] for s in servers)]:
-                R.check_binary(R.find_binary(a.bin_dir, name))
-        except RunError as exc:  # a --bin-dir that cannot work: a bad command line
-            raise UsageError(f"argument --bin-dir: {exc}") from None
+        kinds = check_run(a, lab, sweeps)
+        setup = {"server_cmd": a.server_cmd,
+                 "client": str(a.client or R.default_client(a.bin_dir)), "kinds": kinds}
     base = R.REPO / "results" / ("scratch" if a.quick else "")
     meta, ctx = R.open_results(a.resume or a.results_dir, a.bin_dir, lab, sweeps,
-                               [PROG, *sys.argv[1:]], resume, base=base, quick=a.quick)
+                               [PROG, *sys.argv[1:]], resume, base=base, quick=a.quick,
+                               setup=setup)
     a.results_path = results = ctx.results
     if resume:  # the stored parameters define the experiment
         lab = R.lab_params(meta) if lab is not None else None
         sweeps = R.sweep_params(meta) if sweeps is not None else None
+    stored = meta.get("server_setup") or {}
+    ctx.server_cmd = a.server_cmd or stored.get("server_cmd")
+    ctx.client_path = a.client or (Path(stored["client"]) if stored.get("client") else None)
     ctx.port, ctx.client_timeout = a.port, a.client_timeout
     print(f"results: {results}", file=sys.stderr)
     lab_todo = R.lab_todo(ctx, lab) if lab else {}
@@ -458,9 +546,10 @@ def main(argv=None) -> int:
         print(f"\n{PROG} {a.cmd}: interrupted", file=sys.stderr)
         _hint_resume(a)
         return 130
-    except Exception as exc:  # a bug: still one line, never a traceback
-        print(f"{PROG} {a.cmd}: error: internal error (please report): "
-              f"{type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+    except Exception as exc:  # a bug (or bad microbenchmark JSON): one line, no traceback
+        what = ("" if type(exc).__name__ == "MicrobenchError"
+                else f"internal error (please report): {type(exc).__name__}: ")
+        print(f"{PROG} {a.cmd}: error: {what}{_one_line(exc)}", file=sys.stderr)
         _hint_resume(a)
         return 1
 
@@ -477,4 +566,8 @@ def _hint_resume(a):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C while parsing or after main returned: no traceback
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)

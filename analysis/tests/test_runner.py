@@ -216,10 +216,17 @@ def test_missing_binary(tmp_path):
 @pytest.mark.parametrize("gone", ["main2", "client"])
 def test_one_binary_missing(real_bin, tmp_path, gone):
     (real_bin / gone).unlink()
-    r = cli("lab", *LAB, "--bin-dir", real_bin, "--results-dir", tmp_path / "r", timeout=T)
+    # Without a client in --bin-dir the runner takes build/release's; --client names one.
+    more = ["--client", real_bin / "client"] if gone == "client" else []
+    r = cli("lab", *LAB, "--bin-dir", real_bin, "--results-dir", tmp_path / "r", *more,
+            timeout=T)
     assert r.returncode == 2
     err = r.stderr.strip().splitlines()
-    assert len(err) == 1 and f"binary not found: {real_bin / gone} " in err[0], err
+    assert len(err) == 1, err
+    if gone == "client":
+        assert f"argument --client: '{real_bin / gone}' is not an executable file" in err[0]
+    else:
+        assert f"binary not found: {real_bin / gone} " in err[0], err
     assert not (tmp_path / "r").exists()          # found before anything is created
     assert procs_of(real_bin) == []               # and before any server is started
 
