@@ -82,7 +82,7 @@ KIT_SERVER_CMD = "{bin} {n} {ip} {port}"          # the kit's: mainN n ip port
 SERVER_CMD_FIELDS = ("bin", "n", "ip", "port")
 # Option names only lockbench's servers carry (the runner passes them): a binary holding
 # all of them is one of ours; anything else is driven as a kit-style server.
-LOCKBENCH_MARKERS = (b"--delay-us", b"--time-file", b"--trace-limit", b"shared-array server")
+LOCKBENCH_MARKERS = (b"--delay-us", b"--time-file", b"--trace-limit")
 
 
 def parse_server_cmd(template: str) -> list:
