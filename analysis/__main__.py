@@ -1,10 +1,16 @@
 """python -m analysis {lab,sweep,report,all,grade}: run the experiments, build the report.
 
-Exit status: 0 done; 1 an experiment or the analysis failed (one line on stderr names the
-cause; partial results are kept); 2 bad command line; 130 interrupted (results kept).
+Exit status: 0 done; 1 an experiment or the analysis failed after start (one line on stderr
+names the cause, never a traceback; partial results are kept); 2 bad command line, refused
+before anything starts (one line naming option, value and what is allowed); 130 interrupted
+(results kept).
 """
 
 import argparse
+import json
+import math
+import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -20,15 +26,63 @@ QUICK_RUNS = 5
 QUICK_SWEEP = {"duration_s": 0.3, "warmup_s": 0.1, "reps": 1}
 
 
-# ---- argument types (argparse turns ValueError/ArgumentTypeError into exit 2) --------------
+# ---- argument types (argparse turns ArgumentTypeError into exit 2) ---------------------------
+# Every value is checked before anything starts: decimal digits only (no leading zeros, no
+# 0x/0o, no '_', no spaces), finite, inside the range the programs behind accept. The
+# message names the value and what is allowed; argparse adds the option's name.
+
+_INT_RE = re.compile(r"-?(0|[1-9][0-9]*)", re.ASCII)
+_FLOAT_RE = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?|-?\.[0-9]+", re.ASCII)
+
+MAX_N = 10_000_000          # the client's and the servers' limit on n
+MAX_DELAY_US = 1_000_000    # the servers' --delay-us range
+MAX_THREADS = 4096          # the client's --threads limit
+MAX_STRIPES = 1_048_576     # lockserver --stripes
+
 
 def _list(conv):
     def parse(text):
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError("empty list")
+        items = [t.strip() for t in text.split(",")]
+        if not any(items):
+            raise argparse.ArgumentTypeError(f"{text!r} is an empty list")
+        if not all(items):
+            raise argparse.ArgumentTypeError(f"{text!r} has an empty item")
         return [conv(t) for t in items]
     return parse
+
+
+def int_in(lo, hi):
+    """A decimal integer in lo..hi."""
+    allowed = f"allowed: a decimal integer in {lo}..{hi}"
+
+    def parse(t):
+        if not _INT_RE.fullmatch(t):
+            raise argparse.ArgumentTypeError(f"{t!r} is not a decimal integer; {allowed}")
+        v = int(t)
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{t} is out of range; {allowed}")
+        return v
+    return parse
+
+
+def float_in(lo, hi):
+    """A finite decimal number in [lo, hi]."""
+    allowed = f"allowed: a decimal number in [{lo:g}, {hi:g}]"
+
+    def parse(t):
+        if not _FLOAT_RE.fullmatch(t):
+            raise argparse.ArgumentTypeError(f"{t!r} is not a decimal number; {allowed}")
+        v = float(t)
+        if not (math.isfinite(v) and lo <= v <= hi):
+            raise argparse.ArgumentTypeError(f"{t} is out of range; {allowed}")
+        return v
+    return parse
+
+
+def delay_us(t):
+    """The servers' --delay-us: an integer number of microseconds, kept as a float (the
+    results' delay_us column)."""
+    return float(int_in(0, MAX_DELAY_US)(t))
 
 
 def server_name(t):
@@ -36,68 +90,101 @@ def server_name(t):
     check_servers)."""
     if not is_server_label(t):
         raise argparse.ArgumentTypeError(
-            f"unknown server {t!r} (main1..main4 or a strategy of lockserver "
-            "--list-strategies, optionally NAME:K for K stripes)")
+            f"unknown server {t!r}; allowed: main1..main4 or a strategy of lockserver "
+            "--list-strategies, optionally NAME:K for K stripes")
+    _, colon, k = t.partition(":")
+    if colon and not 1 <= int(k) <= MAX_STRIPES:
+        raise argparse.ArgumentTypeError(
+            f"{t!r}: {k} stripes is out of range; allowed: 1..{MAX_STRIPES}")
     return t
+
+
+def kind_name(t):
+    if t not in SWEEP_KINDS:
+        raise argparse.ArgumentTypeError(f"unknown sweep kind {t!r}; allowed: "
+                                         f"{', '.join(SWEEP_KINDS)}")
+    return t
+
+
+def connection_mode(t):
+    if t not in ("per-request", "keepalive"):
+        raise argparse.ArgumentTypeError(f"unknown connection mode {t!r}; allowed: "
+                                         "per-request, keepalive")
+    return t
+
+
+def _path(t) -> Path:
+    if not t.strip():
+        raise argparse.ArgumentTypeError("empty path; allowed: a directory or file name")
+    return Path(t).absolute()
+
+
+def existing_dir(t):
+    p = _path(t)
+    if not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{t!r} is not a directory; allowed: an existing "
+                                         "directory")
+    return p
+
+
+def new_dir(t):
+    """A results folder to create: absent, or an empty directory (made absolute, so it
+    works from wherever the user stands while servers run elsewhere)."""
+    p = _path(t)
+    if p.exists() and not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{t!r} is a file; allowed: a new or empty directory")
+    if p.is_dir() and any(p.iterdir()):
+        raise argparse.ArgumentTypeError(f"{t!r} is not empty; allowed: a new or empty "
+                                         f"directory (to continue a run there: --resume {t})")
+    return p
+
+
+def resume_dir(t):
+    p = _path(t)
+    if not (p / "metadata.json").is_file():
+        raise argparse.ArgumentTypeError(f"cannot resume {t!r}: no metadata.json there; "
+                                         "allowed: a results directory of an earlier run")
+    return p
+
+
+def out_dir(t):
+    p = _path(t)
+    if p.exists() and not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{t!r} is a file; allowed: a directory")
+    return p
 
 
 class UsageError(Exception):
     """A bad command line found after parsing (exit 2, one line)."""
 
 
-def check_servers(labels, bin_dir: Path) -> None:
+def check_servers(labels, bin_dir: Path, option: str = "--servers") -> None:
     """Every label that is not main1..main4 must be a strategy of lockserver in bin_dir
     (UsageError naming the valid choices); ":K" only on the striped-* strategies.
-    RunError (exit 1) if lockserver is needed but missing."""
+    UsageError too if lockserver is needed but missing or broken."""
     extra = [s for s in dict.fromkeys(labels) if s not in SERVERS]
     if not extra:
         return
-    names = R.lockserver_strategies(bin_dir)
+    try:
+        names = R.lockserver_strategies(bin_dir)
+    except RunError as exc:
+        raise UsageError(f"argument --bin-dir: {exc}") from None
     for label in extra:
         name, _, k = label.partition(":")
         if name not in names:
-            raise UsageError(f"unknown server {label!r} (known: "
-                             f"{', '.join([*SERVERS, *names])}; NAME:K sets --stripes)")
+            raise UsageError(f"argument {option}: unknown server {label!r}; allowed: "
+                             f"{', '.join([*SERVERS, *names])} (NAME:K sets --stripes)")
         if k and not name.startswith("striped-"):
-            raise UsageError(f"{label!r}: ':K' (stripes) applies only to "
-                             f"{', '.join(n for n in names if n.startswith('striped-'))}")
+            raise UsageError(f"argument {option}: {label!r}: ':K' (stripes) applies only "
+                             f"to {', '.join(n for n in names if n.startswith('striped-'))}")
 
 
-def kind_name(t):
-    if t not in SWEEP_KINDS:
-        raise argparse.ArgumentTypeError(f"unknown sweep kind {t!r} (known: {', '.join(SWEEP_KINDS)})")
-    return t
+class Parser(argparse.ArgumentParser):
+    """argparse with one line on a bad command line: '<prog>: error: <what>' and exit 2
+    (argparse would print the usage first; --help shows it)."""
 
-
-def int_at_least(lo):
-    def parse(t):
-        try:
-            v = int(t)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {t!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
-        return v
-    return parse
-
-
-def float_in(lo, hi=None):
-    def parse(t):
-        try:
-            v = float(t)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {t!r}") from None
-        if v < lo or (hi is not None and v > hi):
-            rng = f"[{lo:g}, {hi:g}]" if hi is not None else f">= {lo:g}"
-            raise argparse.ArgumentTypeError(f"must be {rng}, got {t}")
-        return v
-    return parse
-
-
-def connection_mode(t):
-    if t not in ("per-request", "keepalive"):
-        raise argparse.ArgumentTypeError(f"unknown connection mode {t!r} (per-request, keepalive)")
-    return t
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 # ---- the parser -----------------------------------------------------------------------------
@@ -105,20 +192,30 @@ def connection_mode(t):
 def _common(p):
     g = p.add_argument_group("where")
     # Resolved at once: servers run with their results folder as working directory.
-    g.add_argument("--bin-dir", type=lambda s: Path(s).resolve(),
+    g.add_argument("--bin-dir", type=existing_dir,
                    default=R.REPO / "build" / "release",
                    help="directory with main1..main4 and client (default: %(default)s)")
     x = g.add_mutually_exclusive_group()
-    x.add_argument("--results-dir", type=Path,
+    x.add_argument("--results-dir", type=new_dir, metavar="DIR",
                    help="new directory for the raw results (default: results/<UTC time>/, "
                         "or results/scratch/<UTC time>/ with --quick)")
-    x.add_argument("--resume", type=Path, metavar="DIR",
+    x.add_argument("--resume", type=resume_dir, metavar="DIR",
                    help="continue the interrupted run in DIR with the parameters stored there; "
                         "completed runs are skipped")
-    g.add_argument("--port", type=int_at_least(1),
+    g.add_argument("--port", type=int_in(1, 65535),
                    help="use this port (and its byte-swapped twin) for every server start "
                         "instead of a fresh free pair each time")
-    g.add_argument("--client-timeout", type=float_in(1), default=120.0, metavar="S",
+    g.add_argument("--server-cmd", type=server_cmd, default=None, metavar="TEMPLATE",
+                   help="run every server as this command, kit-style (nothing added; ready "
+                        "when it listens on the port or its twin; timing file "
+                        "server_output_time_aggregated in its working directory; SIGTERM is "
+                        "a normal stop). Fields: {bin} {n} {ip} {port}. Default: lockbench's "
+                        "own servers get their extra options, any other server in --bin-dir "
+                        "runs as the kit's '{bin} {n} {ip} {port}'")
+    g.add_argument("--client", type=executable_file, default=None, metavar="PATH",
+                   help="lockbench client to use (default: --bin-dir's client, else "
+                        "build/release's)")
+    g.add_argument("--client-timeout", type=float_in(1, 86400), default=120.0, metavar="S",
                    help="give up on a client run after S seconds (default: %(default)s)")
     g.add_argument("--quick", action="store_true",
                    help=f"smoke test: {QUICK_RUNS} lab runs per cell, short sweeps with few points")
@@ -131,22 +228,22 @@ def _lab_args(p):
                    help="comma list of servers: main1..main4 and/or lockserver strategies "
                         "(lockserver --list-strategies), NAME:K for K stripes "
                         "(default: main1,main2,main3,main4)")
-    g.add_argument("--n", type=_list(int_at_least(1)), default=list(R.LAB_N),
+    g.add_argument("--n", type=_list(int_in(1, MAX_N)), default=list(R.LAB_N),
                    help="comma list of array sizes (default: 10,100,1000)")
-    g.add_argument("--runs", type=int_at_least(1), default=None,
+    g.add_argument("--runs", type=int_in(1, 1_000_000), default=None,
                    help=f"client runs per (server, n) (default: 100; {QUICK_RUNS} with --quick)")
-    g.add_argument("--delay-us", type=float_in(0), default=10.0,
+    g.add_argument("--delay-us", type=delay_us, default=10.0,
                    help="artificial delay per array access in us (default: 10, the kit's)")
-    g.add_argument("--pause", type=float_in(0), default=0.0, metavar="S",
+    g.add_argument("--pause", type=float_in(0, 3600), default=0.0, metavar="S",
                    help="pause between client runs (the kit's test.sh uses 0.5; default: 0)")
-    g.add_argument("--trace-limit", type=int_at_least(0), default=10000, metavar="ROWS",
+    g.add_argument("--trace-limit", type=int_in(0, 1_000_000_000), default=10000, metavar="ROWS",
                    help="per-request trace rows kept per (server, n); 0 = no trace "
                         "(default: %(default)s)")
 
 
 def _sweep_args(p, kinds_default):
     g = p.add_argument_group("sweeps (closed loop, one server start per point)")
-    g.add_argument("--kind", type=_list(kind_name), default=kinds_default, dest="kinds",
+    g.add_argument("--kind", type=_list(kind_name), default=None, dest="kinds",
                    help="comma list of sweeps: threads, read-ratio, n, delay, connection "
                         f"(default: {','.join(kinds_default) if kinds_default else 'required'})")
     g.add_argument("--values", type=_list(str), default=None,
@@ -154,45 +251,75 @@ def _sweep_args(p, kinds_default):
     g.add_argument("--sweep-servers", type=_list(server_name), default=list(SERVERS),
                    dest="sweep_servers", help="servers to sweep, as --servers (default: "
                    "main1..main4)")
-    g.add_argument("--base-n", type=int_at_least(1), default=1000, help="n at the base point")
-    g.add_argument("--base-delay-us", type=float_in(0), default=10.0, help="delay at the base point")
+    g.add_argument("--base-n", type=int_in(1, MAX_N), default=1000, help="n at the base point")
+    g.add_argument("--base-delay-us", type=delay_us, default=10.0, help="delay at the base point")
     g.add_argument("--read-ratio", type=float_in(0, 1), default=0.7, help="read ratio at the base point")
-    g.add_argument("--threads", type=int_at_least(1), default=64, help="client threads at the base point")
+    g.add_argument("--threads", type=int_in(1, MAX_THREADS), default=64, help="client threads at the base point")
     g.add_argument("--connection", type=connection_mode, default="per-request",
                    help="connection mode at the base point")
-    g.add_argument("--duration", type=float_in(0.01), default=None, metavar="S",
+    g.add_argument("--duration", type=float_in(0.01, 86400), default=None, metavar="S",
                    help="measured seconds per run (default: 1; 0.3 with --quick)")
-    g.add_argument("--warmup", type=float_in(0), default=None, metavar="S",
+    g.add_argument("--warmup", type=float_in(0, 86400), default=None, metavar="S",
                    help="warm-up seconds per run (default: 0.25; 0.1 with --quick)")
-    g.add_argument("--reps", type=int_at_least(1), default=None,
+    g.add_argument("--reps", type=int_in(1, 1000), default=None,
                    help="repetitions per point (default: 3; 1 with --quick)")
 
 
 MICROBENCH_DEFAULT = R.REPO / "results" / "microbench" / "microbench.json"
 
 
+def server_cmd(t):
+    try:
+        R.parse_server_cmd(t)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; allowed: a command with {{port}} and any of "
+                                         "{bin} {n} {ip}, e.g. '{bin} {n} {ip} {port}'") from None
+    return t
+
+
+def executable_file(t):
+    p = _path(t)
+    if not (p.is_file() and os.access(p, os.X_OK)):
+        raise argparse.ArgumentTypeError(f"{t!r} is not an executable file; allowed: the path "
+                                         "of lockbench's client")
+    return p
+
+
+def microbench_file(t):
+    """'none', or an existing file (made absolute)."""
+    if t.lower() == "none":
+        return "none"
+    p = _path(t)
+    allowed = "allowed: the JSON of bench/run-microbench.sh, or none"
+    if not p.is_file():
+        raise argparse.ArgumentTypeError(f"{t!r} is not a file; {allowed}")
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{t!r} is not readable JSON ({exc}); "
+                                         f"{allowed}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise argparse.ArgumentTypeError(f"{t!r} has no 'benchmarks' list; {allowed}")
+    return p
+
+
 def _microbench_arg(p):
-    p.add_argument("--microbench", default=None, metavar="PATH",
+    p.add_argument("--microbench", type=microbench_file, default=None, metavar="PATH",
                    help="Google Benchmark JSON of bench/run-microbench.sh to add as a report "
                         "section (default: results/microbench/microbench.json if it exists; "
                         "'none' = no section)")
 
 
 def microbench_path(a) -> Path | None:
-    """The microbenchmark JSON to include: --microbench PATH (must exist), none, or the
-    default file if it exists."""
+    """The microbenchmark JSON to include: --microbench PATH (checked to exist when parsed),
+    none, or the default file if it exists."""
     if a.microbench is None:
         return MICROBENCH_DEFAULT if MICROBENCH_DEFAULT.is_file() else None
-    if a.microbench.lower() == "none":
-        return None
-    p = Path(a.microbench)
-    if not p.is_file():
-        raise RunError(f"microbenchmark file not found: {p}")
-    return p
+    return None if a.microbench == "none" else a.microbench
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog=PROG, description="lockbench experiment runner and lab report (ECE 420 Lab 2).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
@@ -219,9 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="rebuild tables, figures and REPORT.md from raw results",
                        description="Reads a results directory (read-only) and writes REPORT.md, "
                        "tables/ and figures/ into --out. Same input, byte-identical output.")
-    p.add_argument("--results", type=Path, required=True, metavar="DIR",
+    p.add_argument("--results", type=existing_dir, required=True, metavar="DIR",
                    help="results directory (e.g. results/20250101T000000Z)")
-    p.add_argument("--out", type=Path, default=R.REPO / "report",
+    p.add_argument("--out", type=out_dir, default=R.REPO / "report",
                    help="output directory (default: %(default)s)")
     _microbench_arg(p)
     p = sub.add_parser("all", help="lab + sweeps + report (the README's main command)",
@@ -229,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     _lab_args(p)
     _sweep_args(p, list(SWEEP_KINDS))
     p.add_argument("--no-sweeps", action="store_true", help="lab experiment and report only")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=out_dir, default=None,
                    help="report directory (default: report/; <results>/report with --quick)")
     _microbench_arg(p)
     _common(p)
@@ -247,11 +374,14 @@ def lab_from_args(a) -> R.LabParams:
 def sweeps_from_args(a, ap) -> R.SweepParams:
     q = QUICK_SWEEP if a.quick else {"duration_s": 1.0, "warmup_s": 0.25, "reps": 3}
     values = {k: list(v) for k, v in (R.QUICK_SWEEP_VALUES if a.quick else R.SWEEP_VALUES).items()}
+    a.kinds_given = a.kinds is not None
+    if a.kinds is None:
+        a.kinds = list(SWEEP_KINDS)
     if a.values is not None:
         if len(a.kinds) != 1:
             ap.error("--values needs exactly one --kind")
         kind = a.kinds[0]
-        conv = {"threads": int_at_least(1), "n": int_at_least(1), "delay": float_in(0),
+        conv = {"threads": int_in(1, MAX_THREADS), "n": int_in(1, MAX_N), "delay": delay_us,
                 "read-ratio": float_in(0, 1), "connection": connection_mode}[kind]
         try:
             values[kind] = [conv(v) for v in a.values]
@@ -265,22 +395,91 @@ def sweeps_from_args(a, ap) -> R.SweepParams:
                          reps=a.reps if a.reps is not None else q["reps"], values=values)
 
 
-def results_dir(a) -> Path:
-    return a.resume or a.results_dir or R.default_results_dir(
-        R.REPO / "results" / ("scratch" if a.quick else ""))
+COMMITTED_REPORT = R.REPO / "report"
 
 
-def run_experiments(a, results: Path, lab: R.LabParams | None,
-                    sweeps: R.SweepParams | None) -> None:
+def _inside(path: Path, folder: Path) -> bool:
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or folder in path.parents
+
+
+def report_out(a, results: Path | None) -> Path:
+    """Where `all` writes its report: --out if given; else the results folder's report/
+    when the run is resumed or a --quick one (resume never writes outside the folder it
+    resumes; smoke data never replaces the committed report); else report/."""
+    if a.out is not None:
+        return a.out
+    if a.quick or a.resume is not None:
+        return (a.resume or results) / "report"
+    return COMMITTED_REPORT
+
+
+def check_report_out(out: Path, quick: bool) -> None:
+    """UsageError if a --quick run's report would land in the committed report/."""
+    if quick and _inside(out, COMMITTED_REPORT):
+        raise UsageError(f"argument --out: {out} is inside {COMMITTED_REPORT}, the committed "
+                         "report; allowed for --quick results: any other directory")
+
+
+def check_run(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) -> dict:
+    """Before anything is created: the binaries the run needs exist, and what a kit-style
+    server cannot do is not asked of it. Returns {label: 'lockbench' | 'kit'}. UsageError
+    (exit 2) otherwise; drops the delay and connection sweeps from the default kinds when a
+    swept server is kit-style (with a note)."""
+    servers = list(dict.fromkeys([*(lab.servers if lab else []),
+                                  *(sweeps.servers if sweeps else [])]))
+    if a.server_cmd is not None:
+        odd = [s for s in servers if s not in SERVERS]
+        if odd:
+            raise UsageError(f"argument --servers: {odd[0]!r} with --server-cmd; allowed: "
+                             "main1..main4 (the {bin} of each is --bin-dir/mainN)")
+    try:  # a --bin-dir (or --client) that cannot work: a bad command line
+        R.check_binary(a.client or R.default_client(a.bin_dir))
+    except RunError as exc:
+        raise UsageError(f"argument {'--client' if a.client else '--bin-dir'}: {exc}") from None
+    try:
+        if a.server_cmd is None or "{bin}" in a.server_cmd:
+            for name in dict.fromkeys(R.server_command(s)[0] for s in servers):
+                R.check_binary(R.find_binary(a.bin_dir, name))
+    except RunError as exc:
+        raise UsageError(f"argument --bin-dir: {exc}") from None
+    probe = R.Ctx(results=Path("."), bin_dir=a.bin_dir, server_cmd=a.server_cmd)
+    kinds = {s: probe.server_kind(s) for s in servers}
+    kit = [s for s in (sweeps.servers if sweeps else []) if kinds[s] == "kit"]
+    if kit:
+        cannot = [k for k in sweeps.kinds if k in ("delay", "connection")]
+        why = ("a kit-style server takes no --delay-us and serves one request per connection; "
+               f"kit-style here: {', '.join(kit)}")
+        if cannot and getattr(a, "kinds_given", True):
+            raise UsageError(f"argument --kind: {','.join(cannot)} cannot be swept ({why})")
+        if cannot:
+            sweeps.kinds = [k for k in sweeps.kinds if k not in cannot]
+            print(f"note: no {' and no '.join(cannot)} sweep ({why})", file=sys.stderr)
+        if sweeps.connection != "per-request":
+            raise UsageError(f"argument --connection: {sweeps.connection} ({why})")
+    return kinds
+
+
+def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) -> Path:
+    """Checks the binaries, creates (or, resuming, locks) the results folder, runs what is
+    not done yet. Returns the results folder; a.results_path is set as soon as it exists."""
     resume = a.resume is not None
+    setup = {}
     if not resume:  # fail before creating anything if a binary is missing
-        servers = [*(lab.servers if lab else []), *(sweeps.servers if sweeps else [])]
-        for name in ["client", *dict.fromkeys(R.server_command(s)[0] for s in servers)]:
-            R.check_binary(R.find_binary(a.bin_dir, name))
-    meta, ctx = R.open_results(results, a.bin_dir, lab, sweeps, [PROG, *sys.argv[1:]], resume)
+        kinds = check_run(a, lab, sweeps)
+        setup = {"server_cmd": a.server_cmd,
+                 "client": str(a.client or R.default_client(a.bin_dir)), "kinds": kinds}
+    base = R.REPO / "results" / ("scratch" if a.quick else "")
+    meta, ctx = R.open_results(a.resume or a.results_dir, a.bin_dir, lab, sweeps,
+                               [PROG, *sys.argv[1:]], resume, base=base, quick=a.quick,
+                               setup=setup)
+    a.results_path = results = ctx.results
     if resume:  # the stored parameters define the experiment
         lab = R.lab_params(meta) if lab is not None else None
         sweeps = R.sweep_params(meta) if sweeps is not None else None
+    stored = meta.get("server_setup") or {}
+    ctx.server_cmd = a.server_cmd or stored.get("server_cmd")
+    ctx.client_path = a.client or (Path(stored["client"]) if stored.get("client") else None)
     ctx.port, ctx.client_timeout = a.port, a.client_timeout
     print(f"results: {results}", file=sys.stderr)
     lab_todo = R.lab_todo(ctx, lab) if lab else {}
@@ -297,6 +496,7 @@ def run_experiments(a, results: Path, lab: R.LabParams | None,
         R.run_lab(ctx, lab, lab_todo)
     if sweep_todo:
         R.run_sweeps(ctx, sweeps, sweep_todo)
+    return results
 
 
 def cmd_report(results: Path, out: Path, microbench: Path | None = None) -> None:
@@ -316,44 +516,64 @@ def main(argv=None) -> int:
         return grade_main(argv[1:])
     ap = build_parser()
     a = ap.parse_args(argv)
+    a.results_path = a.resume if a.cmd != "report" else None
     signal.signal(signal.SIGTERM, _on_sigterm)
-    results = None if a.cmd == "report" else results_dir(a)
     try:
         if a.cmd != "report" and a.resume is None:
-            check_servers([*(a.servers if a.cmd != "sweep" else []),
-                           *(a.sweep_servers if a.cmd != "lab" else [])], a.bin_dir)
+            if a.cmd != "sweep":
+                check_servers(a.servers, a.bin_dir, "--servers")
+            if a.cmd != "lab":
+                check_servers(a.sweep_servers, a.bin_dir, "--sweep-servers")
         if a.cmd in ("report", "all"):
-            mb = microbench_path(a)  # before any experiment: a wrong path fails fast
+            mb = microbench_path(a)
         if a.cmd == "report":
+            check_report_out(a.out, R.is_quick_results(a.results))
             cmd_report(a.results, a.out, mb)
         elif a.cmd == "lab":
-            run_experiments(a, results, lab_from_args(a), None)
+            run_experiments(a, lab_from_args(a), None)
         elif a.cmd == "sweep":
-            run_experiments(a, results, None, sweeps_from_args(a, ap))
+            run_experiments(a, None, sweeps_from_args(a, ap))
         elif a.cmd == "all":
             sweeps = None if a.no_sweeps else sweeps_from_args(a, ap)
-            run_experiments(a, results, lab_from_args(a), sweeps)
-            out = a.out or (results / "report" if a.quick else R.REPO / "report")
-            cmd_report(results, out, mb)
+            if a.out is not None:  # before any experiment: a wrong place fails fast
+                check_report_out(a.out, a.quick or (a.resume is not None
+                                                    and R.is_quick_results(a.resume)))
+            results = run_experiments(a, lab_from_args(a), sweeps)
+            cmd_report(results, report_out(a, results), mb)
         return 0
     except UsageError as exc:
         print(f"{PROG} {a.cmd}: error: {exc}", file=sys.stderr)
         return 2
     except (RunError, LoadError, OSError) as exc:
-        print(f"{PROG} {a.cmd}: error: {exc}", file=sys.stderr)
-        _hint_resume(a, results)
+        print(f"{PROG} {a.cmd}: error: {_one_line(exc)}", file=sys.stderr)
+        _hint_resume(a)
         return 1
     except KeyboardInterrupt:
         print(f"\n{PROG} {a.cmd}: interrupted", file=sys.stderr)
-        _hint_resume(a, results)
+        _hint_resume(a)
         return 130
+    except Exception as exc:  # a bug (or bad microbenchmark JSON): one line, no traceback
+        what = ("" if type(exc).__name__ == "MicrobenchError"
+                else f"internal error (please report): {type(exc).__name__}: ")
+        print(f"{PROG} {a.cmd}: error: {what}{_one_line(exc)}", file=sys.stderr)
+        _hint_resume(a)
+        return 1
 
 
-def _hint_resume(a, results):
+def _one_line(exc) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _hint_resume(a):
+    results = getattr(a, "results_path", None)
     if a.cmd != "report" and results is not None and Path(results, "metadata.json").exists():
         print(f"partial results kept in {results}; continue with: {PROG} {a.cmd} "
               f"--resume {results}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C while parsing or after main returned: no traceback
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -83,8 +83,44 @@ def _tables(net_dir: Path) -> list:
     return parse_table(_read(net_dir / "tcp")) + parse_table(_read(net_dir / "tcp6"))
 
 
+def _children(pid: int) -> list | None:
+    """pid's children from /proc/PID/task/*/children (None if the kernel lacks the file:
+    CONFIG_PROC_CHILDREN)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue      # the thread ended meanwhile
+            return None       # no children file: this kernel has no CONFIG_PROC_CHILDREN
+        except OSError:
+            continue
+    return out
+
+
 def process_tree(pids) -> set:
-    """The given pids and all their live descendants (from /proc/*/stat)."""
+    """The given pids and all their live descendants (from /proc/PID/task/*/children, or a
+    scan of /proc/*/stat where the kernel lacks that file)."""
+    seen, todo = set(), [int(p) for p in pids]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        kids = _children(p)
+        if kids is None:
+            return _process_tree_by_scan(pids)
+        seen.add(p)
+        todo.extend(kids)
+    return seen
+
+
+def _process_tree_by_scan(pids) -> set:
     children: dict = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():

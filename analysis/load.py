@@ -15,12 +15,24 @@ A results directory (written by runner.py, read-only afterwards) holds:
 Loaders check columns and types and raise LoadError naming the file and the problem.
 """
 
+from __future__ import annotations  # annotations name pd without importing pandas
+
 import json
 from pathlib import Path
 
-import pandas as pd
-
 from . import is_server_label
+
+
+class _LazyPandas:
+    """pandas, imported on first use: the runner's command line (which needs only the
+    column lists here) answers a bad option without paying for the pandas import."""
+
+    def __getattr__(self, name):
+        import pandas
+        return getattr(pandas, name)
+
+
+pd = _LazyPandas()
 
 SWEEP_KINDS = ("threads", "read-ratio", "n", "delay", "connection")
 

@@ -16,11 +16,17 @@ import threading
 import time
 from pathlib import Path
 
+from .kernel_sockets import ListenTimeout, ProcessExited, describe_exit, wait_listening
+
 HOST = "127.0.0.1"
 
 
 class RunError(Exception):
     """An experiment cannot go on; the message is the one-line cause shown to the user."""
+
+
+class StartError(RunError):
+    """A server exited, or did not become ready, at start-up."""
 
 
 def twin(port: int) -> int:
@@ -87,7 +93,13 @@ atexit.register(_stop_all)
 
 
 class Server:
-    """One running server (mainN, or lockserver with its strategy arguments `pre`). Use as a context manager: started on enter, stopped on exit."""
+    """One running lockbench server (mainN, or lockserver with its strategy arguments
+    `pre`), given lockbench's own options (--delay-us, --time-file, -q, --trace); ready when
+    it prints its listening line; a normal stop is exit 0 after SIGTERM, with a summary.
+    Use as a context manager: started on enter, stopped on exit."""
+
+    kind = "lockbench"
+    real_port = False   # the client connects to the twin of `port` (kit mode) as usual
 
     def __init__(self, binary: Path, pre: list, n: int, port: int, *, delay_us: float,
                  cwd: Path, time_file: Path, log_file: Path, trace: Path | None = None,
@@ -101,6 +113,7 @@ class Server:
         if trace is not None and trace_limit > 0:
             self.argv += ["--trace", str(trace), "--trace-limit", str(trace_limit)]
         self.cwd, self.log_file, self.ready_timeout = cwd, log_file, ready_timeout
+        self.time_file = time_file   # where this server's timing lines appear
         self.proc = None
         self.lines: queue.Queue = queue.Queue()
         self.summary_line = None
@@ -129,49 +142,68 @@ class Server:
                 line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 self.stop()
-                raise RunError(f"{self.name} (n={self.n}) did not print its listening line "
+                raise StartError(f"{self.name} (n={self.n}) did not print its listening line "
                                f"within {self.ready_timeout:g} s; see {self.log_file}") from None
             if line is None:
                 code = self.proc.wait()
+                last = self._last_log_line()   # before stop() closes the log
                 self.stop()
-                raise RunError(f"{self.name} (n={self.n}) exited with code {code} at start-up: "
-                               f"{self._last_log_line() or 'no message'}")
+                raise StartError(f"{self.name} (n={self.n}) exited at start-up "
+                                 f"({describe_exit(code)}): {last or 'no message'}")
             self._log.write(line + "\n")
             if line.startswith(f"{self.prog}: listening on "):
                 return self
 
     def _last_log_line(self) -> str:
-        self._log.flush()
+        """The server's own complaint: its last line that says 'error', else its last
+        line (usage hints such as "Run 'main1 --help'" follow the error line)."""
+        if not self._log.closed:
+            self._log.flush()
         try:
-            lines = [ln for ln in self.log_file.read_text().splitlines()
+            lines = [" ".join(ln.split()) for ln in
+                     self.log_file.read_text(errors="replace").splitlines()
                      if ln.strip() and not ln.startswith("# ")]
         except OSError:
             return ""
-        return lines[-1].strip() if lines else ""
+        errors = [ln for ln in lines if "error" in ln.lower()]
+        return (errors or lines or [""])[-1][:300]
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def died(self) -> RunError:
-        return RunError(f"{self.name} (n={self.n}) died during the experiment with exit code "
-                        f"{self.proc.poll()}; see {self.log_file}")
+        return RunError(f"{self.name} (n={self.n}) died during the experiment "
+                        f"({describe_exit(self.proc.poll())}); see {self.log_file}")
+
+    def stopped_ok(self) -> bool:
+        """Whether the server ended as a normal stop ends it (exit 0)."""
+        return self.exit_code in (0, None)
+
+    def _terminate(self, timeout: float) -> None:
+        """SIGTERM to the server's process group (its own session: a wrapper and its
+        children alike), wait, then SIGKILL whatever of the group is left."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:  # stragglers (children of a wrapper), or a leader that ignored SIGTERM
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self.exit_code = self.proc.returncode
+        _LIVE.discard(self)
 
     def stop(self, timeout: float = 5.0) -> dict:
         """SIGTERM, wait, SIGKILL the process group if needed; returns the parsed summary."""
         if self.proc is None:
             return {}
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait()
-        self.exit_code = self.proc.returncode
-        _LIVE.discard(self)
+        self._terminate(timeout)
         while True:  # drain what the server printed before exiting
             try:
                 line = self.lines.get(timeout=1.0)
@@ -193,6 +225,100 @@ class Server:
         if self.proc is not None and self.exit_code is None:
             self.stop()
         return False
+
+
+KIT_TIME_FILE = "server_output_time_aggregated"   # the kit's, in the working directory
+
+
+class KitServer(Server):
+    """A kit-style server (anyone's lab, KIT.md "How kit-style servers behave"): `argv`
+    is the expanded --server-cmd template, run in `cwd` with nothing added. Ready when it
+    (or a child) listens on `port` or its byte-swapped twin, seen in the kernel's socket
+    table, never by connecting (many crash on an empty connection). Its timing lines are
+    cwd/server_output_time_aggregated; stop() moves them to `time_dest` (appended), as the
+    kit's test.sh renames the file between settings. Death by SIGTERM is a normal stop
+    (kit servers install no handler); there is no summary."""
+
+    kind = "kit"
+
+    def __init__(self, argv: list, n: int, port: int, *, cwd: Path, log_file: Path,
+                 time_dest: Path, label: str, ready_timeout: float = 15.0):
+        self.prog = Path(argv[0]).name
+        self.name, self.n, self.port = label, n, port
+        self.argv = [str(a) for a in argv]
+        self.cwd, self.log_file, self.ready_timeout = cwd, log_file, ready_timeout
+        self.time_file, self.time_dest = cwd / KIT_TIME_FILE, time_dest
+        self.proc = None
+        self.lines: queue.Queue = queue.Queue()
+        self.summary_line = None
+        self.exit_code = None
+        self.listen_port = None
+
+    @property
+    def real_port(self) -> bool:
+        """True when the server listens on `port` itself and not on its twin (it uses
+        htons): the client must then be told --real-port."""
+        return self.listen_port == self.port and self.port != twin(self.port)
+
+    def start(self) -> "KitServer":
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_file, "a")
+        self._log.write(f"# {' '.join(self.argv)}\n# cwd={self.cwd}\n")
+        self._log.flush()
+        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self._log.write(f"# pid={self.proc.pid}\n")
+        self._log.flush()
+        _LIVE.add(self)
+        try:
+            self.listen_port = wait_listening([twin(self.port), self.port], self.proc,
+                                              self.ready_timeout)
+        except ProcessExited as exc:
+            last = self._last_log_line()
+            self.stop()
+            raise StartError(f"{self.name} (n={self.n}) exited at start-up "
+                             f"({describe_exit(exc.returncode)}): {last or 'no message'}"
+                             ) from None
+        except ListenTimeout:
+            self.stop()
+            raise StartError(f"{self.name} (n={self.n}) did not listen on port {self.port} "
+                             f"or its twin {twin(self.port)} within {self.ready_timeout:g} s; "
+                             f"see {self.log_file}") from None
+        self._log.write(f"# listening on {self.listen_port}\n")
+        self._log.flush()
+        return self
+
+    def stopped_ok(self) -> bool:
+        return self.exit_code in (0, None, -signal.SIGTERM)
+
+    def stop(self, timeout: float = 5.0) -> dict:
+        if self.proc is None:
+            return {}
+        if self.exit_code is None:
+            self._terminate(timeout)
+            self._log.write(f"# exit={self.exit_code}\n")
+            self._log.close()
+        self.collect_time_file()
+        return {}
+
+    def collect_time_file(self) -> None:
+        """Appends cwd/server_output_time_aggregated to time_dest and removes it."""
+        move_lines(self.time_file, self.time_dest)
+
+
+def move_lines(src: Path, dest: Path) -> None:
+    """Appends the file src to dest (created if needed) and removes src; nothing if src is
+    missing."""
+    try:
+        data = src.read_bytes()
+    except FileNotFoundError:
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest, "ab") as f:
+        f.write(data)
+    src.unlink()
 
 
 def _need(d: dict, *path):

@@ -7,6 +7,7 @@ Layout of a results directory: see load.py.
 import csv
 import dataclasses
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import math
@@ -14,6 +15,8 @@ import os
 import platform
 import random
 import re
+import shlex
+import string
 import subprocess
 import sys
 import time
@@ -22,8 +25,10 @@ from pathlib import Path
 
 from . import LOCKSERVER, SERVERS, server_command
 from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
-from .procs import (RunError, Server, check_binary, client_row, pick_port, port_free,
+from .procs import (HOST, KIT_TIME_FILE, KitServer, RunError, Server, StartError, check_binary,
+                    move_lines, client_row, pick_port, port_free,
                     run_client, twin)
+from .kernel_sockets import describe_exit
 from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,6 +78,70 @@ class SweepParams:
     values: dict = field(default_factory=lambda: {k: list(v) for k, v in SWEEP_VALUES.items()})
 
 
+KIT_SERVER_CMD = "{bin} {n} {ip} {port}"          # the kit's: mainN n ip port
+SERVER_CMD_FIELDS = ("bin", "n", "ip", "port")
+# Option names only lockbench's servers carry (the runner passes them): a binary holding
+# all of them is one of ours; anything else is driven as a kit-style server.
+LOCKBENCH_MARKERS = (b"--delay-us", b"--time-file", b"--trace-limit")
+
+
+def parse_server_cmd(template: str) -> list:
+    """Splits a --server-cmd template shell-style and checks its fields; ValueError naming
+    the problem. Fields: {bin} (the server binary of the label, from --bin-dir), {n},
+    {ip}, {port} (required); {{ and }} are literal braces."""
+    try:
+        tokens = shlex.split(template)
+    except ValueError as exc:
+        raise ValueError(f"{template!r} does not split into words ({exc})") from None
+    if not tokens:
+        raise ValueError("empty command")
+    seen = set()
+    for tok in tokens:
+        try:
+            parts = list(string.Formatter().parse(tok))
+        except ValueError as exc:
+            raise ValueError(f"{tok!r}: {exc} (use {{{{ and }}}} for literal braces)") from None
+        for _, name, spec, conv in parts:
+            if name is None:
+                continue
+            if name not in SERVER_CMD_FIELDS or spec or conv:
+                raise ValueError(f"unknown field {{{name}}} in {tok!r}; allowed: "
+                                 + ", ".join(f"{{{f}}}" for f in SERVER_CMD_FIELDS))
+            seen.add(name)
+    if "port" not in seen:
+        raise ValueError(f"{template!r} has no {{port}}")
+    return tokens
+
+
+def expand_server_cmd(template: str, binary: Path | None, n: int, ip: str, port: int) -> list:
+    """The argv of one server start from a (checked) template."""
+    values = {"bin": str(binary) if binary else "", "n": str(n), "ip": ip, "port": str(port)}
+    return [tok.format(**values) for tok in parse_server_cmd(template)]
+
+
+_KIND_CACHE: dict = {}
+
+
+def is_lockbench_server(binary: Path) -> bool:
+    """Whether binary is one of lockbench's servers (holds the option names only they
+    have); read, never run."""
+    key = (str(binary), binary.stat().st_mtime_ns if binary.exists() else 0)
+    if key not in _KIND_CACHE:
+        try:
+            data = binary.read_bytes()
+        except OSError:
+            data = b""
+        _KIND_CACHE[key] = all(m in data for m in LOCKBENCH_MARKERS)
+    return _KIND_CACHE[key]
+
+
+def default_client(bin_dir: Path) -> Path:
+    """bin_dir's client if there is one, else lockbench's own build's (a folder of someone
+    else's servers holds none)."""
+    p = find_binary(bin_dir, "client")
+    return p if p.is_file() else find_binary(REPO / "build" / "release", "client")
+
+
 def find_binary(bin_dir: Path, name: str) -> Path:
     """bin_dir/name, or bin_dir/name/name when CMake put the target in its subdirectory's
     build folder (the client is built as build/release/client/client)."""
@@ -90,9 +159,38 @@ class Ctx:
     client_timeout: float = 120.0
     rng: random.Random = field(default_factory=random.Random)
     progress: Progress | None = None
+    server_cmd: str | None = None    # --server-cmd template: every server kit-style
+    client_path: Path | None = None  # --client (None: default_client(bin_dir))
 
     def binary(self, name: str) -> Path:
         return check_binary(find_binary(self.bin_dir, name))
+
+    def client(self) -> Path:
+        return check_binary(self.client_path or default_client(self.bin_dir))
+
+    def server_kind(self, label: str) -> str:
+        """'kit' (any lab server: the kit's command line and nothing else) or 'lockbench'
+        (our own, given its extra options)."""
+        if self.server_cmd is not None:
+            return "kit"
+        return "lockbench" if is_lockbench_server(self.server(label)[0]) else "kit"
+
+    def make_server(self, label: str, n: int, port: int, *, delay_us: float, time_file: Path,
+                    log_file: Path, trace: Path | None = None, trace_limit: int = 0):
+        """The Server (lockbench's own) or KitServer (anyone's) for label at n on port.
+        A kit-style server runs in results/work/ and its timing lines end in time_file."""
+        if self.server_kind(label) == "lockbench":
+            return Server(*self.server(label), n, port, label=label, delay_us=delay_us,
+                          cwd=self.results, time_file=time_file, log_file=log_file,
+                          trace=trace, trace_limit=trace_limit)
+        work = self.results / "work"
+        # Lines a server left behind when the runner was killed belong to no setting now.
+        move_lines(work / KIT_TIME_FILE, self.results / "time" / f"orphan_{KIT_TIME_FILE}")
+        binary = self.server(label)[0] if "{bin}" in (self.server_cmd or KIT_SERVER_CMD) \
+            else None
+        argv = expand_server_cmd(self.server_cmd or KIT_SERVER_CMD, binary, n, HOST, port)
+        return KitServer(argv, n, port, cwd=work, log_file=log_file, time_dest=time_file,
+                         label=label)
 
     def server(self, label: str) -> tuple[Path, list]:
         """(binary, arguments before <n>) that start the server `label`."""
@@ -108,17 +206,21 @@ class Ctx:
 
     def start_server(self, make) -> Server:
         """make(port) -> Server; starts it on a free port pair. With automatic ports a
-        start-up failure (e.g. the port taken between probe and bind) is retried twice on
-        other ports; the last failure is raised."""
+        start-up failure because the port (or its twin) was taken between probe and bind is
+        retried twice on other ports; any other start-up failure is raised at once."""
         for attempt in range(3):
             srv = make(self.new_port())
             try:
                 return srv.start()
-            except RunError:
-                if self.port is not None or attempt == 2 or srv.proc is None:
+            except StartError:
+                # Another port helps only if this one was taken meanwhile (it is still
+                # taken now the server is gone); a server that refuses its arguments would
+                # refuse them on any port.
+                if (self.port is not None or attempt == 2
+                        or (port_free(srv.port) and port_free(twin(srv.port)))):
                     raise
-                self.note(f"note: {srv.name} failed to start on port {srv.port}; "
-                          "trying another port")
+                self.note(f"note: {srv.name} failed to start on port {srv.port} (taken "
+                          "meanwhile); trying another port")
         raise AssertionError("unreachable")
 
     def note(self, text: str) -> None:
@@ -185,10 +287,6 @@ def fmt_value(v) -> str:
 
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def default_results_dir(base: Path) -> Path:
-    return base / dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
 # ---- metadata -------------------------------------------------------------------------------
@@ -268,21 +366,91 @@ def write_json(path: Path, doc: dict) -> None:
     os.replace(tmp, path)
 
 
-def open_results(results: Path, bin_dir: Path, lab: LabParams | None,
-                 sweeps: SweepParams | None, argv: list, resume: bool) -> tuple[dict, Ctx]:
-    """Creates (or, resuming, reopens) a results directory and its metadata.json; returns
-    the metadata and a Ctx. When resuming, the stored parameters win."""
+LOCK_NAME = ".lock"
+_HELD_LOCKS: dict = {}   # results folder -> open descriptor holding its flock
+
+
+def lock_results_dir(path: Path) -> None:
+    """Takes an exclusive flock on path/.lock for the rest of this process, so no second
+    runner writes into the same folder; RunError if another runner holds it."""
+    if path in _HELD_LOCKS:
+        return
+    fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunError(f"results directory {path} is in use by another runner") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _HELD_LOCKS[path] = fd
+
+
+def claim_results_dir(path: Path | None, base: Path, stamp: str | None = None) -> Path:
+    """Creates the folder of a new run and locks it, exclusively: two runners never share
+    one. path=None: base/<UTC time>, or base/<UTC time>-2, -3 ... when a runner started in
+    the same second took it (mkdir without exist_ok decides who). A given path must be new
+    or empty; RunError if it is not, or if another runner locked it first."""
+    if path is None:
+        stamp = stamp or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        base.mkdir(parents=True, exist_ok=True)
+        for i in range(1, 1000):
+            cand = base / (stamp if i == 1 else f"{stamp}-{i}")
+            try:
+                cand.mkdir()
+            except FileExistsError:
+                continue
+            lock_results_dir(cand)
+            return cand
+        raise RunError(f"no free results directory name {stamp}-N under {base}")
+    path.mkdir(parents=True, exist_ok=True)
+    lock_results_dir(path)
+    if any(p.name != LOCK_NAME for p in path.iterdir()):
+        raise RunError(f"results directory {path} is not empty (use --resume {path})")
+    return path
+
+
+def is_quick_results(results: Path) -> bool:
+    """Whether a results folder holds a --quick (smoke) run: recorded in its metadata, or
+    (older runs) kept under results/scratch/."""
+    try:
+        if json.loads((results / "metadata.json").read_text()).get("quick"):
+            return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    return "scratch" in results.resolve().parts
+
+
+def read_metadata(results: Path) -> dict:
     meta_path = results / "metadata.json"
-    if resume:
-        if not meta_path.exists():
-            raise RunError(f"cannot resume: {meta_path} not found")
+    try:
         meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
+        raise RunError(f"cannot resume: {meta_path} not found") from None
+    except (OSError, ValueError) as exc:
+        raise RunError(f"cannot resume: {meta_path} is not readable JSON ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("sessions", []), list):
+        raise RunError(f"cannot resume: {meta_path} is not lockbench metadata")
+    return meta
+
+
+def open_results(results: Path | None, bin_dir: Path, lab: LabParams | None,
+                 sweeps: SweepParams | None, argv: list, resume: bool, *,
+                 base: Path | None = None, quick: bool = False,
+                 setup: dict | None = None) -> tuple[dict, Ctx]:
+    """Creates (claim_results_dir; results=None: a fresh folder under base) or, resuming,
+    locks and reopens a results directory and its metadata.json; returns the metadata and
+    a Ctx. When resuming, the stored parameters win."""
+    if resume:
+        lock_results_dir(results)
+        meta = read_metadata(results)
     else:
-        if results.exists() and any(results.iterdir()):
-            raise RunError(f"results directory {results} is not empty (use --resume {results})")
-        results.mkdir(parents=True, exist_ok=True)
+        results = claim_results_dir(results, base or REPO / "results")
         meta = {"tool": "lockbench-analysis", "schema": 1, "created_utc": utc_now(),
-                "parameters": {}, "sessions": []}
+                "quick": quick, "parameters": {}, "sessions": []}
+        if setup:
+            meta["server_setup"] = setup   # --server-cmd, client, kind of each server
+    meta_path = results / "metadata.json"
     params = meta.setdefault("parameters", {})
     if lab is not None and "lab" not in params:
         params["lab"] = dataclasses.asdict(lab)
@@ -292,7 +460,7 @@ def open_results(results: Path, bin_dir: Path, lab: LabParams | None,
     meta["git"] = meta.get("git") or git
     meta["build"] = build_info(bin_dir)
     meta["machine"] = machine_info()
-    meta["sessions"].append({"started_utc": utc_now(), "argv": argv, "git": git})
+    meta.setdefault("sessions", []).append({"started_utc": utc_now(), "argv": argv, "git": git})
     write_json(meta_path, meta)
     sha = git["commit"][:12] + ("-dirty" if git["dirty"] else "")
     return meta, Ctx(results=results, bin_dir=bin_dir, git_sha=sha)
@@ -377,6 +545,23 @@ def _wait_new_lines(path: Path, before: int, want: int, timeout: float) -> list:
         time.sleep(0.005)
 
 
+def parse_time_lines(lines) -> tuple[list, int]:
+    """Time-file lines -> (finite values, number of lines that are not finite numbers)."""
+    vals, bad = [], 0
+    for x in lines:
+        if not x.strip():
+            continue
+        try:
+            v = float(x)
+        except ValueError:
+            v = math.nan
+        if math.isfinite(v):
+            vals.append(v)
+        else:
+            bad += 1
+    return vals, bad
+
+
 def _server_row(experiment, value, srv: Server, delay_us, summary: dict, rep=0) -> dict:
     row = {"experiment": experiment, "value": value, "server": srv.name, "n": srv.n,
            "rep": rep, "delay_us": delay_us, "port": srv.port, "exit_code": srv.exit_code,
@@ -393,9 +578,7 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
     todo = lab_todo(ctx, p) if todo is None else todo
     if not todo:
         return
-    client = ctx.binary("client")
-    for s in p.servers:
-        ctx.server(s)
+    client = ctx.client()
     for sub in ("time", "traces", "logs"):
         (ctx.results / sub).mkdir(exist_ok=True)
     rows = CsvLog(ctx.results / "lab.csv", LAB_COLUMNS)
@@ -406,17 +589,21 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
             trace = ctx.results / "traces" / f"{s}_n{n}.csv"
             want_trace = p.trace_limit > 0 and not (trace.exists() and trace.stat().st_size > 0)
             time_file = ctx.results / "time" / time_file_name(s, n)
-            srv = ctx.start_server(lambda port: Server(
-                *ctx.server(s), n, port, label=s, delay_us=p.delay_us, cwd=ctx.results,
-                time_file=time_file, log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
+            srv = ctx.start_server(lambda port: ctx.make_server(
+                s, n, port, delay_us=p.delay_us, time_file=time_file,
+                log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
                 trace=trace if want_trace else None, trace_limit=p.trace_limit))
             port = srv.port
+            # A kit-style server gets no --delay-us: the delay is whatever it was built with.
+            delay = p.delay_us if srv.kind == "lockbench" else None
             with srv:
                 for rep in reps:
-                    before = len(_count_lines(time_file))
+                    before = len(_count_lines(srv.time_file))
                     t0 = time.monotonic()
                     try:
-                        docs = run_client(client, n, port, [], ctx.client_timeout)
+                        docs = run_client(client, n, port,
+                                          ["--real-port"] if srv.real_port else [],
+                                          ctx.client_timeout)
                     except RunError as exc:
                         if not srv.alive():
                             raise srv.died() from None
@@ -426,13 +613,16 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
                         record_client_version(ctx, doc)
                     res = client_row(doc)
                     want = max(1, int(res["ok"] or 0) // 1000) if res["ok"] else 1
-                    new = _wait_new_lines(time_file, before, want, timeout=2.0)
+                    new = _wait_new_lines(srv.time_file, before, want, timeout=2.0)
                     if not srv.alive():
                         raise srv.died()
-                    vals = [float(x) for x in new if x.strip()]
+                    vals, bad = parse_time_lines(new)
+                    if bad:
+                        ctx.note(f"warning: {s} n={n} run {rep}: {bad} line(s) of "
+                                 f"{time_file.name} are not finite numbers; left out")
                     cfg = doc.get("config", {})
                     rows.write({
-                        "server": s, "n": n, "rep": rep, "delay_us": p.delay_us,
+                        "server": s, "n": n, "rep": rep, "delay_us": delay,
                         "read_ratio": cfg.get("read_ratio", 0.7), "threads": cfg.get("threads"),
                         "requests": cfg.get("requests"), "connection": cfg.get("connection"),
                         "port": port, "git_sha": ctx.git_sha,
@@ -442,8 +632,9 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
                                          sort_keys=True) + "\n")
                     raw.flush()
                     if not vals:
-                        ctx.note(f"warning: {s} n={n} run {rep}: no new line in {time_file.name} "
-                                 f"within 2 s (client ok={res['ok']} errors={res['errors']})")
+                        ctx.note(f"warning: {s} n={n} run {rep}: no new line in "
+                                 f"{srv.time_file.name} within 2 s (client ok={res['ok']} "
+                                 f"errors={res['errors']})")
                     if ctx.progress:
                         ctx.progress.advance(LAB_RUN_ESTIMATE + p.pause_s
                                              + (START_ESTIMATE if rep == reps[0] else 0),
@@ -452,10 +643,10 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
                     if p.pause_s > 0:
                         time.sleep(p.pause_s)
                 summary = srv.stop()
-            if srv.exit_code not in (0, None):
-                raise RunError(f"{s} (n={n}) exited with code {srv.exit_code} when stopped; "
+            if not srv.stopped_ok():
+                raise RunError(f"{s} (n={n}) {describe_exit(srv.exit_code)} when stopped; "
                                f"see {srv.log_file}")
-            srows.write(_server_row("lab", "", srv, p.delay_us, summary))
+            srows.write(_server_row("lab", "", srv, delay, summary))
     finally:
         rows.close()
         srows.close()
@@ -496,9 +687,7 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
     todo = sweep_todo(ctx, p) if todo is None else todo
     if not todo:
         return
-    client = ctx.binary("client")
-    for s in p.servers:
-        ctx.server(s)
+    client = ctx.client()
     for sub in ("time", "logs"):
         (ctx.results / sub).mkdir(exist_ok=True)
     logs = {}
@@ -512,14 +701,16 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
             cfg = sweep_point(p, kind, v)
             value = fmt_value(v)
             tag = f"sweep_{kind}_{value}_{s}_rep{rep}"
-            srv = ctx.start_server(lambda port: Server(
-                *ctx.server(s), cfg["n"], port, label=s, delay_us=cfg["delay_us"], cwd=ctx.results,
-                time_file=ctx.results / "time" / tag,
+            srv = ctx.start_server(lambda port: ctx.make_server(
+                s, cfg["n"], port, delay_us=cfg["delay_us"], time_file=ctx.results / "time" / tag,
                 log_file=ctx.results / "logs" / f"sweep_{kind}_{s}.log"))
             port = srv.port
+            if srv.kind != "lockbench":
+                cfg["delay_us"] = None   # not set by the runner: whatever it was built with
+            args_port = ["--real-port"] if srv.real_port else []
             args = ["--threads", str(cfg["threads"]), "--duration", f"{p.duration_s:g}",
                     "--warmup", f"{p.warmup_s:g}", "--connection", cfg["connection"],
-                    "--read-ratio", f"{cfg['read_ratio']:g}", "--seed", str(rep)]
+                    "--read-ratio", f"{cfg['read_ratio']:g}", "--seed", str(rep), *args_port]
             with srv:
                 try:
                     docs = run_client(client, cfg["n"], port, args, ctx.client_timeout)
@@ -530,8 +721,8 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
                 if not srv.alive():
                     raise srv.died()
                 summary = srv.stop()
-            if srv.exit_code not in (0, None):
-                raise RunError(f"{s} (n={cfg['n']}) exited with code {srv.exit_code} when "
+            if not srv.stopped_ok():
+                raise RunError(f"{s} (n={cfg['n']}) {describe_exit(srv.exit_code)} when "
                                f"stopped; see {srv.log_file}")
             doc = docs[0]
             record_client_version(ctx, doc)

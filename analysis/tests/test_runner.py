@@ -190,23 +190,24 @@ def test_sweep_rows(real_bin, tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["lab", "--servers", "main1,main5"], "unknown server 'main5'"),
-    (["lab", "--n", "10,0"], "must be >= 1"),
-    (["lab", "--runs", "0"], "must be >= 1"),
-    (["lab", "--n", "ten"], "not an integer"),
+    (["lab", "--n", "10,0"], "0 is out of range; allowed: a decimal integer in 1..10000000"),
+    (["lab", "--runs", "0"], "0 is out of range"),
+    (["lab", "--n", "ten"], "'ten' is not a decimal integer"),
     (["sweep", "--kind", "colour"], "unknown sweep kind"),
     (["sweep", "--kind", "threads,n", "--values", "1"], "--values needs exactly one --kind"),
-    (["sweep", "--read-ratio", "1.5"], "must be [0, 1]"),
+    (["sweep", "--read-ratio", "1.5"], "1.5 is out of range; allowed: a decimal number in [0, 1]"),
 ])
 def test_usage_errors_exit_2(args, needle, tmp_path):
     r = cli(*args, "--results-dir", tmp_path / "r", timeout=T)
     assert r.returncode == 2 and needle in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
     assert not (tmp_path / "r").exists()
 
 
 def test_missing_binary(tmp_path):
     (tmp_path / "bin").mkdir()
     r = cli("lab", "--bin-dir", tmp_path / "bin", "--results-dir", tmp_path / "r", timeout=T)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert r.stderr.strip().endswith("release)") and "binary not found" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
@@ -215,10 +216,17 @@ def test_missing_binary(tmp_path):
 @pytest.mark.parametrize("gone", ["main2", "client"])
 def test_one_binary_missing(real_bin, tmp_path, gone):
     (real_bin / gone).unlink()
-    r = cli("lab", *LAB, "--bin-dir", real_bin, "--results-dir", tmp_path / "r", timeout=T)
-    assert r.returncode == 1
+    # Without a client in --bin-dir the runner takes build/release's; --client names one.
+    more = ["--client", real_bin / "client"] if gone == "client" else []
+    r = cli("lab", *LAB, "--bin-dir", real_bin, "--results-dir", tmp_path / "r", *more,
+            timeout=T)
+    assert r.returncode == 2
     err = r.stderr.strip().splitlines()
-    assert len(err) == 1 and f"binary not found: {real_bin / gone} " in err[0], err
+    assert len(err) == 1, err
+    if gone == "client":
+        assert f"argument --client: '{real_bin / gone}' is not an executable file" in err[0]
+    else:
+        assert f"binary not found: {real_bin / gone} " in err[0], err
     assert not (tmp_path / "r").exists()          # found before anything is created
     assert procs_of(real_bin) == []               # and before any server is started
 
@@ -267,7 +275,8 @@ def test_server_killed_mid_experiment(real_bin, tmp_path, when, pause, runs):
     assert p.returncode == 1, stderr
     err = stderr.strip().splitlines()
     assert err[-2] == (f"python -m analysis lab: error: main1 (n=10) died during the "
-                       f"experiment with exit code -9; see {res}/logs/lab_main1_n10.log"), err
+                       f"experiment (killed by signal SIGKILL (9)); see "
+                       f"{res}/logs/lab_main1_n10.log"), err
     assert err[-1] == (f"partial results kept in {res}; continue with: python -m analysis lab "
                        f"--resume {res}")
     kept = rows(res / "lab.csv")                  # the runs before the kill are kept
@@ -285,14 +294,17 @@ def test_server_killed_mid_experiment(real_bin, tmp_path, when, pause, runs):
 def test_resume_needs_metadata(real_bin, tmp_path):
     (tmp_path / "x").mkdir()
     r = cli("lab", "--resume", tmp_path / "x", "--bin-dir", real_bin, timeout=T)
-    assert r.returncode == 1 and "cannot resume" in r.stderr
+    assert r.returncode == 2 and "cannot resume" in r.stderr
+    (tmp_path / "x" / "metadata.json").write_text("{not json")
+    r = cli("lab", "--resume", tmp_path / "x", "--bin-dir", real_bin, timeout=T)
+    assert r.returncode == 1 and "cannot resume" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_results_dir_must_be_new(real_bin, tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "f").write_text("")
     r = cli("lab", "--bin-dir", real_bin, "--results-dir", tmp_path / "x", timeout=T)
-    assert r.returncode == 1 and "not empty" in r.stderr
+    assert r.returncode == 2 and "not empty" in r.stderr
 
 
 # ---- lockserver strategies by name ----------------------------------------------------------
@@ -343,7 +355,7 @@ def test_striped_strategy_with_stripes(real_bin, tmp_path):
 
 
 @pytest.mark.parametrize("cmd,servers,needle", [
-    ("lab", "main1,no-such-lock", "unknown server 'no-such-lock' (known: main1, main2"),
+    ("lab", "main1,no-such-lock", "unknown server 'no-such-lock'; allowed: main1, main2"),
     ("sweep", "seqlock-per-slot:4", "applies only to striped-mutex, striped-rwlock"),
     ("all", "main1,bogus", "seqlock-per-slot"),
 ])
@@ -361,7 +373,7 @@ def test_strategy_needs_lockserver(real_bin, tmp_path):
     r = cli("lab", "--servers", "main1,seqlock-per-slot", "--bin-dir", real_bin,
             "--results-dir", tmp_path / "r", timeout=T)
     err = r.stderr.strip().splitlines()
-    assert r.returncode == 1 and len(err) == 1, r.stderr
+    assert r.returncode == 2 and len(err) == 1, r.stderr
     assert f"binary not found: {real_bin / 'lockserver'} " in err[0]
     assert not (tmp_path / "r").exists()
 

@@ -1,0 +1,126 @@
+"""kernel_sockets against real sockets opened by the test (and by child processes it
+starts): LISTEN seen in /proc/net/tcp{,6}, restricted to a process tree, the byte-swapped
+twin, a process that exits or is killed first, a timeout, and no connection ever made."""
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from analysis.kernel_sockets import (ListenTimeout, ProcessExited, describe_exit,
+                                     listening_ports, parse_table, process_tree, twin,
+                                     wait_listening)
+from analysis.procs import pick_port
+
+# A child that listens on argv[1] (after argv[2] seconds) until a line arrives on its
+# stdin, then prints "connected" if anyone connected meanwhile, else "untouched".
+LISTENER = """
+import socket, sys, time
+time.sleep(float(sys.argv[2]))
+s = socket.socket(socket.AF_INET6 if sys.argv[3] == "6" else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::1" if sys.argv[3] == "6" else "127.0.0.1", int(sys.argv[1])))
+s.listen()
+sys.stdin.readline()
+s.setblocking(False)
+try:
+    s.accept()
+    print("connected", flush=True)
+except BlockingIOError:
+    print("untouched", flush=True)
+"""
+
+
+def listener(port, delay=0.0, family="4", via_shell=False):
+    argv = [sys.executable, "-c", LISTENER, str(port), str(delay), family]
+    if via_shell:  # the listener is a grandchild: sh -> python
+        argv = ["sh", "-c", '"$@"; exit 0', "sh", *argv]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def procs():
+    started = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def test_own_listener_seen_ipv4_and_ipv6_bound_only_not():
+    port4, port6, bound = pick_port(), pick_port(), pick_port()
+    with socket.socket() as a, socket.socket(socket.AF_INET6) as b, socket.socket() as c:
+        a.bind(("127.0.0.1", port4))
+        a.listen()
+        b.bind(("::1", port6))
+        b.listen()
+        c.bind(("127.0.0.1", bound))  # bound, not listening
+        up = listening_ports()
+        assert port4 in up and port6 in up
+        assert bound not in up
+    assert port4 not in listening_ports()  # closed: gone from the table
+
+
+def test_restricted_to_process_tree(procs):
+    mine = pick_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", mine))
+        s.listen()
+        port = pick_port()
+        p = listener(port, via_shell=True)
+        procs.append(p)
+        assert wait_listening([port], p, timeout=30) == port
+        tree_ports = listening_ports([p.pid])
+        assert port in tree_ports       # held by the grandchild
+        assert mine not in tree_ports   # ours, not the tree's
+        assert len(process_tree([p.pid])) >= 2
+        assert p.communicate("go\n", timeout=30)[0].strip() == "untouched"
+
+
+def test_twin_and_order(procs):
+    port = pick_port()
+    p = listener(twin(port), delay=0.2, family="6")
+    procs.append(p)
+    assert wait_listening([port, twin(port)], p, timeout=30) == twin(port)
+    assert p.communicate("go\n", timeout=30)[0].strip() == "untouched"  # never connected to
+
+
+def test_exit_before_listening_names_status(procs):
+    p = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+    procs.append(p)
+    with pytest.raises(ProcessExited) as e:
+        wait_listening([pick_port()], p, timeout=10)
+    assert e.value.returncode == 3
+    assert "exit status 3" in str(e.value)
+
+
+def test_killed_by_signal_names_it(procs):
+    p = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    procs.append(p)
+    with pytest.raises(ProcessExited) as e:
+        wait_listening([pick_port()], p, timeout=10)
+    assert "SIGSEGV" in str(e.value) and e.value.returncode == -11
+
+
+def test_timeout_leaves_process_running(procs):
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    procs.append(p)
+    t0 = time.monotonic()
+    with pytest.raises(ListenTimeout):
+        wait_listening([pick_port()], p, timeout=0.3)
+    assert time.monotonic() - t0 < 15   # the timeout, plus slack for a loaded machine
+    assert p.poll() is None
+
+
+def test_parse_table_and_describe_exit():
+    text = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+            "timeout inode\n"
+            "   0: 0100007F:0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000  0 0 "
+            "4242 1 0 100 0 0 10 0\n"
+            "garbage line\n")
+    assert parse_table(text) == [(3000, "0A", 4242)]
+    assert describe_exit(0) == "exit status 0"
+    assert describe_exit(-15) == "killed by signal SIGTERM (15)"
