@@ -151,17 +151,17 @@ class Stripes {
   using Record = Padded<LockAndValues<L>>;
   static constexpr bool kUsesStripes = true;
 
-  // REQUIRES: n >= 1. stripes: see StripeIndex.
+  // REQUIRES: n >= 1. stripes: see StripeIndex. The values are blank
+  // frames until LockedStore fills them.
   Stripes(std::size_t n, std::size_t stripes)
       : index_(n, stripes),
         records_(std::make_unique<Record[]>(index_.stripes())) {
-    for (std::size_t pos = 0; pos < n; ++pos) {
-      Record& record = records_[index_.StripeOf(pos)];
+    const std::size_t k = index_.stripes();
+    for (std::size_t s = 0; s < k; ++s) {
       // No other thread can see the table yet; the guard costs nothing at
       // start-up and keeps the analysis exact.
-      WriteGuard<L> guard(&record.lock);
-      record.values.emplace_back();
-      FillFrame(StringArray::InitialValue(pos), &record.values.back());
+      WriteGuard<L> guard(&records_[s].lock);
+      records_[s].values.resize((n - s + k - 1) / k);  // slots s, s+k, ...
     }
   }
 
@@ -188,18 +188,14 @@ class WholeArray : public Stripes<L> {
 template <typename L>
 class PerSlot {
  public:
-  using Lock = L;
-  using Record = Padded<LockAndValue<L>>;
   static constexpr bool kUsesStripes = false;
+  using Lock = L;
+  using Record = Padded<LockAndValue<L>>;  // the lock and its value
 
-  // REQUIRES: n >= 1.
+  // REQUIRES: n >= 1. The values are blank frames until LockedStore fills
+  // them.
   PerSlot(std::size_t n, std::size_t /*stripes*/)
-      : records_(std::make_unique<Record[]>(n)) {
-    for (std::size_t pos = 0; pos < n; ++pos) {
-      WriteGuard<L> guard(&records_[pos].lock);  // as in Stripes
-      FillFrame(StringArray::InitialValue(pos), &records_[pos].value);
-    }
-  }
+      : records_(std::make_unique<Record[]>(n)) {}
 
   Record& RecordOf(std::size_t pos) { return records_[pos]; }
   static std::size_t IndexInRecord(std::size_t /*pos*/) { return 0; }
@@ -219,7 +215,14 @@ class LockedStore final : public Store {
   // REQUIRES: n >= 1; `delay` outlives the store. `stripes` is read by
   // Stripes only (0: kDefaultStripes, clamped to [1, n]).
   LockedStore(std::size_t n, ArtificialDelay* delay, std::size_t stripes = 0)
-      : n_(n), delay_(delay), table_(n, stripes) {}
+      : n_(n), delay_(delay), table_(n, stripes) {
+    for (std::size_t pos = 0; pos < n; ++pos) {
+      auto& record = table_.RecordOf(pos);
+      WriteGuard<Lock> guard(&record.lock);  // as in Stripes(): for the analysis
+      record.SetLocked(table_.IndexInRecord(pos),
+                       StringArray::InitialValue(pos));
+    }
+  }
 
   static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
     return std::make_unique<LockedStore>(n, delay);
@@ -230,42 +233,44 @@ class LockedStore final : public Store {
   const Table& table() const { return table_; }
 
   Status Read(std::size_t pos, Value* out, AccessTiming* timing) override {
-    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
-    auto& record = table_.RecordOf(pos);
-    const std::size_t i = table_.IndexInRecord(pos);
-    const int64_t asked = MonotonicNanos();
-    int64_t got;
-    {
-      ReadGuard<Lock> guard(&record.lock);
-      got = MonotonicNanos();
-      delay_->Pause();  // as the kit's getContent(): sleep, then copy
-      record.GetLocked(i, out);
-    }  // unlocked before the caller touches the socket
-    RecordAccessTiming(asked, got, timing);
-    return Status::OK();
+    return Access</*kWrite=*/false>(pos, {}, out, timing);
   }
-
   Status Write(std::size_t pos, std::string_view text, Value* out,
                AccessTiming* timing) override {
+    return Access</*kWrite=*/true>(pos, text, out, timing);
+  }
+
+ private:
+  using Lock = typename Table::Lock;
+
+  // The two critical sections, side by side. A read: shared guard (where
+  // the lock has a shared mode), delay, copy. A write: exclusive guard, then
+  // the kit's set and get (a delay before each) in one section. No lock is
+  // held on return, so the caller does its socket I/O unlocked.
+  template <bool kWrite>
+  Status Access(std::size_t pos, std::string_view text, Value* out,
+                AccessTiming* timing) {
     if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
     auto& record = table_.RecordOf(pos);
     const std::size_t i = table_.IndexInRecord(pos);
     const int64_t asked = MonotonicNanos();
     int64_t got;
-    {
+    if constexpr (kWrite) {
       WriteGuard<Lock> guard(&record.lock);
       got = MonotonicNanos();
       delay_->Pause();  // setContent()
       record.SetLocked(i, text);
       delay_->Pause();  // getContent(): the reply is the value read back
       record.GetLocked(i, out);
+    } else {
+      ReadGuard<Lock> guard(&record.lock);
+      got = MonotonicNanos();
+      delay_->Pause();  // getContent(): sleep, then copy
+      record.GetLocked(i, out);
     }
     RecordAccessTiming(asked, got, timing);
     return Status::OK();
   }
-
- private:
-  using Lock = typename Table::Lock;
 
   const std::size_t n_;
   ArtificialDelay* const delay_;
