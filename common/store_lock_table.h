@@ -140,21 +140,22 @@ struct LockAndValue {
 //   Record& RecordOf(pos);               the record whose lock guards pos
 //   std::size_t IndexInRecord(pos);      pos's place in that record
 
-// k locks (--stripes), each in one record with the values it guards: slot
-// pos is value pos div k of record pos mod k. T threads on random slots
+// k locks, each in one record with the values it guards: slot pos is value
+// pos div k of record pos mod k. k is kFixedStripes, or the run-time stripe
+// count (--stripes) when kFixedStripes is 0. T threads on random slots
 // collide on a stripe with a chance of about T^2 / (2k), so a small multiple
 // of the thread count gives nearly per-slot parallelism at k records.
-template <typename L>
-class Stripes {
+template <typename L, std::size_t kFixedStripes>
+class StripeTable {
  public:
   using Lock = L;
   using Record = Padded<LockAndValues<L>>;
-  static constexpr bool kUsesStripes = true;
+  static constexpr bool kUsesStripes = kFixedStripes == 0;
 
-  // REQUIRES: n >= 1. stripes: see StripeIndex. The values are blank
-  // frames until LockedStore fills them.
-  Stripes(std::size_t n, std::size_t stripes)
-      : index_(n, stripes),
+  // REQUIRES: n >= 1. stripes: see StripeIndex (ignored if kFixedStripes
+  // is not 0). The values are blank frames until LockedStore fills them.
+  StripeTable(std::size_t n, std::size_t stripes)
+      : index_(n, kFixedStripes == 0 ? stripes : kFixedStripes),
         records_(std::make_unique<Record[]>(index_.stripes())) {
     const std::size_t k = index_.stripes();
     for (std::size_t s = 0; s < k; ++s) {
@@ -176,13 +177,13 @@ class Stripes {
   std::unique_ptr<Record[]> records_;  // records_[s] guards slots i, i%k == s
 };
 
-// One lock for the whole array: Stripes with k = 1.
+// k locks, k from --stripes.
 template <typename L>
-class WholeArray : public Stripes<L> {
- public:
-  static constexpr bool kUsesStripes = false;
-  WholeArray(std::size_t n, std::size_t /*stripes*/) : Stripes<L>(n, 1) {}
-};
+using Stripes = StripeTable<L, 0>;
+
+// One lock for the whole array: one stripe.
+template <typename L>
+using WholeArray = StripeTable<L, 1>;
 
 // One lock per slot, each next to its value in one record.
 template <typename L>
@@ -218,7 +219,7 @@ class LockedStore final : public Store {
       : n_(n), delay_(delay), table_(n, stripes) {
     for (std::size_t pos = 0; pos < n; ++pos) {
       auto& record = table_.RecordOf(pos);
-      WriteGuard<Lock> guard(&record.lock);  // as in Stripes(): for the analysis
+      WriteGuard<Lock> guard(&record.lock);  // see StripeTable()
       record.SetLocked(table_.IndexInRecord(pos),
                        StringArray::InitialValue(pos));
     }
