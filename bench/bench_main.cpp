@@ -1,11 +1,13 @@
 // kv_bench: in-process microbenchmarks of the locking strategies.
 //
-//   kv_bench [--quick] [Google Benchmark flags, e.g. --benchmark_out=x.json
-//             --benchmark_out_format=json --benchmark_filter=REGEX]
+//   kv_bench [--quick] [--access] [Google Benchmark flags, e.g.
+//             --benchmark_out=x.json --benchmark_out_format=json
+//             --benchmark_filter=REGEX]
 //
 // --quick registers a small subset (a few seconds; for CI). Without it the
 // full pruned grid runs (about 5 minutes on 2 cores with 3 repetitions); see
-// bench/run-microbench.sh and docs/strategies.md.
+// bench/run-microbench.sh and docs/strategies.md. --access runs only the
+// single-thread cost of one access (access_bench.cpp) instead.
 #include <benchmark/benchmark.h>
 
 #include <string_view>
@@ -33,10 +35,13 @@ std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
 
 int main(int argc, char** argv) {
   bool quick = false;
+  bool access = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--quick") {
       quick = true;
+    } else if (std::string_view(argv[i]) == "--access") {
+      access = true;
     } else {
       args.push_back(argv[i]);
     }
@@ -44,8 +49,12 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
-  kv::bench::RegisterStoreBenchmarks(quick);
-  kv::bench::RegisterStarvationBenchmarks(quick);
+  if (access) {
+    kv::bench::RegisterAccessBenchmarks(quick);
+  } else {
+    kv::bench::RegisterStoreBenchmarks(quick);
+    kv::bench::RegisterStarvationBenchmarks(quick);
+  }
   benchmark::AddCustomContext("lockbench_quick", quick ? "1" : "0");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

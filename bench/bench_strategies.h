@@ -28,6 +28,9 @@ std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
 // runs (starvation_bench.cpp). quick: a tiny subset for CI smoke runs.
 void RegisterStoreBenchmarks(bool quick);
 void RegisterStarvationBenchmarks(bool quick);
+// The single-thread CPU cost of one access (access_bench.cpp); only with
+// `kv_bench --access`, which runs these alone.
+void RegisterAccessBenchmarks(bool quick);
 
 }  // namespace kv::bench
 

@@ -33,8 +33,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 
 namespace kv {
 
@@ -137,8 +139,8 @@ class RetireList {
   // Takes ownership of `p`, which the caller has already unlinked (with a
   // seq_cst exchange) so that no new reader can find it. Frees it, and any
   // earlier retired object, as soon as no hazard record points to it.
-  void Retire(const T* p) {
-    std::lock_guard<std::mutex> guard(retire_mu_);
+  void Retire(const T* p) EXCLUDES(retire_mu_) {
+    MutexLock guard(&retire_mu_);
     retired_.push_back(p);
     const std::size_t threshold =
         2 * hazard_internal::g_record_count.load(std::memory_order_relaxed) +
@@ -146,14 +148,13 @@ class RetireList {
     if (retired_.size() >= threshold) ScanLocked();
   }
 
-  std::size_t pending() {
-    std::lock_guard<std::mutex> guard(retire_mu_);
+  std::size_t pending() EXCLUDES(retire_mu_) {
+    MutexLock guard(&retire_mu_);
     return retired_.size();
   }
 
  private:
-  // REQUIRES: retire_mu_ held.
-  void ScanLocked() {
+  void ScanLocked() REQUIRES(retire_mu_) {
     hazards_.clear();
     for (HazardRecord* r =
              hazard_internal::g_records.load(std::memory_order_acquire);
@@ -175,9 +176,11 @@ class RetireList {
     retired_.resize(kept);
   }
 
-  std::mutex retire_mu_;                  // guards retired_, hazards_
-  std::vector<const T*> retired_;         // unlinked, maybe still read
-  std::vector<const void*> hazards_;      // scratch for ScanLocked()
+  Mutex retire_mu_;
+  // Unlinked, maybe still read.
+  std::vector<const T*> retired_ GUARDED_BY(retire_mu_);
+  // Scratch for ScanLocked().
+  std::vector<const void*> hazards_ GUARDED_BY(retire_mu_);
 };
 
 }  // namespace kv

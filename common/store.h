@@ -2,9 +2,9 @@
 //
 // This is the one interface the server core talks to. The four lab variants
 // (and any further strategy) are Stores; the server never knows which lock is
-// inside. Lock-based strategies only describe their lock table (which lock
-// guards slot pos, and whether reads may share it) and reuse LockedStore below;
-// a strategy that is not a lock (a seqlock, pointer swapping) implements Store
+// inside. Lock-based strategies are one line each: a LockedStore over a lock
+// table of some granularity and lock type (common/store_lock_table.h); a
+// strategy that is not a lock (a seqlock, pointer swapping) implements Store
 // directly.
 //
 // Semantics, identical for every strategy:
@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
-#include <utility>
 
 #include "common/artificial_delay.h"
 #include "common/clock.h"
@@ -65,63 +64,6 @@ class Store {
 // outlive it).
 using StoreFactory =
     std::unique_ptr<Store> (*)(std::size_t n, ArtificialDelay* delay);
-
-// A Store made of a StringArray and a lock table. LockTable provides
-//   explicit LockTable(std::size_t n);
-//   static constexpr std::string_view kName;
-//   ReadGuard(pos)  -> an RAII guard that excludes writers of slot pos
-//   WriteGuard(pos) -> an RAII guard that excludes everyone from slot pos
-// and nothing else: timing, bounds checks and the data live here, once.
-template <typename LockTable>
-class LockedStore final : public Store {
- public:
-  static constexpr std::string_view kStrategyName = LockTable::kName;
-
-  // Any extra arguments go to the lock table's constructor after n (e.g. a
-  // stripe count, see store_striped.h).
-  template <typename... LockArgs>
-  LockedStore(std::size_t n, ArtificialDelay* delay, LockArgs&&... lock_args)
-      : array_(n, delay), locks_(n, std::forward<LockArgs>(lock_args)...) {}
-
-  static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
-    return std::make_unique<LockedStore>(n, delay);
-  }
-
-  std::string_view name() const override { return kStrategyName; }
-  std::size_t size() const override { return array_.size(); }
-
-  Status Read(std::size_t pos, Value* out, AccessTiming* timing) override {
-    if (pos >= array_.size()) return Status::OutOfRange("pos", pos, size());
-    const int64_t asked = MonotonicNanos();
-    int64_t got;
-    {
-      auto guard = locks_.ReadGuard(pos);
-      got = MonotonicNanos();
-      array_.GetLocked(pos, out);
-    }  // unlocked before the caller touches the socket
-    RecordAccessTiming(asked, got, timing);
-    return Status::OK();
-  }
-
-  Status Write(std::size_t pos, std::string_view text, Value* out,
-               AccessTiming* timing) override {
-    if (pos >= array_.size()) return Status::OutOfRange("pos", pos, size());
-    const int64_t asked = MonotonicNanos();
-    int64_t got;
-    {
-      auto guard = locks_.WriteGuard(pos);
-      got = MonotonicNanos();
-      array_.SetLocked(pos, text);
-      array_.GetLocked(pos, out);  // the reply is the value read back
-    }
-    RecordAccessTiming(asked, got, timing);
-    return Status::OK();
-  }
-
- private:
-  StringArray array_;
-  LockTable locks_;
-};
 
 }  // namespace kv
 

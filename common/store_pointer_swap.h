@@ -41,11 +41,11 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string_view>
 
 #include "common/clock.h"
 #include "common/hazard_pointer.h"
+#include "common/mutex.h"
 #include "common/store.h"
 #include "common/string_array.h"
 
@@ -106,7 +106,7 @@ class PointerSwapStore final : public Store {
     const int64_t asked = MonotonicNanos();
     int64_t got;
     {
-      std::lock_guard<std::mutex> guard(slot.write_mu);
+      MutexLock guard(&slot.write_mu);
       got = MonotonicNanos();
       delay_->Pause();  // set
       const Value* fresh = MakeValue(text);
@@ -126,7 +126,10 @@ class PointerSwapStore final : public Store {
  private:
   struct alignas(64) Slot {
     std::atomic<const Value*> current{nullptr};  // immutable value
-    std::mutex write_mu;  // serialises this slot's writers
+    // Serialises this slot's writers. It guards no member in the analysis's
+    // sense: `current` is atomic and readers load it without the lock; the
+    // mutex makes each writer's swap-then-read-back one exclusive section.
+    Mutex write_mu;
   };
 
   static const Value* MakeValue(std::string_view text) {

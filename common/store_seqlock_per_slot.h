@@ -47,12 +47,13 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string_view>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/store.h"
 #include "common/string_array.h"
+#include "common/thread_annotations.h"
 
 namespace kv {
 
@@ -109,7 +110,7 @@ class SeqLockPerSlotStore final : public Store {
     const int64_t asked = MonotonicNanos();
     int64_t got;
     {
-      std::lock_guard<std::mutex> guard(slot.write_mu);
+      MutexLock guard(&slot.write_mu);
       got = MonotonicNanos();
       delay_->Pause();  // set
       Value v;
@@ -130,7 +131,7 @@ class SeqLockPerSlotStore final : public Store {
 
   struct alignas(64) Slot {
     std::atomic<uint64_t> seq{0};  // odd while a writer is publishing
-    std::mutex write_mu;           // serialises this slot's writers
+    Mutex write_mu;                // serialises this slot's writers
     std::atomic<uint64_t> words[kWords] = {};  // the value, 8 bytes a word
   };
 
@@ -152,8 +153,10 @@ class SeqLockPerSlotStore final : public Store {
     return true;
   }
 
-  // REQUIRES: slot->write_mu held.
-  static void PublishLocked(const Words& w, Slot* slot) {
+  // seq is written only here, so holding write_mu makes the relaxed
+  // load-then-store of seq an increment no other writer can interleave.
+  static void PublishLocked(const Words& w, Slot* slot)
+      REQUIRES(slot->write_mu) {
     const uint64_t seq = slot->seq.load(std::memory_order_relaxed);
     slot->seq.store(seq + 1, std::memory_order_relaxed);
     for (std::size_t k = 0; k < kWords; ++k) {

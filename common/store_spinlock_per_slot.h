@@ -14,22 +14,19 @@
 // cores (2 here), waiters spin and yield instead of sleeping, stealing CPU
 // from the holder; expect it to fall behind mutex-per-slot there.
 //
-// Thread safety: slot_lock_[i] guards slot i; reads and writes both take it
-// exclusively (acquire on lock, release on unlock, which is what orders the
-// StringArray accesses for TSan and the memory model). Each lock sits in its
-// own cache line.
+// Thread safety: slot i's SpinLock guards slot i (its value is GUARDED_BY
+// it); reads and writes both take it exclusively (acquire on lock, release
+// on unlock, which is what orders the value accesses for TSan and the memory
+// model). Each lock shares a padded record with its value only.
 #ifndef KV_COMMON_STORE_SPINLOCK_PER_SLOT_H_
 #define KV_COMMON_STORE_SPINLOCK_PER_SLOT_H_
 
 #include <sched.h>
 
 #include <atomic>
-#include <cstddef>
-#include <memory>
-#include <mutex>
-#include <string_view>
 
-#include "common/store.h"
+#include "common/store_lock_table.h"
+#include "common/thread_annotations.h"
 
 namespace kv {
 
@@ -41,13 +38,13 @@ inline void CpuRelax() {
 #endif
 }
 
-// A test-and-test-and-set spinlock with the BasicLockable interface, for
-// std::unique_lock (lock()/unlock() exist for the guard only).
-class SpinLock {
+// A test-and-test-and-set spinlock (a lock type for the lock table and the
+// guards of common/mutex.h; Lock()/Unlock() exist for the guards only).
+class CAPABILITY("spinlock") SpinLock {
  public:
   static constexpr int kSpinsBeforeYield = 128;
 
-  void lock() {
+  void Lock() ACQUIRE() {
     for (;;) {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       // Spin on a plain load: no cache-line ping-pong while the lock is held.
@@ -61,33 +58,13 @@ class SpinLock {
       }
     }
   }
-  void unlock() { locked_.store(false, std::memory_order_release); }
+  void Unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
 
  private:
   std::atomic<bool> locked_{false};
 };
 
-class SpinLockPerSlotLocks {
- public:
-  static constexpr std::string_view kName = "spinlock-per-slot";
-  explicit SpinLockPerSlotLocks(std::size_t n)
-      : slot_lock_(std::make_unique<PaddedSpinLock[]>(n)) {}
-
-  std::unique_lock<SpinLock> ReadGuard(std::size_t pos) {
-    return std::unique_lock(slot_lock_[pos].lock);
-  }
-  std::unique_lock<SpinLock> WriteGuard(std::size_t pos) {
-    return std::unique_lock(slot_lock_[pos].lock);
-  }
-
- private:
-  struct alignas(64) PaddedSpinLock {
-    SpinLock lock;
-  };
-  std::unique_ptr<PaddedSpinLock[]> slot_lock_;  // slot_lock_[i] guards slot i
-};
-
-using SpinLockPerSlotStore = LockedStore<SpinLockPerSlotLocks>;
+using SpinLockPerSlotStore = LockedStore<PerSlot<SpinLock>, "spinlock-per-slot">;
 
 }  // namespace kv
 

@@ -17,32 +17,29 @@
 // behind it, so at 95-100% reads it is close to the reader-preferring lock and
 // at 50-70% reads it behaves more like a mutex.
 //
-// Thread safety: array_rw_ guards every slot (one-rwlock-wpref); slot_rw_[i]
-// guards slot i (rwlock-per-slot-wpref). Reads shared, writes exclusive.
+// Thread safety: one lock guards every slot (one-rwlock-wpref), or slot i's
+// lock guards slot i (rwlock-per-slot-wpref), as in main3 / main4: values
+// GUARDED_BY their lock, reads shared, writes exclusive.
 #ifndef KV_COMMON_STORE_WRITER_PREF_RWLOCK_H_
 #define KV_COMMON_STORE_WRITER_PREF_RWLOCK_H_
 
 #include <pthread.h>
 
-#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <mutex>
-#include <shared_mutex>
-#include <string_view>
 
-#include "common/store.h"
+#include "common/store_lock_table.h"
+#include "common/thread_annotations.h"
 
 namespace kv {
 
-// A writer-preferring pthread rwlock with the SharedMutex interface, so that
-// std::shared_lock / std::unique_lock guard it (the lock()/unlock() members
-// exist for those guards only; never call them directly).
+// A writer-preferring pthread rwlock with SharedMutex's interface (a lock
+// type for the lock table and the guards of common/mutex.h; the Lock/Unlock
+// members exist for those guards only; never call them directly).
 // Aborts (start-up only: the locks are built with the store) if glibc
 // refuses to initialise the lock.
-class WriterPreferringRwLock {
+class CAPABILITY("shared_mutex") WriterPreferringRwLock {
  public:
   WriterPreferringRwLock() {
     pthread_rwlockattr_t attr;
@@ -59,12 +56,14 @@ class WriterPreferringRwLock {
 
   // Only EDEADLK/EAGAIN can fail, both impossible without nesting or 2^31
   // readers; treat them as bugs.
-  void lock() { Check(pthread_rwlock_wrlock(&rw_), "pthread_rwlock_wrlock"); }
-  void unlock() { pthread_rwlock_unlock(&rw_); }
-  void lock_shared() {
+  void Lock() ACQUIRE() {
+    Check(pthread_rwlock_wrlock(&rw_), "pthread_rwlock_wrlock");
+  }
+  void Unlock() RELEASE() { pthread_rwlock_unlock(&rw_); }
+  void LockShared() ACQUIRE_SHARED() {
     Check(pthread_rwlock_rdlock(&rw_), "pthread_rwlock_rdlock");
   }
-  void unlock_shared() { pthread_rwlock_unlock(&rw_); }
+  void UnlockShared() RELEASE_SHARED() { pthread_rwlock_unlock(&rw_); }
 
  private:
   static void Check(int rc, const char* what) {
@@ -75,44 +74,10 @@ class WriterPreferringRwLock {
   pthread_rwlock_t rw_;
 };
 
-class OneWriterPrefRwLockLocks {
- public:
-  static constexpr std::string_view kName = "one-rwlock-wpref";
-  explicit OneWriterPrefRwLockLocks(std::size_t /*n*/) {}
-
-  std::shared_lock<WriterPreferringRwLock> ReadGuard(std::size_t) {
-    return std::shared_lock(array_rw_);
-  }
-  std::unique_lock<WriterPreferringRwLock> WriteGuard(std::size_t) {
-    return std::unique_lock(array_rw_);
-  }
-
- private:
-  WriterPreferringRwLock array_rw_;  // guards all slots
-};
-
-class WriterPrefRwLockPerSlotLocks {
- public:
-  static constexpr std::string_view kName = "rwlock-per-slot-wpref";
-  explicit WriterPrefRwLockPerSlotLocks(std::size_t n)
-      : slot_rw_(std::make_unique<PaddedRwLock[]>(n)) {}
-
-  std::shared_lock<WriterPreferringRwLock> ReadGuard(std::size_t pos) {
-    return std::shared_lock(slot_rw_[pos].rw);
-  }
-  std::unique_lock<WriterPreferringRwLock> WriteGuard(std::size_t pos) {
-    return std::unique_lock(slot_rw_[pos].rw);
-  }
-
- private:
-  struct alignas(64) PaddedRwLock {
-    WriterPreferringRwLock rw;
-  };
-  std::unique_ptr<PaddedRwLock[]> slot_rw_;  // slot_rw_[i] guards slot i
-};
-
-using OneWriterPrefRwLockStore = LockedStore<OneWriterPrefRwLockLocks>;
-using WriterPrefRwLockPerSlotStore = LockedStore<WriterPrefRwLockPerSlotLocks>;
+using OneWriterPrefRwLockStore =
+    LockedStore<WholeArray<WriterPreferringRwLock>, "one-rwlock-wpref">;
+using WriterPrefRwLockPerSlotStore =
+    LockedStore<PerSlot<WriterPreferringRwLock>, "rwlock-per-slot-wpref">;
 
 }  // namespace kv
 

@@ -16,59 +16,52 @@
 namespace kv {
 namespace {
 
-// Adapts a store with a plain Create(n, delay) to the registry's signature.
+// Stores whose lock table reads the stripe count (LockedStore<Stripes<L>>).
 template <typename StoreT>
-std::unique_ptr<Store> CreatePlain(std::size_t n, ArtificialDelay* delay,
-                                   const StrategyConfig& /*config*/) {
-  return StoreT::Create(n, delay);
+concept UsesStripes = requires { requires StoreT::kUsesStripes; };
+
+template <typename StoreT>
+std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay,
+                              const StrategyConfig& config) {
+  if constexpr (UsesStripes<StoreT>) {
+    return std::make_unique<StoreT>(n, delay, config.stripes);
+  } else {
+    return StoreT::Create(n, delay);
+  }
 }
 
-template <typename LockTable>
-std::unique_ptr<Store> CreateStriped(std::size_t n, ArtificialDelay* delay,
-                                     const StrategyConfig& config) {
-  return std::make_unique<LockedStore<LockTable>>(n, delay, config.stripes);
+// One registry line: the store's own name, a description, its factory.
+template <typename StoreT>
+constexpr StrategyInfo Entry(std::string_view description) {
+  return {StoreT::kStrategyName, description, UsesStripes<StoreT>,
+          &Create<StoreT>};
 }
 
 constexpr std::array kStrategies = {
-    StrategyInfo{"one-mutex",
-                 "main1: one mutex for the whole array (everything serialised)",
-                 false, &CreatePlain<OneMutexStore>},
-    StrategyInfo{"mutex-per-slot",
-                 "main2: one mutex per string (reads of one string serialised)",
-                 false, &CreatePlain<MutexPerSlotStore>},
-    StrategyInfo{"one-rwlock",
-                 "main3: one reader-preferring rwlock (std::shared_mutex) for "
-                 "the array",
-                 false, &CreatePlain<OneRwLockStore>},
-    StrategyInfo{"rwlock-per-slot",
-                 "main4: one reader-preferring rwlock per string",
-                 false, &CreatePlain<RwLockPerSlotStore>},
-    StrategyInfo{"striped-mutex",
-                 "k mutexes (--stripes, default 16), string i guarded by "
-                 "stripe i mod k",
-                 true, &CreateStriped<StripedMutexLocks>},
-    StrategyInfo{"striped-rwlock",
-                 "k reader-preferring rwlocks (--stripes, default 16), string "
-                 "i guarded by stripe i mod k",
-                 true, &CreateStriped<StripedRwLockLocks>},
-    StrategyInfo{"one-rwlock-wpref",
-                 "one writer-preferring pthread rwlock for the array",
-                 false, &CreatePlain<OneWriterPrefRwLockStore>},
-    StrategyInfo{"rwlock-per-slot-wpref",
-                 "one writer-preferring pthread rwlock per string",
-                 false, &CreatePlain<WriterPrefRwLockPerSlotStore>},
-    StrategyInfo{"spinlock-per-slot",
-                 "one test-and-test-and-set spinlock per string (yields after "
-                 "128 spins)",
-                 false, &CreatePlain<SpinLockPerSlotStore>},
-    StrategyInfo{"seqlock-per-slot",
-                 "one seqlock per string: readers copy optimistically and "
-                 "retry, writers serialised by a per-string mutex",
-                 false, &CreatePlain<SeqLockPerSlotStore>},
-    StrategyInfo{"pointer-swap",
-                 "RCU-like: lock-free readers copy an immutable value "
-                 "(hazard pointers), writers swap in a new one",
-                 false, &CreatePlain<PointerSwapStore>},
+    Entry<OneMutexStore>(
+        "main1: one mutex for the whole array (everything serialised)"),
+    Entry<MutexPerSlotStore>(
+        "main2: one mutex per string (reads of one string serialised)"),
+    Entry<OneRwLockStore>("main3: one reader-preferring rwlock "
+                          "(std::shared_mutex) for the array"),
+    Entry<RwLockPerSlotStore>(
+        "main4: one reader-preferring rwlock per string"),
+    Entry<StripedMutexStore>("k mutexes (--stripes, default 16), string i "
+                             "guarded by stripe i mod k"),
+    Entry<StripedRwLockStore>("k reader-preferring rwlocks (--stripes, "
+                              "default 16), string i guarded by stripe i mod k"),
+    Entry<OneWriterPrefRwLockStore>(
+        "one writer-preferring pthread rwlock for the array"),
+    Entry<WriterPrefRwLockPerSlotStore>(
+        "one writer-preferring pthread rwlock per string"),
+    Entry<SpinLockPerSlotStore>("one test-and-test-and-set spinlock per "
+                                "string (yields after 128 spins)"),
+    Entry<SeqLockPerSlotStore>(
+        "one seqlock per string: readers copy optimistically and retry, "
+        "writers serialised by a per-string mutex"),
+    Entry<PointerSwapStore>(
+        "RCU-like: lock-free readers copy an immutable value (hazard "
+        "pointers), writers swap in a new one"),
 };
 
 }  // namespace

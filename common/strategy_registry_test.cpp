@@ -62,7 +62,31 @@ TEST(StripeIndexTest, ModuloOrMaskAndClamping) {
     EXPECT_EQ(pow2.StripeOf(i), i % 8);
     EXPECT_EQ(odd.StripeOf(i), i % 3);
     EXPECT_EQ(one.StripeOf(i), 0u);
+    EXPECT_EQ(pow2.OffsetOf(i), i / 8);
+    EXPECT_EQ(odd.OffsetOf(i), i / 3);
+    EXPECT_EQ(one.OffsetOf(i), i);
   }
+}
+
+// --stripes reaches the lock table through the registry, and only striped
+// strategies say they read it.
+TEST(StrategyRegistryTest, StripesReachTheStripedTables) {
+  ArtificialDelay delay{std::chrono::microseconds(0)};
+  StrategyConfig config;
+  config.stripes = 3;
+  for (const char* name : {"striped-mutex", "striped-rwlock"}) {
+    SCOPED_TRACE(name);
+    const StrategyInfo* info = FindStrategy(name);
+    ASSERT_NE(info, nullptr);
+    EXPECT_TRUE(info->uses_stripes);
+  }
+  auto store = FindStrategy("striped-mutex")->create(10, &delay, config);
+  auto* striped = dynamic_cast<StripedMutexStore*>(store.get());
+  ASSERT_NE(striped, nullptr);
+  EXPECT_EQ(striped->table().stripes(), 3u);
+  EXPECT_EQ(StripedRwLockStore(10, &delay).table().stripes(), 10u);  // clamped
+  EXPECT_FALSE(FindStrategy("mutex-per-slot")->uses_stripes);
+  EXPECT_FALSE(FindStrategy("one-mutex")->uses_stripes);
 }
 
 }  // namespace

@@ -1,0 +1,125 @@
+// Locks the thread-safety analysis can see, and their RAII guards.
+//
+// libstdc++'s std::mutex and std::shared_mutex carry no annotations, so clang
+// cannot tell that std::lock_guard holds one. These thin wrappers (as
+// LevelDB's port::Mutex and MutexLock, port/port_stdcxx.h and
+// util/mutexlock.h) are marked CAPABILITY and cost nothing: every member is
+// an inline call to the std:: lock.
+//
+//   Mutex mu_;
+//   int count_ GUARDED_BY(mu_);
+//   void Add() EXCLUDES(mu_) { MutexLock guard(&mu_); ++count_; }
+//
+// Any class with Lock()/Unlock() (and optionally LockShared()/UnlockShared())
+// annotated ACQUIRE/RELEASE is a lock the guards and the lock-table template
+// (store_lock_table.h) accept: see SpinLock, WriterPreferringRwLock.
+//
+// Thread safety: each lock is safe for concurrent use, as its std::
+// counterpart; a guard belongs to the thread that made it. Lock()/Unlock()
+// exist for the guards: code takes locks through guards only (STYLE.md 5).
+#ifndef KV_COMMON_MUTEX_H_
+#define KV_COMMON_MUTEX_H_
+
+#include <mutex>
+#include <shared_mutex>
+
+#include "common/thread_annotations.h"
+
+namespace kv {
+
+// An exclusive lock: std::mutex (a futex; waiters sleep in the kernel).
+class CAPABILITY("mutex") Mutex {
+ public:
+  Mutex() = default;
+  Mutex(const Mutex&) = delete;
+  Mutex& operator=(const Mutex&) = delete;
+
+  void Lock() ACQUIRE() { mu_.lock(); }
+  void Unlock() RELEASE() { mu_.unlock(); }
+  // Tells the analysis mu is held where it cannot see why (no run-time check).
+  void AssertHeld() ASSERT_CAPABILITY(this) {}
+
+ private:
+  std::mutex mu_;
+};
+
+// A reader/writer lock: std::shared_mutex, which libstdc++ builds on a
+// default pthread_rwlock_t, i.e. READER-preferring on glibc (a steady stream
+// of readers can starve a writer; see store_writer_pref_rwlock.h).
+class CAPABILITY("shared_mutex") SharedMutex {
+ public:
+  SharedMutex() = default;
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+  void Lock() ACQUIRE() { rw_.lock(); }
+  void Unlock() RELEASE() { rw_.unlock(); }
+  void LockShared() ACQUIRE_SHARED() { rw_.lock_shared(); }
+  void UnlockShared() RELEASE_SHARED() { rw_.unlock_shared(); }
+
+ private:
+  std::shared_mutex rw_;
+};
+
+// True for locks that can be held shared (reader/writer locks).
+template <typename L>
+concept SharedLockable = requires(L& lock) {
+  lock.LockShared();
+  lock.UnlockShared();
+};
+
+// Holds *lock exclusively from construction to destruction.
+template <typename L>
+class SCOPED_CAPABILITY ExclusiveGuard {
+ public:
+  explicit ExclusiveGuard(L* lock) ACQUIRE(lock) : lock_(lock) {
+    lock_->Lock();
+  }
+  ~ExclusiveGuard() RELEASE() { lock_->Unlock(); }
+  ExclusiveGuard(const ExclusiveGuard&) = delete;
+  ExclusiveGuard& operator=(const ExclusiveGuard&) = delete;
+
+ private:
+  L* const lock_;
+};
+
+// Holds *lock shared from construction to destruction.
+template <SharedLockable L>
+class SCOPED_CAPABILITY SharedGuard {
+ public:
+  explicit SharedGuard(L* lock) ACQUIRE_SHARED(lock) : lock_(lock) {
+    lock_->LockShared();
+  }
+  ~SharedGuard() RELEASE() { lock_->UnlockShared(); }
+  SharedGuard(const SharedGuard&) = delete;
+  SharedGuard& operator=(const SharedGuard&) = delete;
+
+ private:
+  L* const lock_;
+};
+
+// The guard a reader takes: shared where the lock has a shared mode,
+// exclusive otherwise (a plain mutex serialises readers too).
+namespace mutex_internal {
+template <typename L>
+struct ReadGuardOf {
+  using type = ExclusiveGuard<L>;
+};
+template <SharedLockable L>
+struct ReadGuardOf<L> {
+  using type = SharedGuard<L>;
+};
+}  // namespace mutex_internal
+template <typename L>
+using ReadGuard = typename mutex_internal::ReadGuardOf<L>::type;
+
+// The guard a writer takes.
+template <typename L>
+using WriteGuard = ExclusiveGuard<L>;
+
+// LevelDB's name for the common case.
+using MutexLock = ExclusiveGuard<Mutex>;
+
+}  // namespace kv
+
+#endif  // KV_COMMON_MUTEX_H_
