@@ -19,11 +19,30 @@
 #ifndef KV_COMMON_CONNECTION_H_
 #define KV_COMMON_CONNECTION_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "common/request_handler.h"
 
 namespace kv {
+
+// Server shutdown as connections see it: an atomic flag (checked between
+// frames) plus an eventfd that becomes readable for good (wakes a blocked
+// read). Request() is called once; the rest only read.
+class StopSignal {
+ public:
+  StopSignal();
+  ~StopSignal();
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+  void Request();
+  bool requested() const { return stop_.load(std::memory_order_acquire); }
+  int fd() const { return fd_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  int fd_ = -1;
+};
 
 struct ConnectionLimits {
   int64_t idle_timeout_ns = 5'000'000'000;   // no byte of a new frame by then
@@ -32,9 +51,13 @@ struct ConnectionLimits {
   int64_t write_timeout_ns = 5'000'000'000;  // reply not taken by then
 };
 
-// Serves fd until the peer is done. Returns the number of frames answered.
+// Serves fd until the peer is done or `stop` (may be null) is requested.
+// At a stop, a frame already whole is answered; one still incomplete is
+// dropped: not applied, not answered, counted only as cut_by_shutdown.
+// Returns the number of frames answered.
 uint64_t ServeConnection(int fd, RequestHandler* handler,
-                         const ConnectionLimits& limits);
+                         const ConnectionLimits& limits,
+                         const StopSignal* stop = nullptr);
 
 }  // namespace kv
 

@@ -6,9 +6,20 @@
 // and lock hold. Exactly as the kit does, after every `batch_size` (default
 // 1000) recorded requests it appends the batch mean in SECONDS, printed with
 // C's "%e" and a newline, to the timing file (default
-// ./server_output_time_aggregated). The file is reopened in append mode for
-// every line, like the kit, so renaming it between runs (the kit's test.sh
-// does) starts a new file. Rejected requests are never recorded.
+// ./server_output_time_aggregated). Rejected requests are never recorded.
+//
+// The timing file, whole lines or nothing:
+//  - It is reopened (O_WRONLY|O_APPEND|O_CREAT|O_NONBLOCK) for every line,
+//    like the kit, so renaming it between runs (the kit's test.sh does)
+//    starts a new file.
+//  - Each line goes out in ONE write(2) on that O_APPEND descriptor; the
+//    write and the close are checked. A short write (a full disk) is cut back
+//    off with ftruncate, so no partial line is ever left behind.
+//  - A line that cannot be written whole is lost: counted (Totals()
+//    .lines_lost, the summary's timing_lines_lost=) and warned about on stderr
+//    at most once a second (never with warnings off).
+//  - Opening never blocks: a FIFO, device or directory is refused (at Open()
+//    with an error; later, when someone swapped the file, the line is lost).
 //
 // Optionally a trace CSV gets one row per request:
 //   pos,is_read,latency_ns,wait_ns,hold_ns
@@ -22,10 +33,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace kv {
+
+class RateLimitedLog;
 
 struct RequestSample {
   uint64_t pos = 0;
@@ -41,6 +56,7 @@ struct LatencyTotals {
   double mean_wait_s = 0;
   double mean_hold_s = 0;
   uint64_t batches_written = 0;
+  uint64_t lines_lost = 0;  // batch lines that could not be written whole
 };
 
 struct LatencyLogOptions {
@@ -48,6 +64,8 @@ struct LatencyLogOptions {
   uint64_t batch_size = 1000;
   std::string trace_file;    // empty: no trace
   uint64_t trace_limit = 0;  // 0: no limit
+  std::string program = "server";  // prefix of warnings
+  bool warnings = true;            // false: lost lines are only counted
 };
 
 class LatencyLog {
@@ -57,14 +75,16 @@ class LatencyLog {
   LatencyLog(const LatencyLog&) = delete;
   LatencyLog& operator=(const LatencyLog&) = delete;
 
-  // Checks that the timing file can be appended to and opens the trace.
-  // Returns false and fills *error ("open FILE: reason") on failure.
+  // Checks, without ever blocking, that the timing file is (or can be
+  // created as) a regular file open for appending, and opens the trace
+  // likewise. Returns false and fills *error with one line naming the option
+  // and the path, e.g. "--time-file 'f': is a FIFO, not a regular file".
   bool Open(std::string* error);
 
   // Records one served request; may append a line to the timing file.
   void Record(const RequestSample& sample);
 
-  // Flushes the trace (the timing file is flushed line by line).
+  // Flushes the trace (the timing file is written line by line).
   void Flush();
 
   LatencyTotals Totals() const;
@@ -73,6 +93,7 @@ class LatencyLog {
   void AppendBatchMeanLocked(double mean_s);
 
   const LatencyLogOptions options_;
+  std::unique_ptr<RateLimitedLog> warn_;
   mutable std::mutex log_mu_;
   // Guarded by log_mu_:
   double batch_sum_ns_ = 0;
@@ -82,6 +103,18 @@ class LatencyLog {
   std::FILE* trace_ = nullptr;
   uint64_t trace_rows_ = 0;
 };
+
+// Appends `line` (which ends in '\n') to `path` whole or not at all: opens it
+// O_WRONLY|O_APPEND|O_CREAT|O_NONBLOCK, refuses a non-regular file, writes
+// with one write(2), cuts a short write back off, checks the close. Returns ""
+// on success, else the reason ("write: No space left on device").
+std::string AppendWholeLine(const std::string& path, std::string_view line);
+
+// Opens `path` for writing without blocking and checks it is a regular file.
+// Returns the fd (blocking mode, close-on-exec), or -1 with *error set to
+// "is a FIFO, not a regular file" / "open: <strerror>".
+int OpenRegularFile(const std::string& path, int extra_flags,
+                    std::string* error);
 
 }  // namespace kv
 

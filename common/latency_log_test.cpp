@@ -86,7 +86,8 @@ TEST_F(LatencyLogTest, UnwritableTimeFileFailsAtOpen) {
   LatencyLog log(o);
   std::string error;
   EXPECT_FALSE(log.Open(&error));
-  EXPECT_NE(error.find("open "), std::string::npos);
+  EXPECT_NE(error.find("--time-file"), std::string::npos) << error;
+  EXPECT_NE(error.find("open: "), std::string::npos) << error;
 }
 
 }  // namespace

@@ -25,6 +25,9 @@ namespace kv {
 struct RequestCounters {
   std::atomic<uint64_t> frames{0};    // every frame answered
   std::atomic<uint64_t> rejected{0};  // frames answered with ERROR
+  // Unfinished frames dropped because the server stopped (not requests:
+  // neither applied nor answered).
+  std::atomic<uint64_t> cut_by_shutdown{0};
 };
 
 class RequestHandler {
@@ -48,6 +51,11 @@ class RequestHandler {
   // Answers a frame that could not be read whole (e.g. the peer stalled):
   // counts it as rejected and fills *reply with "ERROR <message>".
   void Reject(std::string_view message, Frame* reply);
+
+  // Counts an unfinished frame dropped at shutdown (see RequestCounters).
+  void CountCutByShutdown() {
+    counters_->cut_by_shutdown.fetch_add(1, std::memory_order_relaxed);
+  }
 
  private:
   void LogReject(std::string_view message) const;
