@@ -1,10 +1,11 @@
 #include "common/connection.h"
 
+#include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-#include <string>
-#include <string_view>
+#include <cerrno>
 
 #include "common/clock.h"
 #include "common/net.h"
@@ -27,46 +28,55 @@ void StopSignal::Request() {
 uint64_t ServeConnection(int fd, RequestHandler* handler,
                          const ConnectionLimits& limits,
                          const StopSignal* stop) {
-  char request[kFrameSize];
-  Frame reply;
-  uint64_t answered = 0;
+  ConnectionCore core(limits, MonotonicNanos());
+  const int stop_fd = stop != nullptr ? stop->fd() : -1;
   for (;;) {
-    if (stop != nullptr && stop->requested()) break;  // between frames
-    std::size_t got = 0;
-    const FrameRead r =
-        ReadFrameBounded(fd, request, &got,
-                         MonotonicNanos() + limits.idle_timeout_ns,
-                         limits.frame_timeout_ns,
-                         stop != nullptr ? stop->fd() : -1);
-    if (r == FrameRead::kClosed || r == FrameRead::kError) break;
-    if (r == FrameRead::kStopped) {
-      // Cut off by shutdown, not by the peer: the bytes so far are not a
-      // frame. Dropped whole: not applied, not counted, not answered.
-      if (got > 0) handler->CountCutByShutdown();
-      break;
+    if (stop != nullptr && !core.stopping() && stop->requested()) {
+      core.OnStop(0);  // checked between steps: an atomic load
     }
-    if (r == FrameRead::kTimeout) {
-      if (got > 0) {
-        // Part of a frame, then too slow: we cannot tell where the next frame
-        // would start, so answer once and hang up.
-        handler->Reject("incomplete frame: " + std::to_string(got) + " of " +
-                            std::to_string(kFrameSize) + " bytes within " +
-                            std::to_string(limits.frame_timeout_ns / 1'000'000) +
-                            " ms of its first byte; closing",
-                        &reply);
-        WriteFrame(fd, reply, MonotonicNanos() + limits.write_timeout_ns);
-        ++answered;
+    switch (core.Next(MonotonicNanos())) {
+      case ConnectionCore::Action::kHandle:
+        handler->Handle(core.frame(), core.frame_received_ns(),
+                        core.reply_slot());
+        core.FrameDone();
+        break;
+      case ConnectionCore::Action::kReject:
+        handler->Reject(core.reject_message(), core.reply_slot());
+        core.FrameDone();
+        break;
+      case ConnectionCore::Action::kWrite: {
+        const ssize_t r = send(fd, core.out_data(), core.out_size(),
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r > 0) {
+          core.OnWritten(static_cast<std::size_t>(r), MonotonicNanos());
+        } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+          if (WaitReady(fd, POLLOUT, core.deadline()) < 0) core.OnError();
+        } else if (!(r < 0 && errno == EINTR)) {
+          core.OnError();  // the client left without its reply
+        }
+        break;
       }
-      break;
+      case ConnectionCore::Action::kRead: {
+        const ssize_t r =
+            recv(fd, core.in_space(), core.in_space_size(), MSG_DONTWAIT);
+        if (r > 0) {
+          core.OnBytes(static_cast<std::size_t>(r), MonotonicNanos());
+        } else if (r == 0) {
+          core.OnEof(MonotonicNanos());
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          const int ready = WaitReady(fd, POLLIN, core.deadline(), stop_fd);
+          if (ready == 2) core.OnStop(MonotonicNanos());
+          if (ready < 0) core.OnError();
+        } else if (errno != EINTR) {
+          core.OnError();  // reset
+        }
+        break;
+      }
+      case ConnectionCore::Action::kClose:
+        if (core.cut_by_shutdown()) handler->CountCutByShutdown();
+        return core.answered();
     }
-    handler->Handle(std::string_view(request, got), MonotonicNanos(), &reply);
-    if (!WriteFrame(fd, reply, MonotonicNanos() + limits.write_timeout_ns)) {
-      break;  // the client left without its reply; nothing is lost
-    }
-    ++answered;
-    if (r == FrameRead::kShortFrame) break;  // the peer has half-closed
   }
-  return answered;
 }
 
 }  // namespace kv

@@ -1,5 +1,7 @@
-// ServeConnection: the request loop of one client connection.
+// ServeConnection: the blocking driver of one client connection.
 //
+// The policy (framing, deadlines, half-close, shutdown) is ConnectionCore's
+// (connection_core.h); this loop only moves bytes with recv/send/poll.
 // Reads 100-byte request frames one after another (keep-alive) and answers
 // each with a 100-byte reply, until the peer closes. A frame cut short by the
 // peer's half-close is answered, then the loop ends. A peer that sends nothing
@@ -22,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/connection_core.h"
 #include "common/request_handler.h"
 
 namespace kv {
@@ -44,12 +47,6 @@ class StopSignal {
   int fd_ = -1;
 };
 
-struct ConnectionLimits {
-  int64_t idle_timeout_ns = 5'000'000'000;   // no byte of a new frame by then
-  int64_t frame_timeout_ns = 1'000'000'000;  // frame not whole by then (from
-                                             // its first byte)
-  int64_t write_timeout_ns = 5'000'000'000;  // reply not taken by then
-};
 
 // Serves fd until the peer is done or `stop` (may be null) is requested.
 // At a stop, a frame already whole is answered; one still incomplete is

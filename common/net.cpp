@@ -26,7 +26,7 @@ int MillisLeft(int64_t deadline_ns) {
 
 // Waits for `events` on fd, or for stop_fd (if >= 0) to become readable.
 // Returns 1 if fd is ready, 2 if stop_fd is, 0 on timeout, -1 on error.
-int WaitFor(int fd, short events, int64_t deadline_ns, int stop_fd = -1) {
+int WaitFor(int fd, short events, int64_t deadline_ns, int stop_fd) {
   for (;;) {
     pollfd p[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
     const int ms = MillisLeft(deadline_ns);
@@ -41,6 +41,10 @@ int WaitFor(int fd, short events, int64_t deadline_ns, int stop_fd = -1) {
 }
 
 }  // namespace
+
+int WaitReady(int fd, short events, int64_t deadline_ns, int stop_fd) {
+  return WaitFor(fd, events, deadline_ns, stop_fd);
+}
 
 bool ParseSocketAddress(const std::string& ip, uint16_t port,
                         SocketAddress* out) {
@@ -197,7 +201,7 @@ bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns) {
     }
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (WaitFor(fd, POLLOUT, deadline_ns) != 1) return false;
+      if (WaitFor(fd, POLLOUT, deadline_ns, -1) != 1) return false;
       continue;
     }
     return false;

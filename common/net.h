@@ -81,6 +81,11 @@ FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got,
                            int64_t idle_deadline_ns, int64_t frame_timeout_ns,
                            int stop_fd = -1);
 
+// Waits until fd has `events` (POLLIN/POLLOUT), `stop_fd` (if >= 0) is
+// readable, or `deadline_ns` passes. Returns 1 if fd is ready, 2 if stop_fd
+// is, 0 on timeout, -1 on error. Retries on EINTR.
+int WaitReady(int fd, short events, int64_t deadline_ns, int stop_fd = -1);
+
 // Writes one whole frame before `deadline_ns`. Returns false if the peer is
 // gone or the deadline passed.
 bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns);
