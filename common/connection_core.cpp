@@ -10,6 +10,10 @@ ConnectionCore::ConnectionCore(const ConnectionLimits& limits, int64_t now_ns)
 
 ConnectionCore::Action ConnectionCore::Next(int64_t now_ns) {
   if (closed_) return Action::kClose;
+  // Next() is idempotent until the driver acts: a handed-out frame or reject
+  // stays handed out until FrameDone() (a loop may hand it to a worker that
+  // asks again).
+  if (reject_pending_) return Action::kReject;
   // 1. Frames already whole are handled while there is room for replies;
   //    also at a stop: they were received before it.
   if (!close_after_flush_ && out_count_ < kBatch) {
@@ -60,6 +64,7 @@ ConnectionCore::Action ConnectionCore::Next(int64_t now_ns) {
           static_cast<long long>(limits_.frame_timeout_ns / 1'000'000));
       reject_ = std::string_view(reject_buf_, static_cast<std::size_t>(len));
       close_after_flush_ = true;
+      reject_pending_ = true;
       current_len_ = 0;
       return Action::kReject;
     }
@@ -87,6 +92,7 @@ std::string_view ConnectionCore::frame() const {
 void ConnectionCore::FrameDone() {
   in_begin_ += current_len_;
   current_len_ = 0;
+  reject_pending_ = false;
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
   ++out_count_;
   ++answered_;

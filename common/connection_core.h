@@ -67,7 +67,8 @@ class ConnectionCore {
 
   ConnectionCore(const ConnectionLimits& limits, int64_t now_ns);
 
-  // What the driver does next, given the time now. Deadlines that have
+  // What the driver does next, given the time now. Idempotent until the
+  // driver acts on the answer (FrameDone, OnWritten, OnBytes, ...). Deadlines that have
   // passed are acted on here (idle: kClose; stalled frame: kReject; write:
   // kClose).
   Action Next(int64_t now_ns);
@@ -124,6 +125,7 @@ class ConnectionCore {
   bool stopping_ = false;
   bool closed_ = false;
   bool close_after_flush_ = false;
+  bool reject_pending_ = false;
   bool cut_by_shutdown_ = false;
   uint64_t answered_ = 0;
   char reject_buf_[128];

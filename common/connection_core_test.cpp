@@ -208,6 +208,25 @@ TEST(ConnectionCore, Scripts) {
   }
 }
 
+// A loop that hands a frame to a worker lets the worker ask again.
+TEST(ConnectionCore, NextIsIdempotentUntilTheDriverActs) {
+  ConnectionCore core(Harness::Limits(), 0);
+  std::copy_n("3-1-", 4, core.in_space());
+  core.OnBytes(4, 0);
+  ASSERT_EQ(core.Next(1000 * kMs), ConnectionCore::Action::kReject);
+  ASSERT_EQ(core.Next(1001 * kMs), ConnectionCore::Action::kReject);
+  FillErrorFrame(core.reject_message(), core.reply_slot());
+  core.FrameDone();
+  ASSERT_EQ(core.Next(1002 * kMs), ConnectionCore::Action::kWrite);
+  const std::string frame = F("1-1-");
+  ConnectionCore other(Harness::Limits(), 0);
+  std::copy_n(frame.data(), frame.size(), other.in_space());
+  other.OnBytes(frame.size(), 0);
+  ASSERT_EQ(other.Next(0), ConnectionCore::Action::kHandle);
+  ASSERT_EQ(other.Next(1), ConnectionCore::Action::kHandle);
+  EXPECT_EQ(FrameText(other.frame()), "1-1-");
+}
+
 TEST(ConnectionCore, DeadlinesAreReportedForTheDriversWait) {
   ConnectionCore core(Harness::Limits(), 100 * kMs);
   ASSERT_EQ(core.Next(100 * kMs), ConnectionCore::Action::kRead);

@@ -117,7 +117,7 @@ bool LatencyLog::Open(std::string* error) {
       close(tfd);
       return false;
     }
-    std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns\n", trace_);
+    std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns\n", trace_);
   }
   return true;
 }
@@ -131,13 +131,15 @@ void LatencyLog::Record(const RequestSample& s) {
   sum_latency_ns_ += latency;
   sum_wait_ns_ += static_cast<double>(s.wait_ns);
   sum_hold_ns_ += static_cast<double>(s.hold_ns);
+  sum_queue_ns_ += static_cast<double>(s.queue_ns);
   if (trace_ != nullptr &&
       (options_.trace_limit == 0 || trace_rows_ < options_.trace_limit)) {
-    std::fprintf(trace_, "%llu,%d,%lld,%lld,%lld\n",
+    std::fprintf(trace_, "%llu,%d,%lld,%lld,%lld,%lld\n",
                  static_cast<unsigned long long>(s.pos), s.is_read ? 1 : 0,
                  static_cast<long long>(s.latency_ns),
                  static_cast<long long>(s.wait_ns),
-                 static_cast<long long>(s.hold_ns));
+                 static_cast<long long>(s.hold_ns),
+                 static_cast<long long>(s.queue_ns));
     ++trace_rows_;
   }
   if (batch_count_ == options_.batch_size) {
@@ -176,6 +178,7 @@ LatencyTotals LatencyLog::Totals() const {
     t.mean_latency_s = sum_latency_ns_ / n / 1e9;
     t.mean_wait_s = sum_wait_ns_ / n / 1e9;
     t.mean_hold_s = sum_hold_ns_ / n / 1e9;
+    t.mean_queue_s = sum_queue_ns_ / n / 1e9;
   }
   return t;
 }

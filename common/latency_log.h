@@ -22,7 +22,7 @@
 //    with an error; later, when someone swapped the file, the line is lost).
 //
 // Optionally a trace CSV gets one row per request:
-//   pos,is_read,latency_ns,wait_ns,hold_ns
+//   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns
 // (at most `trace_limit` rows when that is non-zero).
 //
 // Thread safety: Record() and Totals() may be called from any thread; one
@@ -48,6 +48,7 @@ struct RequestSample {
   int64_t latency_ns = 0;
   int64_t wait_ns = 0;
   int64_t hold_ns = 0;
+  int64_t queue_ns = 0;  // waiting for a worker (pool/epoll), inside latency
 };
 
 struct LatencyTotals {
@@ -55,6 +56,7 @@ struct LatencyTotals {
   double mean_latency_s = 0;
   double mean_wait_s = 0;
   double mean_hold_s = 0;
+  double mean_queue_s = 0;
   uint64_t batches_written = 0;
   uint64_t lines_lost = 0;  // batch lines that could not be written whole
 };
@@ -99,7 +101,8 @@ class LatencyLog {
   double batch_sum_ns_ = 0;
   uint64_t batch_count_ = 0;
   LatencyTotals totals_;
-  double sum_latency_ns_ = 0, sum_wait_ns_ = 0, sum_hold_ns_ = 0;
+  double sum_latency_ns_ = 0, sum_wait_ns_ = 0, sum_hold_ns_ = 0,
+         sum_queue_ns_ = 0;
   std::FILE* trace_ = nullptr;
   uint64_t trace_rows_ = 0;
 };

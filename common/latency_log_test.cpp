@@ -77,7 +77,8 @@ TEST_F(LatencyLogTest, TraceHasHeaderRowsAndLimit) {
   log.Record({9, true, 3, 1, 2});
   log.Flush();
   EXPECT_EQ(Slurp(o.trace_file),
-            "pos,is_read,latency_ns,wait_ns,hold_ns\n7,0,300,100,200\n8,1,30,10,20\n");
+            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns\n7,0,300,100,200,0\n"
+            "8,1,30,10,20,0\n");
 }
 
 TEST_F(LatencyLogTest, UnwritableTimeFileFailsAtOpen) {

@@ -7,7 +7,7 @@
 namespace kv {
 
 bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
-                            Frame* reply) {
+                            Frame* reply, int64_t queue_ns) {
   counters_->frames.fetch_add(1, std::memory_order_relaxed);
   Request request;
   Status status = ParseRequest(frame, store_->size(), &request);
@@ -27,7 +27,7 @@ bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
   const int64_t done_ns = MonotonicNanos();
   if (log_ != nullptr) {
     log_->Record({request.pos, request.is_read, done_ns - received_ns,
-                  timing.wait_ns, timing.hold_ns});
+                  timing.wait_ns, timing.hold_ns, queue_ns});
   }
   return true;
 }

@@ -37,9 +37,13 @@ class RequestHandler {
       : store_(store), log_(log), counters_(counters) {}
 
   // Handles one frame whose last byte arrived at `received_ns`
-  // (MonotonicNanos()). Always fills *reply with a complete reply frame.
-  // Returns true for a valid request, false for a rejected one.
-  bool Handle(std::string_view frame, int64_t received_ns, Frame* reply);
+  // (MonotonicNanos()) and that waited `queue_ns` of that for a thread to
+  // run it (0 when the receiving thread runs it). Always fills *reply with a
+  // complete reply frame. Returns true for a valid request, false for a
+  // rejected one. The lab's latency stays received -> reply ready, so it
+  // includes queue_ns; queue_ns is also recorded on its own.
+  bool Handle(std::string_view frame, int64_t received_ns, Frame* reply,
+              int64_t queue_ns = 0);
 
   // With `on`, every rejected request is logged to stderr as
   // "<program>: rejected: <reason>" (the -v option).

@@ -16,6 +16,7 @@
 
 #include "common/artificial_delay.h"
 #include "common/clock.h"
+#include "common/event_io.h"
 #include "common/latency_log.h"
 #include "common/net.h"
 #include "common/rate_limited_log.h"
@@ -93,6 +94,10 @@ struct AcceptStats {
   uint64_t refused = 0;        // accepted, answered "server busy", closed
   uint64_t accept_errors = 0;  // accept() failures (EMFILE, ENFILE, ...)
 };
+
+// Worker threads of --io pool/epoll when --workers is not given: enough that
+// requests sleeping in the artificial delay under per-slot locks overlap.
+constexpr std::size_t kDefaultWorkers = 64;
 
 // Connections taken from one listener per wake-up, so the other listener and
 // the stop pipe are looked at regularly even under a connection flood.
@@ -255,7 +260,18 @@ int RunServer(const ServerOptions& options, const std::string& program,
   limits.idle_timeout_ns = options.idle_timeout_ms * 1'000'000;
   limits.frame_timeout_ns = options.frame_timeout_ms * 1'000'000;
   limits.write_timeout_ns = options.write_timeout_ms * 1'000'000;
-  ThreadPerConnection io(&handler, limits);
+  std::unique_ptr<IoModel> io_model;
+  if (options.io == IoKind::kThreadPerConnection) {
+    io_model = std::make_unique<ThreadPerConnection>(&handler, limits);
+  } else {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    io_model = std::make_unique<EventIoModel>(
+        options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll
+                                     : EventIoModel::Mode::kPool,
+        &handler, limits, cores > 0 ? static_cast<std::size_t>(cores) : 1,
+        options.workers > 0 ? options.workers : kDefaultWorkers);
+  }
+  IoModel& io = *io_model;
 
   std::printf("%s: listening on %s", program.c_str(), where[0].c_str());
   if (where.size() > 1) {
@@ -268,7 +284,7 @@ int RunServer(const ServerOptions& options, const std::string& program,
   std::fflush(stdout);
 
   AcceptStats accept_stats;
-  AcceptLoop(listeners, &io, options.max_connections, program,
+  AcceptLoop(listeners, io_model.get(), options.max_connections, program,
              options.verbosity >= 1, &accept_stats);
   for (const int fd : listeners) close(fd);
   // Requests in flight finish; the whole stop must take under a second.
@@ -278,13 +294,13 @@ int RunServer(const ServerOptions& options, const std::string& program,
   const LatencyTotals t = log.Totals();
   std::printf(
       "%s: summary requests=%llu errors=%llu mean_latency_s=%e mean_wait_s=%e "
-      "mean_hold_s=%e mean_delay_slept_us=%.2f connections=%llu "
+      "mean_hold_s=%e mean_queue_s=%e mean_delay_slept_us=%.2f connections=%llu "
       "unfinished_connections=%zu refused=%llu accept_errors=%llu "
       "timing_lines_lost=%llu frames_cut_by_shutdown=%llu\n",
       program.c_str(),
       static_cast<unsigned long long>(counters.frames.load()),
       static_cast<unsigned long long>(counters.rejected.load()),
-      t.mean_latency_s, t.mean_wait_s, t.mean_hold_s,
+      t.mean_latency_s, t.mean_wait_s, t.mean_hold_s, t.mean_queue_s,
       delay.MeanSleptNanos() / 1e3,
       static_cast<unsigned long long>(accept_stats.accepted), left,
       static_cast<unsigned long long>(accept_stats.refused),

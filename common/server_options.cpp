@@ -27,6 +27,15 @@ CLI::Validator Decimal(uint64_t min, uint64_t max) {
       std::to_string(min) + ".." + std::to_string(max), "DECIMAL");
 }
 
+const char* IoName(IoKind io) {
+  switch (io) {
+    case IoKind::kThreadPerConnection: return "thread";
+    case IoKind::kPool: return "pool";
+    case IoKind::kEpoll: return "epoll";
+  }
+  return "?";
+}
+
 }  // namespace
 
 std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max,
@@ -110,7 +119,7 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
       ->capture_default_str();
   app.add_option("--trace", o->log.trace_file,
                  "write a CSV row per request: pos,is_read,latency_ns,wait_ns,"
-                 "hold_ns");
+                 "hold_ns,queue_ns");
   app.add_option("--trace-limit", o->log.trace_limit,
                  "stop tracing after this many rows (0: no limit)")
       ->capture_default_str()
@@ -139,6 +148,17 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
                  "set the threads' timer slack (Linux default 50000 makes "
                  "usleep(10) last ~60 us); default: leave it")
       ->transform(Decimal(1, 1'000'000'000));
+  std::string io = IoName(o->io);
+  app.add_option("--io", io,
+                 "I/O model: thread (a thread per connection, the lab's), "
+                 "pool (fixed workers fed by the acceptor), epoll (one event "
+                 "loop per core, lock work on workers)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"thread", "pool", "epoll"}));
+  app.add_option("--workers", o->workers,
+                 "worker threads for --io pool/epoll (0: default, 64)")
+      ->capture_default_str()
+      ->transform(Decimal(0, 4096));
   bool quiet = false;
   bool verbose = false;
   app.add_flag("-q,--quiet", quiet,
@@ -181,6 +201,9 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
       }
     }
   }
+  o->io = io == "pool"    ? IoKind::kPool
+          : io == "epoll" ? IoKind::kEpoll
+                          : IoKind::kThreadPerConnection;
   o->port = static_cast<uint16_t>(port);
   o->verbosity = quiet ? 0 : (verbose ? 2 : 1);
   return {};

@@ -41,8 +41,17 @@ std::string Slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// The parameter is a binary, optionally with an I/O model: "main4" (thread
+// per connection, the default) or "main4:epoll".
 class ServerTest : public testing::TestWithParam<std::string> {
  protected:
+  std::string Bin() const { return GetParam().substr(0, GetParam().find(':')); }
+  std::vector<std::string> IoArgs() const {
+    const std::size_t colon = GetParam().find(':');
+    if (colon == std::string::npos) return {};
+    return {"--io", GetParam().substr(colon + 1)};
+  }
+
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            ("lockbench_it_" + std::to_string(::getpid()) + "_" + GetParam());
@@ -59,8 +68,9 @@ class ServerTest : public testing::TestWithParam<std::string> {
     std::vector<std::string> args{std::to_string(n), "127.0.0.1",
                                   std::to_string(port_)};
     args.insert(args.end(), extra.begin(), extra.end());
+    for (const std::string& a : IoArgs()) args.push_back(a);
     std::string out;
-    ASSERT_TRUE(server_.Start(BinaryPath(GetParam()), args, dir_.string(), &out))
+    ASSERT_TRUE(server_.Start(BinaryPath(Bin()), args, dir_.string(), &out))
         << out;
     EXPECT_NE(out.find("127.0.0.1:" + std::to_string(port_)), std::string::npos);
   }
@@ -248,7 +258,7 @@ TEST_P(ServerTest, SigtermWithOpenConnectionsExitsPromptly) {
 }
 
 TEST_P(ServerTest, BadArgumentsExitTwoWithOneLine) {
-  const std::string bin = BinaryPath(GetParam());
+  const std::string bin = BinaryPath(Bin());
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{
            {},
@@ -297,9 +307,9 @@ TEST_P(ServerTest, SighupAndSigintStopGracefullyWithTheSummary) {
     const uint16_t port = FreePortPair();
     ServerProcess server;
     std::string out;
-    ASSERT_TRUE(server.Start(BinaryPath(GetParam()),
-                             {"10", "127.0.0.1", std::to_string(port)},
-                             dir_.string(), &out))
+    std::vector<std::string> args{"10", "127.0.0.1", std::to_string(port)};
+    for (const std::string& a : IoArgs()) args.push_back(a);
+    ASSERT_TRUE(server.Start(BinaryPath(Bin()), args, dir_.string(), &out))
         << out;
     EXPECT_EQ(OneShot(port, "1-1-"), "String 1: the initial value");
     EXPECT_EQ(server.Stop(sig, 3000, &out), 0) << out;
@@ -321,7 +331,7 @@ TEST_P(ServerTest, NonRegularTimingFileIsRefusedWithoutBlocking) {
     SCOPED_TRACE(option + " " + path);
     std::string out;
     const int64_t t0 = MonotonicNanos();
-    EXPECT_EQ(RunCommand(BinaryPath(GetParam()),
+    EXPECT_EQ(RunCommand(BinaryPath(Bin()),
                          {"10", "127.0.0.1", "1", option, path}, &out, 5'000),
               2)
         << out;
@@ -335,7 +345,7 @@ TEST_P(ServerTest, NonRegularTimingFileIsRefusedWithoutBlocking) {
 TEST_P(ServerTest, AddressInUseIsOneLineAndExitOne) {
   StartServer(10);
   std::string out;
-  EXPECT_EQ(RunCommand(BinaryPath(GetParam()),
+  EXPECT_EQ(RunCommand(BinaryPath(Bin()),
                        {"10", "127.0.0.1", std::to_string(port_)}, &out, 10'000),
             1);
   EXPECT_NE(out.find("Address already in use"), std::string::npos) << out;
@@ -346,9 +356,9 @@ TEST_P(ServerTest, AddressInUseIsOneLineAndExitOne) {
 TEST_P(ServerTest, ServesIpv6Loopback) {
   port_ = FreePortPair();
   std::string out;
-  ASSERT_TRUE(server_.Start(BinaryPath(GetParam()),
-                            {"10", "::1", std::to_string(port_), "--no-twin"},
-                            dir_.string(), &out))
+  std::vector<std::string> args{"10", "::1", std::to_string(port_), "--no-twin"};
+  for (const std::string& a : IoArgs()) args.push_back(a);
+  ASSERT_TRUE(server_.Start(BinaryPath(Bin()), args, dir_.string(), &out))
       << out;
   TestConnection c(port_, "::1");
   ASSERT_TRUE(c.ok());
@@ -448,6 +458,18 @@ TEST(IsPrintfE, AcceptsOnlyWhatPrintfEWrites) {
 
 INSTANTIATE_TEST_SUITE_P(AllFour, ServerTest,
                          testing::Values("main1", "main2", "main3", "main4"));
+
+// The same behaviour under every other I/O model (--io): same core, same
+// replies, deadlines, half-close and shutdown.
+INSTANTIATE_TEST_SUITE_P(
+    IoModels, ServerTest,
+    testing::Values("main1:pool", "main4:pool", "main1:epoll", "main2:epoll",
+                    "main3:pool", "main4:epoll"),
+    [](const testing::TestParamInfo<std::string>& param_info) {
+      std::string name = param_info.param;
+      std::replace(name.begin(), name.end(), ':', '_');
+      return name;
+    });
 
 }  // namespace
 }  // namespace kv
