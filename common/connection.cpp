@@ -50,6 +50,7 @@ uint64_t ServeConnection(int fd, RequestHandler* handler,
         if (r > 0) {
           core.OnWritten(static_cast<std::size_t>(r), MonotonicNanos());
         } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+          handler->FlushThread();  // about to block
           if (WaitReady(fd, POLLOUT, core.deadline()) < 0) core.OnError();
         } else if (!(r < 0 && errno == EINTR)) {
           core.OnError();  // the client left without its reply
@@ -64,6 +65,7 @@ uint64_t ServeConnection(int fd, RequestHandler* handler,
         } else if (r == 0) {
           core.OnEof(MonotonicNanos());
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          handler->FlushThread();  // about to block
           const int ready = WaitReady(fd, POLLIN, core.deadline(), stop_fd);
           if (ready == 2) core.OnStop(MonotonicNanos());
           if (ready < 0) core.OnError();
@@ -74,6 +76,7 @@ uint64_t ServeConnection(int fd, RequestHandler* handler,
       }
       case ConnectionCore::Action::kClose:
         if (core.cut_by_shutdown()) handler->CountCutByShutdown();
+        handler->FlushThread();
         return core.answered();
     }
   }

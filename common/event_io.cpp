@@ -75,21 +75,7 @@ EventIoModel::EventIoModel(Mode mode, RequestHandler* handler,
 }
 
 EventIoModel::~EventIoModel() {
-  {
-    std::lock_guard<std::mutex> guard(work_mu_);
-    quit_ = true;
-  }
-  work_cv_.notify_all();
-  for (auto& loop : loops_) {
-    {
-      std::lock_guard<std::mutex> guard(loop->mu);
-      loop->quit = true;
-    }
-    Wake(loop.get());
-  }
-  for (auto& t : threads_) {
-    if (t.joinable()) t.join();
-  }
+  JoinAll();
   for (auto& loop : loops_) {
     for (Conn* c : loop->conns) {
       close(c->fd);
@@ -264,8 +250,17 @@ void EventIoModel::WorkerMain() {
     Conn* conn = nullptr;
     {
       std::unique_lock<std::mutex> lock(work_mu_);
+      if (work_.empty() && !quit_) {
+        // About to block: hand this thread's timing shard off first.
+        lock.unlock();
+        handler_->FlushThread();
+        lock.lock();
+      }
       work_cv_.wait(lock, [this] { return quit_ || !work_.empty(); });
-      if (work_.empty()) return;  // quit_
+      if (work_.empty()) {  // quit_
+        handler_->FlushThread();
+        return;
+      }
       conn = work_.front();
       work_.pop_front();
     }
@@ -358,7 +353,28 @@ std::size_t EventIoModel::Drain(int64_t deadline_ns) {
   const int64_t left = deadline_ns - MonotonicNanos();
   all_closed_.wait_for(lock, std::chrono::nanoseconds(left > 0 ? left : 0),
                        [this] { return open_.load() == 0; });
-  return open_.load();
+  const std::size_t still_open = open_.load();
+  lock.unlock();
+  if (still_open == 0) JoinAll();  // workers hand their shards off as they end
+  return still_open;
+}
+
+void EventIoModel::JoinAll() {
+  {
+    std::lock_guard<std::mutex> guard(work_mu_);
+    quit_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& loop : loops_) {
+    {
+      std::lock_guard<std::mutex> guard(loop->mu);
+      loop->quit = true;
+    }
+    Wake(loop.get());
+  }
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 }  // namespace kv

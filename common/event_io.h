@@ -75,6 +75,7 @@ class EventIoModel final : public IoModel {
   void ToWorkers(Conn* conn);
   void BackToLoop(Conn* conn);
   void Wake(Loop* loop);
+  void JoinAll();  // stops and joins every thread (idempotent)
 
   const Mode mode_;
   RequestHandler* const handler_;

@@ -12,6 +12,15 @@
 #include "common/rate_limited_log.h"
 
 namespace kv {
+
+// One thread's unshared accumulator (see latency_log.h).
+struct LatencyLog::Shard {
+  LatencyLog* owner = nullptr;
+  uint32_t count = 0;
+  uint64_t rejected = 0;
+  RequestSample samples[kShardSamples];
+};
+
 namespace {
 
 std::string FileKind(mode_t mode) {
@@ -91,6 +100,9 @@ LatencyLog::LatencyLog(LatencyLogOptions options)
                                              options_.warnings)) {}
 
 LatencyLog::~LatencyLog() {
+  FlushThread();
+  Shard& shard = ThisThreadShard();
+  if (shard.owner == this) shard.owner = nullptr;
   if (trace_ != nullptr) std::fclose(trace_);
 }
 
@@ -122,31 +134,72 @@ bool LatencyLog::Open(std::string* error) {
   return true;
 }
 
+LatencyLog::Shard& LatencyLog::ThisThreadShard() {
+  // Constant-initialised, trivially destructible: static TLS, no guard.
+  static thread_local Shard shard;
+  return shard;
+}
+
+LatencyLog::Shard& LatencyLog::AdoptShard() {
+  Shard& shard = ThisThreadShard();
+  if (shard.owner != this) {
+    if (shard.owner != nullptr) shard.owner->HandOff(&shard);
+    shard.owner = this;
+  }
+  return shard;
+}
+
 void LatencyLog::Record(const RequestSample& s) {
+  Shard& shard = AdoptShard();
+  shard.samples[shard.count++] = s;
+  if (shard.count == kShardSamples ||
+      shard.count + pending_.load(std::memory_order_relaxed) >=
+          options_.batch_size) {
+    HandOff(&shard);
+  }
+}
+
+void LatencyLog::CountRejected() { ++AdoptShard().rejected; }
+
+void LatencyLog::FlushThread() {
+  Shard& shard = ThisThreadShard();
+  if (shard.owner == this) HandOff(&shard);
+}
+
+void LatencyLog::HandOff(Shard* shard) {
+  if (shard->count == 0 && shard->rejected == 0) return;
   std::lock_guard<std::mutex> guard(log_mu_);
-  const auto latency = static_cast<double>(s.latency_ns);
-  batch_sum_ns_ += latency;
-  ++batch_count_;
-  ++totals_.requests;
-  sum_latency_ns_ += latency;
-  sum_wait_ns_ += static_cast<double>(s.wait_ns);
-  sum_hold_ns_ += static_cast<double>(s.hold_ns);
-  sum_queue_ns_ += static_cast<double>(s.queue_ns);
-  if (trace_ != nullptr &&
-      (options_.trace_limit == 0 || trace_rows_ < options_.trace_limit)) {
-    std::fprintf(trace_, "%llu,%d,%lld,%lld,%lld,%lld\n",
-                 static_cast<unsigned long long>(s.pos), s.is_read ? 1 : 0,
-                 static_cast<long long>(s.latency_ns),
-                 static_cast<long long>(s.wait_ns),
-                 static_cast<long long>(s.hold_ns),
-                 static_cast<long long>(s.queue_ns));
-    ++trace_rows_;
+  totals_.rejected += shard->rejected;
+  shard->rejected = 0;
+  for (uint32_t i = 0; i < shard->count; ++i) {
+    const RequestSample& s = shard->samples[i];
+    const auto latency = static_cast<double>(s.latency_ns);
+    batch_sum_ns_ += latency;
+    ++batch_count_;
+    ++totals_.requests;
+    sum_latency_ns_ += latency;
+    sum_wait_ns_ += static_cast<double>(s.wait_ns);
+    sum_hold_ns_ += static_cast<double>(s.hold_ns);
+    sum_queue_ns_ += static_cast<double>(s.queue_ns);
+    if (trace_ != nullptr &&
+        (options_.trace_limit == 0 || trace_rows_ < options_.trace_limit)) {
+      std::fprintf(trace_, "%llu,%d,%lld,%lld,%lld,%lld\n",
+                   static_cast<unsigned long long>(s.pos), s.is_read ? 1 : 0,
+                   static_cast<long long>(s.latency_ns),
+                   static_cast<long long>(s.wait_ns),
+                   static_cast<long long>(s.hold_ns),
+                   static_cast<long long>(s.queue_ns));
+      ++trace_rows_;
+    }
+    if (batch_count_ == options_.batch_size) {
+      AppendBatchMeanLocked(batch_sum_ns_ /
+                            static_cast<double>(batch_count_) / 1e9);
+      batch_sum_ns_ = 0;
+      batch_count_ = 0;
+    }
   }
-  if (batch_count_ == options_.batch_size) {
-    AppendBatchMeanLocked(batch_sum_ns_ / static_cast<double>(batch_count_) / 1e9);
-    batch_sum_ns_ = 0;
-    batch_count_ = 0;
-  }
+  shard->count = 0;
+  pending_.store(batch_count_, std::memory_order_relaxed);
 }
 
 void LatencyLog::AppendBatchMeanLocked(double mean_s) {
@@ -166,6 +219,7 @@ void LatencyLog::AppendBatchMeanLocked(double mean_s) {
 }
 
 void LatencyLog::Flush() {
+  FlushThread();
   std::lock_guard<std::mutex> guard(log_mu_);
   if (trace_ != nullptr) std::fflush(trace_);
 }

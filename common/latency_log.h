@@ -25,12 +25,33 @@
 //   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns
 // (at most `trace_limit` rows when that is non-zero).
 //
-// Thread safety: Record() and Totals() may be called from any thread; one
-// internal mutex (log_mu_) guards the batch, the totals and the trace. It is
-// taken after the reply is ready, never inside the measured interval.
+// Hot path with no shared writes (issue 11 item 3). Record() and
+// CountRejected() touch only the calling thread's shard (a thread_local
+// buffer of up to kShardSamples samples plus a rejected count): no lock, no
+// shared counter, no allocation. The shard is handed off to the shared state
+// (log_mu_: the batch, the totals, the trace, the timing file) in one go:
+//  - when it is full (every kShardSamples requests of a busy thread);
+//  - when the shard would complete the current batch (it reads, never
+//    writes, the shared count pending in the batch), so the line for the
+//    1000th request goes out at once;
+//  - by FlushThread(), which every driver calls before its thread blocks
+//    (waits for a socket or for work) and when it ends.
+// So the timing file still gets exactly one %e line per `batch_size` valid
+// requests, each line the mean of exactly batch_size of them; the requests
+// enter the batches in the order the shards are handed off, i.e. in order of
+// completion up to one shard of one thread (a request still in a busy
+// thread's shard can fall into the next line). The lock is taken at most once
+// per kShardSamples requests of a thread, or once per idle transition.
+//
+// Thread safety: Record(), CountRejected(), FlushThread() and Totals() may be
+// called from any thread. Totals() counts only handed-off shards: call it
+// after the threads that recorded have flushed (the drivers do before they
+// block or end). A thread records into one LatencyLog at a time; switching
+// to another flushes its shard to the first (which must still exist).
 #ifndef KV_COMMON_LATENCY_LOG_H_
 #define KV_COMMON_LATENCY_LOG_H_
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -53,6 +74,7 @@ struct RequestSample {
 
 struct LatencyTotals {
   uint64_t requests = 0;  // recorded (valid) requests
+  uint64_t rejected = 0;  // CountRejected() calls
   double mean_latency_s = 0;
   double mean_wait_s = 0;
   double mean_hold_s = 0;
@@ -83,16 +105,29 @@ class LatencyLog {
   // and the path, e.g. "--time-file 'f': is a FIFO, not a regular file".
   bool Open(std::string* error);
 
-  // Records one served request; may append a line to the timing file.
+  static constexpr uint32_t kShardSamples = 64;
+
+  // Records one served request in this thread's shard; may hand the shard
+  // off (and so append a line to the timing file).
   void Record(const RequestSample& sample);
 
-  // Flushes the trace (the timing file is written line by line).
+  // Counts one rejected frame (never timed) in this thread's shard.
+  void CountRejected();
+
+  // Hands this thread's shard off to the shared totals and the timing file.
+  void FlushThread();
+
+  // FlushThread(), then flushes the trace.
   void Flush();
 
   LatencyTotals Totals() const;
 
  private:
+  struct Shard;
   void AppendBatchMeanLocked(double mean_s);
+  void HandOff(Shard* shard);
+  static Shard& ThisThreadShard();
+  Shard& AdoptShard();  // this thread's shard, now recording into *this
 
   const LatencyLogOptions options_;
   std::unique_ptr<RateLimitedLog> warn_;
@@ -105,6 +140,9 @@ class LatencyLog {
          sum_queue_ns_ = 0;
   std::FILE* trace_ = nullptr;
   uint64_t trace_rows_ = 0;
+  // Valid requests in the batch being filled: written under log_mu_ at a
+  // hand-off, read without the lock by Record() (see above).
+  std::atomic<uint64_t> pending_{0};
 };
 
 // Appends `line` (which ends in '\n') to `path` whole or not at all: opens it
