@@ -34,8 +34,11 @@
 //  - when the shard would complete the current batch (it reads, never
 //    writes, the shared count pending in the batch), so the line for the
 //    1000th request goes out at once;
-//  - by FlushThread(), which every driver calls before its thread blocks
-//    (waits for a socket or for work) and when it ends.
+//  - by FlushThread(), which every driver calls when its thread has been
+//    idle for 10 ms (no request on its connection, no work in the queue)
+//    and when a connection ends. Not before every wait: a keep-alive
+//    client's next request comes within microseconds, and a hand-off per
+//    request would bring the shared lock back.
 // So the timing file still gets exactly one %e line per `batch_size` valid
 // requests, each line the mean of exactly batch_size of them; the requests
 // enter the batches in the order the shards are handed off, i.e. in order of
