@@ -1,5 +1,7 @@
-// ServeConnection: the request loop of one client connection.
+// ServeConnection: the blocking driver of one client connection.
 //
+// The policy (framing, deadlines, half-close, shutdown) is ConnectionCore's
+// (connection_core.h); this loop only moves bytes with recv/send/poll.
 // Reads 100-byte request frames one after another (keep-alive) and answers
 // each with a 100-byte reply, until the peer closes. A frame cut short by the
 // peer's half-close is answered, then the loop ends. A peer that sends nothing
@@ -19,22 +21,40 @@
 #ifndef KV_COMMON_CONNECTION_H_
 #define KV_COMMON_CONNECTION_H_
 
+#include <atomic>
 #include <cstdint>
 
+#include "common/connection_core.h"
 #include "common/request_handler.h"
 
 namespace kv {
 
-struct ConnectionLimits {
-  int64_t idle_timeout_ns = 5'000'000'000;   // no byte of a new frame by then
-  int64_t frame_timeout_ns = 1'000'000'000;  // frame not whole by then (from
-                                             // its first byte)
-  int64_t write_timeout_ns = 5'000'000'000;  // reply not taken by then
+// Server shutdown as connections see it: an atomic flag (checked between
+// frames) plus an eventfd that becomes readable for good (wakes a blocked
+// read). Request() is called once; the rest only read.
+class StopSignal {
+ public:
+  StopSignal();
+  ~StopSignal();
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+  void Request();
+  bool requested() const { return stop_.load(std::memory_order_acquire); }
+  int fd() const { return fd_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  int fd_ = -1;
 };
 
-// Serves fd until the peer is done. Returns the number of frames answered.
+
+// Serves fd until the peer is done or `stop` (may be null) is requested.
+// At a stop, a frame already whole is answered; one still incomplete is
+// dropped: not applied, not answered, counted only as cut_by_shutdown.
+// Returns the number of frames answered.
 uint64_t ServeConnection(int fd, RequestHandler* handler,
-                         const ConnectionLimits& limits);
+                         const ConnectionLimits& limits,
+                         const StopSignal* stop = nullptr);
 
 }  // namespace kv
 

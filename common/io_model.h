@@ -2,8 +2,9 @@
 //
 // The accept loop (server.cpp) owns the listening sockets and hands every
 // accepted fd to an IoModel; the IoModel owns it from then on. Thread per
-// connection (the lab's model) is one implementation; a worker pool or an
-// event loop is another class behind the same two calls.
+// connection (the lab's model, thread_per_connection.h) is one
+// implementation; the worker pool and the epoll loops (event_io.h) are
+// another, behind the same calls. All drive the same ConnectionCore.
 //
 // Thread safety: Dispatch() is called from the accept thread only; Drain()
 // once, from the accept thread, after the last Dispatch().

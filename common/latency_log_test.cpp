@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
+#include <algorithm>
 
 namespace kv {
 namespace {
@@ -43,11 +46,55 @@ TEST_F(LatencyLogTest, OneLinePerBatchInKitFormat) {
   }
   // 9 records, batch 4: two lines, each the mean 3.5 us in seconds.
   EXPECT_EQ(Slurp(o.time_file), "3.500000e-06\n3.500000e-06\n");
+  log.FlushThread();  // the 9th is still in this thread's shard
   const LatencyTotals t = log.Totals();
   EXPECT_EQ(t.requests, 9u);
   EXPECT_EQ(t.batches_written, 2u);
   EXPECT_DOUBLE_EQ(t.mean_wait_s, 10e-9);
   EXPECT_DOUBLE_EQ(t.mean_hold_s, 20e-9);
+}
+
+// The line for the batch_size-th request goes out at once, without a flush:
+// the shard that would complete the batch is handed off.
+TEST_F(LatencyLogTest, LineAppearsWhenTheBatchCompletes) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "times").string();
+  LatencyLog log(o);  // batch 1000
+  std::string error;
+  ASSERT_TRUE(log.Open(&error)) << error;
+  for (int i = 0; i < 999; ++i) log.Record({1, true, 1000, 0, 0});
+  EXPECT_EQ(Slurp(o.time_file), "");
+  log.Record({1, true, 1000, 0, 0});
+  EXPECT_EQ(Slurp(o.time_file), "1.000000e-06\n");
+}
+
+// Per-thread shards: many threads, exactly one line per batch, every request
+// counted once after the threads flush.
+TEST_F(LatencyLogTest, ShardsFromManyThreadsMakeExactBatches) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "times").string();
+  o.batch_size = 100;
+  LatencyLog log(o);
+  std::string error;
+  ASSERT_TRUE(log.Open(&error)) << error;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&log, t] {
+      for (int i = 0; i < 1003; ++i) {
+        log.Record({1, true, 1000 * (t + 1), 1, 2});
+        if (i % 7 == 0) log.CountRejected();
+      }
+      log.FlushThread();
+    });
+  }
+  for (auto& th : threads) th.join();
+  const std::string text = Slurp(o.time_file);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 80);  // 8024 / 100
+  const LatencyTotals t = log.Totals();
+  EXPECT_EQ(t.requests, 8u * 1003u);
+  EXPECT_EQ(t.rejected, 8u * 144u);
+  EXPECT_EQ(t.batches_written, 80u);
+  EXPECT_DOUBLE_EQ(t.mean_latency_s, 4.5e-6);
 }
 
 TEST_F(LatencyLogTest, RenamedFileStartsAgain) {
@@ -75,9 +122,10 @@ TEST_F(LatencyLogTest, TraceHasHeaderRowsAndLimit) {
   log.Record({7, false, 300, 100, 200});
   log.Record({8, true, 30, 10, 20});
   log.Record({9, true, 3, 1, 2});
-  log.Flush();
+  log.Flush();  // hands the shard off, then flushes the trace
   EXPECT_EQ(Slurp(o.trace_file),
-            "pos,is_read,latency_ns,wait_ns,hold_ns\n7,0,300,100,200\n8,1,30,10,20\n");
+            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns\n7,0,300,100,200,0\n"
+            "8,1,30,10,20,0\n");
 }
 
 TEST_F(LatencyLogTest, UnwritableTimeFileFailsAtOpen) {
@@ -86,7 +134,8 @@ TEST_F(LatencyLogTest, UnwritableTimeFileFailsAtOpen) {
   LatencyLog log(o);
   std::string error;
   EXPECT_FALSE(log.Open(&error));
-  EXPECT_NE(error.find("open "), std::string::npos);
+  EXPECT_NE(error.find("--time-file"), std::string::npos) << error;
+  EXPECT_NE(error.find("open: "), std::string::npos) << error;
 }
 
 }  // namespace

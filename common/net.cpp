@@ -24,13 +24,14 @@ int MillisLeft(int64_t deadline_ns) {
   return static_cast<int>((std::min(left, kMaxWaitNs) + 999'999) / 1'000'000);
 }
 
-// Waits for `events` on fd. Returns 1 if ready, 0 on timeout, -1 on error.
-int WaitFor(int fd, short events, int64_t deadline_ns) {
+// Waits for `events` on fd, or for stop_fd (if >= 0) to become readable.
+// Returns 1 if fd is ready, 2 if stop_fd is, 0 on timeout, -1 on error.
+int WaitFor(int fd, short events, int64_t deadline_ns, int stop_fd) {
   for (;;) {
-    pollfd p{fd, events, 0};
+    pollfd p[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
     const int ms = MillisLeft(deadline_ns);
-    const int r = poll(&p, 1, ms);
-    if (r > 0) return 1;
+    const int r = poll(p, stop_fd >= 0 ? 2 : 1, ms);
+    if (r > 0) return p[1].revents != 0 ? 2 : 1;
     if (r == 0) {
       if (MillisLeft(deadline_ns) > 0) continue;  // a capped wait ran out
       return 0;
@@ -40,6 +41,10 @@ int WaitFor(int fd, short events, int64_t deadline_ns) {
 }
 
 }  // namespace
+
+int WaitReady(int fd, short events, int64_t deadline_ns, int stop_fd) {
+  return WaitFor(fd, events, deadline_ns, stop_fd);
+}
 
 bool ParseSocketAddress(const std::string& ip, uint16_t port,
                         SocketAddress* out) {
@@ -143,7 +148,7 @@ namespace {
 // frame deadline (ReadFrame's single deadline for the whole frame).
 FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got,
                         int64_t idle_deadline_ns, int64_t frame_timeout_ns,
-                        int64_t hard_deadline_ns) {
+                        int64_t hard_deadline_ns, int stop_fd) {
   *got = 0;
   int64_t deadline_ns = idle_deadline_ns;
   while (*got < kFrameSize) {
@@ -163,7 +168,8 @@ FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got,
     if (r == 0) return *got == 0 ? FrameRead::kClosed : FrameRead::kShortFrame;
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return FrameRead::kError;
-    const int ready = WaitFor(fd, POLLIN, deadline_ns);
+    const int ready = WaitFor(fd, POLLIN, deadline_ns, stop_fd);
+    if (ready == 2) return FrameRead::kStopped;
     if (ready == 0) return FrameRead::kTimeout;
     if (ready < 0) return FrameRead::kError;
   }
@@ -173,14 +179,15 @@ FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got,
 }  // namespace
 
 FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got,
-                           int64_t idle_deadline_ns, int64_t frame_timeout_ns) {
+                           int64_t idle_deadline_ns, int64_t frame_timeout_ns,
+                           int stop_fd) {
   return ReadFrameImpl(fd, buf, got, idle_deadline_ns, frame_timeout_ns,
-                       std::numeric_limits<int64_t>::max());
+                       std::numeric_limits<int64_t>::max(), stop_fd);
 }
 
 FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns) {
   return ReadFrameImpl(fd, buf, got, deadline_ns,
-                       std::numeric_limits<int64_t>::max() / 2, deadline_ns);
+                       std::numeric_limits<int64_t>::max() / 2, deadline_ns, -1);
 }
 
 bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns) {
@@ -194,7 +201,7 @@ bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns) {
     }
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (WaitFor(fd, POLLOUT, deadline_ns) != 1) return false;
+      if (WaitFor(fd, POLLOUT, deadline_ns, -1) != 1) return false;
       continue;
     }
     return false;

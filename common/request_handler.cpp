@@ -7,8 +7,7 @@
 namespace kv {
 
 bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
-                            Frame* reply) {
-  counters_->frames.fetch_add(1, std::memory_order_relaxed);
+                            Frame* reply, int64_t queue_ns) {
   Request request;
   Status status = ParseRequest(frame, store_->size(), &request);
   AccessTiming timing;
@@ -18,23 +17,33 @@ bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
                  : store_->Write(request.pos, request.text, reply, &timing);
   }
   if (!status.ok()) {
-    counters_->rejected.fetch_add(1, std::memory_order_relaxed);
+    CountRejected();
     FillErrorFrame(status.message(), reply);
     if (log_rejects_) LogReject(status.message());
     return false;
   }
   // The reply is ready to send: this is the end of the lab's interval.
   const int64_t done_ns = MonotonicNanos();
-  if (log_ != nullptr) {
+  if (log_ == nullptr) {
+    counters_->frames.fetch_add(1, std::memory_order_relaxed);
+  } else {
     log_->Record({request.pos, request.is_read, done_ns - received_ns,
-                  timing.wait_ns, timing.hold_ns});
+                  timing.wait_ns, timing.hold_ns, queue_ns});
   }
   return true;
 }
 
+void RequestHandler::CountRejected() {
+  if (log_ != nullptr) {
+    log_->CountRejected();  // this thread's shard: no shared write
+  } else {
+    counters_->frames.fetch_add(1, std::memory_order_relaxed);
+    counters_->rejected.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 void RequestHandler::Reject(std::string_view message, Frame* reply) {
-  counters_->frames.fetch_add(1, std::memory_order_relaxed);
-  counters_->rejected.fetch_add(1, std::memory_order_relaxed);
+  CountRejected();
   FillErrorFrame(message, reply);
   if (log_rejects_) LogReject(message);
 }

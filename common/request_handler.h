@@ -7,7 +7,8 @@
 // of (frame, store state), which is what the fuzz targets and unit tests drive.
 //
 // Thread safety: Handle() may be called concurrently from any number of
-// threads; it relies on the Store's and LatencyLog's own guarantees.
+// threads; it relies on the Store's and LatencyLog's own guarantees. With a
+// LatencyLog it writes no shared memory besides the Store.
 #ifndef KV_COMMON_REQUEST_HANDLER_H_
 #define KV_COMMON_REQUEST_HANDLER_H_
 
@@ -21,10 +22,17 @@
 
 namespace kv {
 
-// Counters for the shutdown summary; relaxed atomics, read on demand.
+// Counters of a handler WITHOUT a LatencyLog (fuzzing, tests); relaxed
+// atomics, read on demand. With a LatencyLog the counts live in its
+// per-thread shards instead (LatencyTotals::requests/rejected), so the
+// request path writes nothing shared; cut_by_shutdown is counted here always
+// (it happens only at shutdown).
 struct RequestCounters {
   std::atomic<uint64_t> frames{0};    // every frame answered
   std::atomic<uint64_t> rejected{0};  // frames answered with ERROR
+  // Unfinished frames dropped because the server stopped (not requests:
+  // neither applied nor answered).
+  std::atomic<uint64_t> cut_by_shutdown{0};
 };
 
 class RequestHandler {
@@ -34,9 +42,13 @@ class RequestHandler {
       : store_(store), log_(log), counters_(counters) {}
 
   // Handles one frame whose last byte arrived at `received_ns`
-  // (MonotonicNanos()). Always fills *reply with a complete reply frame.
-  // Returns true for a valid request, false for a rejected one.
-  bool Handle(std::string_view frame, int64_t received_ns, Frame* reply);
+  // (MonotonicNanos()) and that waited `queue_ns` of that for a thread to
+  // run it (0 when the receiving thread runs it). Always fills *reply with a
+  // complete reply frame. Returns true for a valid request, false for a
+  // rejected one. The lab's latency stays received -> reply ready, so it
+  // includes queue_ns; queue_ns is also recorded on its own.
+  bool Handle(std::string_view frame, int64_t received_ns, Frame* reply,
+              int64_t queue_ns = 0);
 
   // With `on`, every rejected request is logged to stderr as
   // "<program>: rejected: <reason>" (the -v option).
@@ -49,8 +61,20 @@ class RequestHandler {
   // counts it as rejected and fills *reply with "ERROR <message>".
   void Reject(std::string_view message, Frame* reply);
 
+  // Hands this thread's timing shard off (see latency_log.h); drivers call it
+  // before their thread blocks and when it ends.
+  void FlushThread() {
+    if (log_ != nullptr) log_->FlushThread();
+  }
+
+  // Counts an unfinished frame dropped at shutdown (see RequestCounters).
+  void CountCutByShutdown() {
+    counters_->cut_by_shutdown.fetch_add(1, std::memory_order_relaxed);
+  }
+
  private:
   void LogReject(std::string_view message) const;
+  void CountRejected();
 
   Store* store_;
   LatencyLog* log_;

@@ -16,8 +16,10 @@
 
 #include "common/artificial_delay.h"
 #include "common/clock.h"
+#include "common/event_io.h"
 #include "common/latency_log.h"
 #include "common/net.h"
+#include "common/rate_limited_log.h"
 #include "common/request_handler.h"
 #include "common/thread_per_connection.h"
 
@@ -49,6 +51,7 @@ bool InstallSignals(std::string* error) {
   sigemptyset(&ignore.sa_mask);
   if (sigaction(SIGINT, &sa, nullptr) != 0 ||
       sigaction(SIGTERM, &sa, nullptr) != 0 ||
+      sigaction(SIGHUP, &sa, nullptr) != 0 ||
       sigaction(SIGPIPE, &ignore, nullptr) != 0) {
     *error = std::string("sigaction: ") + std::strerror(errno);
     return false;
@@ -60,36 +63,6 @@ std::string BaseName(const char* path) {
   const char* slash = std::strrchr(path, '/');
   return slash != nullptr ? slash + 1 : path;
 }
-
-// At most one line per second for errors that can repeat in a tight loop
-// (none at all with --quiet); the next line printed says how many were held
-// back.
-class RateLimitedLog {
- public:
-  explicit RateLimitedLog(bool enabled) : enabled_(enabled) {}
-  void Warn(const std::string& program, const std::string& what) {
-    if (!enabled_) return;
-    const int64_t now = MonotonicNanos();
-    if (now - last_ns_ < 1'000'000'000) {
-      ++suppressed_;
-      return;
-    }
-    last_ns_ = now;
-    if (suppressed_ > 0) {
-      std::fprintf(stderr, "%s: %s (%llu similar lines suppressed)\n",
-                   program.c_str(), what.c_str(),
-                   static_cast<unsigned long long>(suppressed_));
-    } else {
-      std::fprintf(stderr, "%s: %s\n", program.c_str(), what.c_str());
-    }
-    suppressed_ = 0;
-  }
-
- private:
-  const bool enabled_;
-  int64_t last_ns_ = -2'000'000'000;
-  uint64_t suppressed_ = 0;
-};
 
 // One descriptor held in reserve (nginx's and libev's trick): when accept()
 // fails with EMFILE/ENFILE the listener stays readable, and a loop that just
@@ -122,6 +95,10 @@ struct AcceptStats {
   uint64_t accept_errors = 0;  // accept() failures (EMFILE, ENFILE, ...)
 };
 
+// Worker threads of --io pool/epoll when --workers is not given: enough that
+// requests sleeping in the artificial delay under per-slot locks overlap.
+constexpr std::size_t kDefaultWorkers = 64;
+
 // Connections taken from one listener per wake-up, so the other listener and
 // the stop pipe are looked at regularly even under a connection flood.
 constexpr int kAcceptBurst = 64;
@@ -146,7 +123,7 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
   fds.reserve(listeners.size() + 1);
   for (const int fd : listeners) fds.push_back({fd, POLLIN, 0});
   fds.push_back({g_stop_pipe[0], POLLIN, 0});
-  RateLimitedLog log(warnings);
+  RateLimitedLog log(program, warnings);
   SpareFd spare;
   int64_t paused_until = 0;
   const std::string busy = "server busy: " + std::to_string(max_connections) +
@@ -163,7 +140,7 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
                : -1;
     if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
-      log.Warn(program, std::string("poll: ") + std::strerror(errno));
+      log.Warn(std::string("poll: ") + std::strerror(errno));
       paused_until = MonotonicNanos() + kAcceptPauseNs;
       continue;
     }
@@ -189,14 +166,13 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
               ++stats->refused;
             }
             const bool again = spare.Acquire();
-            log.Warn(program,
-                     std::string("accept: ") + std::strerror(err) +
+            log.Warn(std::string("accept: ") + std::strerror(err) +
                          (again ? "; refusing new connections until some close"
                                 : "; pausing accepts for 100 ms"));
             if (conn >= 0 && again) continue;  // the next queued connection
             if (drained && again) break;       // nothing more is waiting
           } else {
-            log.Warn(program, std::string("accept: ") + std::strerror(err) +
+            log.Warn(std::string("accept: ") + std::strerror(err) +
                                   "; pausing accepts for 100 ms");
           }
           paused_until = MonotonicNanos() + kAcceptPauseNs;
@@ -205,14 +181,14 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
         if (io->open_connections() >= max_connections) {
           RefuseConnection(conn, busy);
           ++stats->refused;
-          log.Warn(program, "refusing connections: " +
+          log.Warn("refusing connections: " +
                                 std::to_string(max_connections) +
                                 " open (--max-connections)");
           continue;
         }
         if (!io->Dispatch(conn)) {  // Dispatch has refused it
           ++stats->refused;
-          log.Warn(program, std::string("cannot start a connection thread: ") +
+          log.Warn(std::string("cannot start a connection thread: ") +
                                 std::strerror(errno) + "; refusing connections");
           continue;
         }
@@ -239,7 +215,18 @@ int RunServer(const ServerOptions& options, const std::string& program,
     return 1;
   }
 
-  // Listen first: a port in use is the commonest failure, report it at once.
+  // The timing and trace files first: a path that cannot work (a FIFO, a
+  // missing folder) is a bad argument, refused before any socket exists.
+  LatencyLogOptions log_options = options.log;
+  log_options.program = program;
+  log_options.warnings = options.verbosity >= 1;
+  LatencyLog log(log_options);
+  if (!log.Open(&error)) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.c_str());
+    return 2;
+  }
+
+  // Then listen: a port in use is the commonest failure, report it at once.
   std::vector<uint16_t> ports{options.port};
   if (options.kit_twin && KitPortTwin(options.port) != options.port) {
     ports.push_back(KitPortTwin(options.port));
@@ -264,11 +251,6 @@ int RunServer(const ServerOptions& options, const std::string& program,
     where.push_back(FormatSocketAddress(address));
   }
 
-  LatencyLog log(options.log);
-  if (!log.Open(&error)) {
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), error.c_str());
-    return 1;
-  }
   ArtificialDelay delay{std::chrono::microseconds(options.delay_us)};
   std::unique_ptr<Store> store = factory(options.n, &delay);
   RequestCounters counters;
@@ -278,7 +260,18 @@ int RunServer(const ServerOptions& options, const std::string& program,
   limits.idle_timeout_ns = options.idle_timeout_ms * 1'000'000;
   limits.frame_timeout_ns = options.frame_timeout_ms * 1'000'000;
   limits.write_timeout_ns = options.write_timeout_ms * 1'000'000;
-  ThreadPerConnection io(&handler, limits);
+  std::unique_ptr<IoModel> io_model;
+  if (options.io == IoKind::kThreadPerConnection) {
+    io_model = std::make_unique<ThreadPerConnection>(&handler, limits);
+  } else {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    io_model = std::make_unique<EventIoModel>(
+        options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll
+                                     : EventIoModel::Mode::kPool,
+        &handler, limits, cores > 0 ? static_cast<std::size_t>(cores) : 1,
+        options.workers > 0 ? options.workers : kDefaultWorkers);
+  }
+  IoModel& io = *io_model;
 
   std::printf("%s: listening on %s", program.c_str(), where[0].c_str());
   if (where.size() > 1) {
@@ -291,7 +284,7 @@ int RunServer(const ServerOptions& options, const std::string& program,
   std::fflush(stdout);
 
   AcceptStats accept_stats;
-  AcceptLoop(listeners, &io, options.max_connections, program,
+  AcceptLoop(listeners, io_model.get(), options.max_connections, program,
              options.verbosity >= 1, &accept_stats);
   for (const int fd : listeners) close(fd);
   // Requests in flight finish; the whole stop must take under a second.
@@ -301,16 +294,19 @@ int RunServer(const ServerOptions& options, const std::string& program,
   const LatencyTotals t = log.Totals();
   std::printf(
       "%s: summary requests=%llu errors=%llu mean_latency_s=%e mean_wait_s=%e "
-      "mean_hold_s=%e mean_delay_slept_us=%.2f connections=%llu "
-      "unfinished_connections=%zu refused=%llu accept_errors=%llu\n",
+      "mean_hold_s=%e mean_queue_s=%e mean_delay_slept_us=%.2f connections=%llu "
+      "unfinished_connections=%zu refused=%llu accept_errors=%llu "
+      "timing_lines_lost=%llu frames_cut_by_shutdown=%llu\n",
       program.c_str(),
-      static_cast<unsigned long long>(counters.frames.load()),
-      static_cast<unsigned long long>(counters.rejected.load()),
-      t.mean_latency_s, t.mean_wait_s, t.mean_hold_s,
+      static_cast<unsigned long long>(t.requests + t.rejected),
+      static_cast<unsigned long long>(t.rejected),
+      t.mean_latency_s, t.mean_wait_s, t.mean_hold_s, t.mean_queue_s,
       delay.MeanSleptNanos() / 1e3,
       static_cast<unsigned long long>(accept_stats.accepted), left,
       static_cast<unsigned long long>(accept_stats.refused),
-      static_cast<unsigned long long>(accept_stats.accept_errors));
+      static_cast<unsigned long long>(accept_stats.accept_errors),
+      static_cast<unsigned long long>(t.lines_lost),
+      static_cast<unsigned long long>(counters.cut_by_shutdown.load()));
   std::fflush(stdout);
   if (left > 0) {
     // Connection threads still use the store; do not destroy it under them.

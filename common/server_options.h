@@ -1,6 +1,14 @@
 // ServerOptions: the command line of main1..main4 (and any strategy server).
 //
 //   mainN <n> <ip> <port> [options]     -- the kit's three arguments, in order
+//   lockserver --strategy NAME [--stripes K] <n> <ip> <port> [options]
+//
+// Numbers are read as the kit's atoi() reads them, decimal only: "03000" is
+// 3000 (never octal), "0x10", "1e3", "1.5", "nan", " 5", "+5" and "-0" are
+// refused, as is anything outside the option's range. A refused value gets ONE
+// line on stderr naming the option, the value and what is allowed, e.g.
+//   main1: error: --delay-us '1.5': not a decimal integer; allowed 0..1000000 (see 'main1 --help')
+// and exit status 2, before anything starts (no socket, no file).
 //
 // ParseServerOptions() never exits the process: it returns what to do, so the
 // caller decides (and tests can call it).
@@ -17,6 +25,9 @@ namespace kv {
 
 inline constexpr std::size_t kMaxArraySize = 10'000'000;
 
+// How accepted connections are served (--io, see io_model.h).
+enum class IoKind { kThreadPerConnection, kPool, kEpoll };
+
 struct ServerOptions {
   std::size_t n = 0;
   std::string ip;
@@ -31,7 +42,17 @@ struct ServerOptions {
                                        // "ERROR server busy", close)
   int64_t timer_slack_ns = -1;  // -1: leave the kernel default (50 us)
   int verbosity = 1;            // 0 quiet, 1 normal, 2 verbose
+  IoKind io = IoKind::kThreadPerConnection;
+  std::size_t workers = 0;      // pool/epoll worker threads; 0: default
   LatencyLogOptions log;
+};
+
+// lockserver's own flags, parsed by the same parser (pass a non-null
+// GenericFlags to ParseServerOptions to enable them).
+struct GenericFlags {
+  std::string strategy;      // --strategy NAME, checked against the registry
+  std::size_t stripes = 0;   // --stripes K (decimal, 1..kMaxStripes); 0: not given
+  bool list = false;         // --list-strategies (n, ip, port not needed)
 };
 
 struct ParseOutcome {
@@ -39,12 +60,22 @@ struct ParseOutcome {
   int exit_code = 0;  // with kExit: 0 after --help, 2 after a usage error
 };
 
-// Parses argv into *options. Prints --help to stdout, and usage errors
-// ("error: ..." plus the usage) to stderr. `program` names the binary in
-// messages, `strategy` is described in --help.
+// Parses argv into *options. Prints --help to stdout, and a usage error as
+// one line ("<program>: error: ...") to stderr. `program` names the binary in
+// messages, `strategy` is described in --help. With `generic` non-null the
+// lockserver flags are accepted too (--strategy is then required unless
+// --list-strategies is given; with --list-strategies the caller prints the
+// list and n, ip, port may be omitted).
 ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& program,
                                 const std::string& strategy,
-                                ServerOptions* options);
+                                ServerOptions* options,
+                                GenericFlags* generic = nullptr);
+
+// The decimal-only integer rule above, for one value: returns "" and sets
+// *out if `text` is one or more ASCII digits whose value is in [min, max];
+// otherwise a reason such as "not a decimal integer; allowed 1..65535".
+std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max,
+                         uint64_t* out);
 
 }  // namespace kv
 

@@ -66,7 +66,7 @@ void* ThreadPerConnection::ThreadMain(void* arg) {
 }
 
 void ThreadPerConnection::Serve(int fd) {
-  ServeConnection(fd, handler_, limits_);
+  ServeConnection(fd, handler_, limits_, &stop_);
   std::lock_guard<std::mutex> guard(conn_mu_);
   // Forget the fd before closing it, so Drain() never shuts down a reused fd.
   open_fds_.erase(fd);
@@ -75,8 +75,8 @@ void ThreadPerConnection::Serve(int fd) {
 }
 
 std::size_t ThreadPerConnection::Drain(int64_t deadline_ns) {
+  stop_.Request();
   std::unique_lock<std::mutex> lock(conn_mu_);
-  for (const int fd : open_fds_) shutdown(fd, SHUT_RD);
   const int64_t left = deadline_ns - MonotonicNanos();
   all_closed_.wait_for(lock, std::chrono::nanoseconds(left > 0 ? left : 0),
                        [this] { return open_fds_.empty(); });

@@ -9,9 +9,10 @@
 // open_connections() first), each with a 256 KiB stack reserved, plus one fd
 // and one set entry: 4096 x 256 KiB = 1 GiB of address space at the default
 // limit; RSS counts only the stack pages a thread touches.
-// Drain() shuts down the read side of every
-// open connection, so a thread blocked waiting for a next request wakes up and
-// ends, while one in the middle of a request finishes it and sends its reply.
+// Drain() raises the stop signal (connection.h), so a thread blocked waiting
+// for a next request wakes up and ends, one waiting for the rest of a frame
+// drops it, and one in the middle of a request finishes it and sends its
+// reply.
 //
 // Thread safety: conn_mu_ guards open_fds_; the connection threads and the
 // accept thread meet only there. Dispatch()/Drain() as in io_model.h.
@@ -46,6 +47,7 @@ class ThreadPerConnection final : public IoModel {
 
   RequestHandler* const handler_;
   const ConnectionLimits limits_;
+  StopSignal stop_;
 
   mutable std::mutex conn_mu_;
   std::condition_variable all_closed_;

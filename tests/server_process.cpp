@@ -251,6 +251,7 @@ std::string TestConnection::ReadReply(int timeout_ms) {
       return std::string(FrameText(std::string_view(buf, got)));
     case FrameRead::kClosed:
     case FrameRead::kError:
+    case FrameRead::kStopped:
       return "<closed>";
     case FrameRead::kTimeout:
       return got == 0 ? "<timeout>" : "<short " + std::to_string(got) + ">";

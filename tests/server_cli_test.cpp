@@ -1,0 +1,140 @@
+// Command lines of the real server binaries (issue 10, item 1): every bad
+// value is refused before anything starts, with exit status 2 and ONE line
+// naming the option and the value; numbers are decimal only, as the kit's
+// atoi() reads them (03000 is port 3000, never octal 1536).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/server_process.h"
+
+namespace kv {
+namespace {
+
+using testing_support::BinaryPath;
+using testing_support::FreePortPair;
+using testing_support::RunCommand;
+using testing_support::ServerProcess;
+
+struct BadCli {
+  std::vector<std::string> args;  // n ip port and options, after the prefix
+  std::string names;              // must appear in the one line
+};
+
+// Port 1 is never reached: every case is refused while parsing.
+std::vector<BadCli> BadCases() {
+  const std::vector<std::string> base{"10", "127.0.0.1", "3000"};
+  std::vector<BadCli> cases = {
+      {{}, "n"},
+      {{"10", "127.0.0.1"}, "port"},
+  };
+  for (const char* n : {"0", "10000001", "ten", "1e3", "0x10", "1.5", "nan",
+                        "-1", " 5", "+5", ""}) {
+    cases.push_back({{n, "127.0.0.1", "3000"}, std::string("n: '") + n + "'"});
+  }
+  for (const char* ip : {"localhost", "300.1.1.1", "127.0.0.1 "}) {
+    cases.push_back({{"10", ip, "3000"}, std::string("'") + ip + "'"});
+  }
+  for (const char* port : {"0", "65536", "0x0BB8", "3000.0", "inf", "-3000",
+                           "99999999999999999999"}) {
+    cases.push_back({{"10", "127.0.0.1", port}, std::string("port: '") + port + "'"});
+  }
+  const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
+      {"--delay-us", {"-1", "1.5", "nan", "inf", "1e3", "0x10", "1000001", ""}},
+      {"--batch", {"0", "1.5", "-5", "0x3e8"}},
+      {"--idle-timeout-ms", {"0", "3600001", "5s"}},
+      {"--frame-timeout-ms", {"1.5", "0"}},
+      {"--write-timeout-ms", {"nan", "3600001"}},
+      {"--max-connections", {"0", "1e6"}},
+      {"--timer-slack-ns", {"0", "-1", "1.0"}},
+      {"--trace-limit", {"-1", "0x10"}},
+  };
+  for (const auto& [option, values] : options) {
+    for (const std::string& v : values) {
+      std::vector<std::string> args = base;
+      args.push_back(option);
+      args.push_back(v);
+      cases.push_back({args, option + ": '" + v + "'"});
+    }
+  }
+  std::vector<std::string> bogus = base;
+  bogus.push_back("--bogus");
+  cases.push_back({bogus, "--bogus"});
+  return cases;
+}
+
+class ServerCliTest : public testing::TestWithParam<std::string> {
+ protected:
+  // The binary and the arguments every command line starts with.
+  std::vector<std::string> Prefix() const {
+    if (GetParam() == "lockserver") return {"--strategy", "one-mutex"};
+    return {};
+  }
+};
+
+TEST_P(ServerCliTest, EveryBadValueIsOneLineAndExitTwo) {
+  for (const BadCli& bad : BadCases()) {
+    std::vector<std::string> args = Prefix();
+    args.insert(args.end(), bad.args.begin(), bad.args.end());
+    std::string joined;
+    for (const auto& a : args) joined += "[" + a + "] ";
+    SCOPED_TRACE(joined);
+    std::string out;
+    EXPECT_EQ(RunCommand(BinaryPath(GetParam()), args, &out, 10'000), 2) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_EQ(out.rfind(GetParam() + ": error: ", 0), 0u) << out;
+    EXPECT_NE(out.find(bad.names), std::string::npos) << out;
+  }
+}
+
+TEST_P(ServerCliTest, LeadingZerosAreDecimalLikeAtoi) {
+  const uint16_t port = FreePortPair();
+  ASSERT_NE(port, 0);
+  std::vector<std::string> args = Prefix();
+  for (const char* a : {"010", "127.0.0.1"}) args.emplace_back(a);
+  std::string zero_port(1, '0');  // "03000" is port 3000; appended, not
+  zero_port += std::to_string(port);  // "0" + ...: GCC 12 -Wrestrict
+  args.push_back(zero_port);
+  for (const char* a : {"--delay-us", "010", "--no-twin"}) args.emplace_back(a);
+  ServerProcess server;
+  std::string out;
+  ASSERT_TRUE(server.Start(BinaryPath(GetParam()), args, "/tmp", &out)) << out;
+  EXPECT_NE(out.find("127.0.0.1:" + std::to_string(port) + " "), std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" n=10 "), std::string::npos) << out;
+  EXPECT_NE(out.find("delay_us=10"), std::string::npos) << out;
+  EXPECT_EQ(server.Stop(SIGTERM, 3000, &out), 0) << out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllServers, ServerCliTest,
+                         testing::Values("main1", "main2", "main3", "main4",
+                                         "lockserver"));
+
+TEST(LockServerCliTest, OwnFlagsUseTheSameDecimalRule) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--strategy", "striped-mutex", "--stripes", "0"}, "--stripes: '0'"},
+      {{"--strategy", "striped-mutex", "--stripes", "0x10"}, "--stripes: '0x10'"},
+      {{"--strategy", "striped-mutex", "--stripes", "1.5"}, "--stripes: '1.5'"},
+      {{"--strategy", "striped-mutex", "--stripes", "nan"}, "--stripes: 'nan'"},
+      {{"--strategy", "striped-mutex", "--stripes", "1048577"}, "--stripes: '1048577'"},
+      {{"--strategy", "one-mutex", "--stripes", "4"}, "--stripes applies"},
+      {{"--strategy", "nope"}, "--strategy: 'nope'"},
+      {{"--strategy", ""}, "--strategy: ''"},
+      {{}, "--strategy is required"},
+  };
+  for (const auto& [flags, names] : cases) {
+    std::vector<std::string> args = flags;
+    for (const char* a : {"10", "127.0.0.1", "3000"}) args.emplace_back(a);
+    SCOPED_TRACE(names);
+    std::string out;
+    EXPECT_EQ(RunCommand(BinaryPath("lockserver"), args, &out, 10'000), 2) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_NE(out.find(names), std::string::npos) << out;
+  }
+}
+
+}  // namespace
+}  // namespace kv
