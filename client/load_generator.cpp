@@ -45,6 +45,7 @@ struct alignas(64) Worker {
   uint64_t ok = 0;
   uint64_t warmup = 0;
   uint64_t answered = 0;  // requests that got a whole reply (warm-up too)
+  uint64_t connected = 0; // connections that were accepted
   uint64_t end_ns = 0;
   uint64_t max_lag_ns = 0;
   std::vector<TimelinePoint> timeline;
@@ -119,11 +120,12 @@ std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& rep
 // per-request connection is closed after its reply. *detail gets the
 // connect error, or a description of any other failure.
 ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request,
-                   Frame* reply, std::string* detail) {
+                   Frame* reply, std::string* detail, Worker* w) {
   if (!conn->is_open()) {
     const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, detail,
                                          /*nodelay=*/cfg.keepalive);
     if (kind != ErrorKind::kNone) return kind;
+    ++w->connected;
   }
   const ErrorKind kind = conn->RoundTrip(request, reply);
   if (!cfg.keepalive) conn->Close();
@@ -200,7 +202,7 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
     LabConnection& conn = conns[next_conn];
     if (++next_conn == plan.conns) next_conn = 0;
     std::string detail;
-    const ErrorKind kind = Exchange(cfg, &conn, request, &reply, &detail);
+    const ErrorKind kind = Exchange(cfg, &conn, request, &reply, &detail, w);
     if (Record(*shared, open_loop, due, sent, NowNs(), kind, w)) {
       w->progress.store(++measured, std::memory_order_relaxed);
     }
@@ -289,6 +291,7 @@ bool EventLoop::OpenConnection(LogicalClient* c, LabConnection* conn) {
     Finish(c, kind, detail);
     return false;
   }
+  ++c->w->connected;
   return true;
 }
 
@@ -489,6 +492,7 @@ LoadResult MergeWorkers(const LoadConfig& config, const Shared& shared,
     for (int k = 0; k < kNumErrorKinds; ++k) r.errors[k] += w->errors[k];
     r.warmup_requests += w->warmup;
     r.answered += w->answered;
+    r.connected += w->connected;
     r.latency.Merge(w->latency);
     r.uncorrected.Merge(w->uncorrected);
     end = std::max(end, w->end_ns);

@@ -80,13 +80,15 @@ struct LoadResult {
   double max_send_lag_us = 0;    // open loop: worst lateness of a send
   std::vector<TimelinePoint> timeline;  // per second of the window
   uint64_t answered = 0;  // requests with a whole reply, warm-up included
+  uint64_t connected = 0; // connections the server accepted
   bool server_gone = false;  // a connect was refused; the run stopped there
   bool time_limit_hit = false;  // stopped by time_limit_s, requests undone
   std::string gone_detail;   // that connect's error, e.g. "connect ...: refused"
   std::string first_error;   // first error's detail, for the user
 
-  // Nobody answered at all and a connect was refused: never reachable.
-  bool unreachable() const { return server_gone && answered == 0; }
+  // A connect was refused and none was ever accepted: never reachable. (A
+  // server that accepted connections and then died "went away".)
+  bool unreachable() const { return server_gone && connected == 0; }
 
   uint64_t total_errors() const;
   double throughput_rps() const {
