@@ -239,6 +239,10 @@ def test_lab_and_two_agent_keepalive_sweep_across_namespaces(lab_net, real_bin, 
         md = (out / "REPORT.md").read_text()
         for role in ("server", "client agent 1", "client agent 2"):
             assert f"| Host: {role} |" in md, md[:3000]
+        # ... and each agent's throughput next to the merged row.
+        assert "## Load agents" in md and md.count("| **merged** |") == 2   # main1, main4
+        assert md.count(f"`ip netns exec {names['c1']}`") == 3   # setup row, 2 agent rows
+        assert (out / "tables" / "agents.csv").is_file()
         assert procs_of(real_bin) == []
     finally:
         with contextlib.suppress(Exception):
