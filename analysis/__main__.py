@@ -511,9 +511,9 @@ def check_hosts(a, servers) -> None:
                          "server host has for the clients")
     bins = []
     if a.server_cmd is None or "{bin}" in a.server_cmd:
-        bins = [R.find_binary(a.bin_dir, n).resolve()
+        bins = [R.find_binary(a.bin_dir, n)
                 for n in dict.fromkeys(R.server_command(s)[0] for s in servers)]
-    client = (a.client or R.default_client(a.bin_dir)).resolve()
+    client = a.client or R.default_client(a.bin_dir)
     hosts = [Host.parse(a.server_host, "server")] + [
         Host.parse(c, f"client agent {i + 1}") for i, c in enumerate(a.client_hosts or [])]
     rtts = []
