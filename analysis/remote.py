@@ -281,12 +281,13 @@ class RemoteServer:
         self._stopped = True
         _LIVE.discard(self)
         try:
-            if self.pid is not None and self.alive():
-                self.host.run(f"kill -TERM {self.pid} 2>/dev/null; exit 0\n", timeout=15)
+            if self.pid is not None:   # also when the local end is gone (ssh dropped)
+                self.host.run(self._kill_script("TERM"), timeout=15)
                 try:
                     self.proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
-                    self.host.run(f"kill -KILL {self.pid} 2>/dev/null; exit 0\n", timeout=15)
+                    pass
+                self.host.run(self._kill_script("KILL"), timeout=15)
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -306,6 +307,13 @@ class RemoteServer:
         with open(self.log_file, "a") as log:
             log.write(f"# exit={self.exit_code}\n")
         return parse_summary(self.summary_line) if self.summary_line else {}
+
+    def _kill_script(self, sig: str) -> str:
+        """kill -SIG the server's pid there, only if that pid is still this server (its
+        command line names the program), never a process that got the pid later."""
+        return (f"tr '\\000' ' ' </proc/{self.pid}/cmdline 2>/dev/null | "
+                f"grep -qF -- {shlex.quote(self.prog)} && kill -{sig} {self.pid} "
+                "2>/dev/null; exit 0\n")
 
     def _fetch(self) -> None:
         w = shlex.quote(self.work)

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ import pytest
 
 from analysis import remote as RM
 from analysis.tests.helpers import cli
-from analysis.tests.test_runner import procs_of, rows
+from analysis.tests.test_runner import procs_of, rows, start_runner, wait_rows
 
 T = 120
 
@@ -94,6 +95,30 @@ def test_server_host_and_two_agents_through_env(real_bin, tmp_path):
     meta = json.loads((res / "metadata.json").read_text())
     assert [h["role"] for h in meta["server_setup"]["hosts"]] == [
         "server", "client agent 1", "client agent 2"]
+    assert procs_of(real_bin) == []
+
+
+def test_interrupt_stops_the_remote_server_and_resume_finishes(real_bin, tmp_path):
+    res = tmp_path / "r"
+    p = start_runner("lab", "--servers", "main1", "--n", "10", "--runs", "20", "--delay-us",
+                     "0", "--pause", "0.1", "--trace-limit", "0", "--no-progress",
+                     "--bin-dir", real_bin, "--results-dir", res, "--server-host", "env",
+                     "--server-addr", "127.0.0.1", "--client-host", "env")
+    try:
+        wait_rows(p, res / "lab.csv", 2)
+        assert len(procs_of(real_bin, "main1")) == 1
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    assert procs_of(real_bin) == []          # neither the server nor an agent is left
+    log = (res / "logs" / "lab_main1_n10.log").read_text()
+    assert "# exit=0" in log and "main1: summary" in log   # SIGTERM over the prefix
+    r = cli("lab", "--resume", res, "--bin-dir", real_bin, "--no-progress", timeout=T)
+    assert r.returncode == 0, r.stderr
+    assert [int(x["rep"]) for x in rows(res / "lab.csv")] == list(range(1, 21))
+    assert len([a for a in rows(res / "agents.csv") if a["agent"] == "all"]) >= 20
     assert procs_of(real_bin) == []
 
 
