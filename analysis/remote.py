@@ -14,6 +14,7 @@ timing file, log and trace brought back with `cat`), and the load agents (the cl
 started together at an agreed wall-clock time, each writing its latency histogram).
 """
 
+import contextlib
 import json
 import math
 import queue
@@ -283,10 +284,8 @@ class RemoteServer:
         try:
             if self.pid is not None:   # also when the local end is gone (ssh dropped)
                 self.host.run(self._kill_script("TERM"), timeout=15)
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     self.proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    pass
                 self.host.run(self._kill_script("KILL"), timeout=15)
             try:
                 self.proc.wait(timeout=timeout)
