@@ -54,6 +54,38 @@ def test_host_prefix_parse(text, ok):
             RM.Host.parse(text)
 
 
+def test_client_start_at_and_histogram_out(real_bin, tmp_path):
+    """The client's two options for agents: --start-at waits for the wall-clock time before
+    the run (the wait is not in the measured window); --histogram-out holds every answered
+    request once; a bad or too-far --start-at is refused with exit 2."""
+    import time
+
+    from analysis.procs import Server, pick_port
+    client = str(real_bin / "client")
+    port = pick_port()
+    with Server(real_bin / "main1", [], 10, port, delay_us=0, cwd=tmp_path,
+                time_file=tmp_path / "t", log_file=tmp_path / "log"):
+        hist = tmp_path / "h.json"
+        t0 = time.time_ns()
+        r = subprocess.run([client, "10", "127.0.0.1", str(port), "--threads", "4",
+                            "--requests", "200", "--format", "json", "--quiet",
+                            "--start-at", str(t0 + 700_000_000), "--histogram-out", hist],
+                           capture_output=True, text=True, timeout=60)
+        waited = (time.time_ns() - t0) / 1e9
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert waited >= 0.7 and doc["results"]["elapsed_s"] < 0.7
+    h = json.loads(hist.read_text())["runs"]
+    assert len(h) == 1 and h[0]["count"] == doc["results"]["ok"] == 200
+    assert sum(c for _, _, c in h[0]["buckets"]) == 200
+    assert all(lo <= hi for lo, hi, _ in h[0]["buckets"])
+    for bad in ("abc", "-1", str(time.time_ns() + 2 * 86400 * 10**9)):
+        r = subprocess.run([client, "10", "127.0.0.1", str(port), "--start-at", bad],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+        assert "--start-at" in r.stderr
+
+
 def test_histogram_out_matches_the_clients_own_percentiles(real_bin, tmp_path):
     """One agent's histogram, read back by the merger, gives exactly the client's own
     percentiles: the layouts agree."""
