@@ -219,8 +219,9 @@ def lab_net(request):
             _ip("-n", ns, "addr", "add", f"10.77.0.{i}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
         # netem where the kernel has it: 2 ms each way on every client link.
-        netem = subprocess.run(["ip", "netns", "exec", names["c1"], "tc", "qdisc", "add",
-                                "dev", "eth0", "root", "netem", "delay", "2ms"],
+        netem = subprocess.run(["ip", "netns", "exec", names["c1"],
+                                shutil.which("tc") or "tc", "qdisc", "add", "dev", "eth0",
+                                "root", "netem", "delay", "2ms"],
                                capture_output=True, text=True, timeout=30)
         delay_ms = 0.0
         if netem.returncode == 0:
