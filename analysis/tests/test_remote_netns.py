@@ -188,6 +188,11 @@ def _netns_list() -> set:
     return {ln.split()[0] for ln in _ip("netns", "list").stdout.splitlines() if ln.strip()}
 
 
+def _rx_packets(ns: str) -> int:
+    return json.loads(_ip("-n", ns, "-j", "-s", "link", "show", "eth0").stdout)[0][
+        "stats64"]["rx"]["packets"]
+
+
 def _delete(names):
     for ns in names:
         _ip("netns", "delete", ns, check=False)
@@ -252,6 +257,7 @@ def test_lab_and_two_agent_keepalive_sweep_across_namespaces(lab_net, real_bin, 
              "--client-host", f"ip netns exec {names['c1']}",
              "--client-host", f"ip netns exec {names['c2']}"]
     try:
+        rx = {ns: _rx_packets(ns) for ns in names.values()}
         res = tmp_path / "lab"
         r = cli("lab", "--servers", "main1,main4", "--n", "10", "--runs", "2", "--no-progress",
                 "--bin-dir", real_bin, "--results-dir", res, *hosts, timeout=T)
@@ -264,6 +270,11 @@ def test_lab_and_two_agent_keepalive_sweep_across_namespaces(lab_net, real_bin, 
             mine = [a for a in ag if (a["server"], a["rep"]) == (x["server"], x["rep"])]
             per = [int(a["ok"]) for a in mine if a["agent"] != "all"]
             assert len(per) == 2 and sum(per) == int(x["ok"])
+        # Real links: 4 x 1000 requests, one connection each, crossed the server's veth,
+        # and each client namespace's veth carried its agents' half.
+        got = {ns: _rx_packets(ns) - rx[ns] for ns in names.values()}
+        assert got[names["server"]] >= 4 * 1000 * 3, got
+        assert got[names["c1"]] >= 4 * 500 * 2 and got[names["c2"]] >= 4 * 500 * 2, got
         for line in (res / "logs" / "lab_main1_n10.log").read_text().splitlines():
             if line.startswith("# ") and "main1 10 " in line:
                 assert " 10 10.77.0.1 " in line      # bound to the namespace's address
