@@ -154,6 +154,25 @@ def test_interrupt_stops_the_remote_server_and_resume_finishes(real_bin, tmp_pat
     assert procs_of(real_bin) == []
 
 
+def test_kit_style_server_on_a_host(real_bin, tmp_path):
+    """Anyone's lab server through a prefix: the kit's command line there, its
+    server_output_time_aggregated read there and brought back, SIGTERM a normal stop."""
+    from analysis.tests.test_runner_foreign import build_fixture, kit_procs
+    kit = build_fixture("correct", tmp_path)
+    res = tmp_path / "r"
+    r = cli("lab", "--servers", "main3", "--n", "10", "--runs", "2", "--no-progress",
+            "--bin-dir", kit, "--client", real_bin / "client", "--results-dir", res,
+            "--server-host", "env", "--server-addr", "127.0.0.1", "--client-host", "env",
+            "--client-host", "env", timeout=T)
+    assert r.returncode == 0, r.stderr
+    lab = rows(res / "lab.csv")
+    assert [x["ok"] for x in lab] == ["1000", "1000"] and all(
+        x["time_lines"] == "1" and x["delay_us"] == "" for x in lab)
+    assert len((res / "time" / "time_s3_n10").read_text().splitlines()) == 2
+    assert [x["exit_code"] for x in rows(res / "lab_servers.csv")] == ["-15"]
+    assert kit_procs(kit) == []
+
+
 def test_host_refusals_exit_2(real_bin, tmp_path):
     fake = tmp_path / "fakebin"
     fake.mkdir()
