@@ -215,6 +215,19 @@ def _common(p):
     g.add_argument("--client", type=executable_file, default=None, metavar="PATH",
                    help="lockbench client to use (default: --bin-dir's client, else "
                         "build/release's)")
+    g.add_argument("--server-host", type=host_prefix, default=None, metavar="PREFIX",
+                   help="run the servers on another host: PREFIX is the command that runs a "
+                        "command there ('ssh user@host'; 'ip netns exec NAME'; 'env' for "
+                        "this machine). Needs --server-addr; the binaries must be at the same "
+                        "paths there (checked by sha256)")
+    g.add_argument("--server-addr", type=ip_address, default=None, metavar="ADDR",
+                   help="the server host's address the servers bind and clients connect to "
+                        "(with --server-host)")
+    g.add_argument("--client-host", type=host_prefix, action="append", default=None,
+                   metavar="PREFIX", dest="client_hosts",
+                   help="a load agent (repeatable): each runs the client with its share of "
+                        "the threads and requests, all started together; their histograms "
+                        "are merged (needs --server-host)")
     g.add_argument("--client-timeout", type=float_in(1, 86400), default=120.0, metavar="S",
                    help="give up on a client run after S seconds (default: %(default)s)")
     g.add_argument("--quick", action="store_true",
@@ -274,6 +287,26 @@ def server_cmd(t):
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{exc}; allowed: a command with {{port}} and any of "
                                          "{bin} {n} {ip}, e.g. '{bin} {n} {ip} {port}'") from None
+    return t
+
+
+def host_prefix(t):
+    from .remote import Host
+    try:
+        Host.parse(t)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; allowed: a command prefix such as "
+                                         "'ssh user@host' or 'ip netns exec NAME'") from None
+    return t
+
+
+def ip_address(t):
+    import ipaddress
+    try:
+        ipaddress.ip_address(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{t!r} is not a numeric IPv4 or IPv6 address; "
+                                         "allowed: e.g. 10.0.0.2") from None
     return t
 
 
@@ -445,6 +478,7 @@ def check_run(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) -> dict:
         raise UsageError(f"argument --bin-dir: {exc}") from None
     probe = R.Ctx(results=Path("."), bin_dir=a.bin_dir, server_cmd=a.server_cmd)
     kinds = {s: probe.server_kind(s) for s in servers}
+    check_hosts(a, servers)
     kit = [s for s in (sweeps.servers if sweeps else []) if kinds[s] == "kit"]
     if kit:
         cannot = [k for k in sweeps.kinds if k in ("delay", "connection")]
@@ -460,6 +494,40 @@ def check_run(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) -> dict:
     return kinds
 
 
+def check_hosts(a, servers) -> None:
+    """--server-host/--client-host/--server-addr go together; every host answers and holds
+    the same binaries at the same paths (sha256). UsageError (exit 2) otherwise. Sets
+    a.hosts_facts ([{role, prefix, kernel, cores, cpu_model}]) and a.agent_lead_s."""
+    from .remote import Host, HostError, check_binaries, host_facts
+    a.hosts_facts, a.agent_lead_s = [], 0.5
+    if a.server_addr and not a.server_host:
+        raise UsageError("argument --server-addr: needs --server-host")
+    if a.client_hosts and not a.server_host:
+        raise UsageError("argument --client-host: needs --server-host (and --server-addr)")
+    if not a.server_host:
+        return
+    if not a.server_addr:
+        raise UsageError("argument --server-host: needs --server-addr, the address the "
+                         "server host has for the clients")
+    bins = []
+    if a.server_cmd is None or "{bin}" in a.server_cmd:
+        bins = [R.find_binary(a.bin_dir, n)
+                for n in dict.fromkeys(R.server_command(s)[0] for s in servers)]
+    client = a.client or R.default_client(a.bin_dir)
+    hosts = [Host.parse(a.server_host, "server")] + [
+        Host.parse(c, f"client agent {i + 1}") for i, c in enumerate(a.client_hosts or [])]
+    rtts = []
+    try:
+        for h in hosts:
+            rtts.append(check_binaries(h, bins if h.role == "server" else [client]))
+            a.hosts_facts.append(host_facts(h))
+    except HostError as exc:
+        raise UsageError(f"argument --{'server' if h.role == 'server' else 'client'}-host: "
+                         f"{exc}") from None
+    # Agents are told to start this long after being launched: several round trips.
+    a.agent_lead_s = min(10.0, 0.3 + 3 * max(rtts))
+
+
 def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) -> Path:
     """Checks the binaries, creates (or, resuming, locks) the results folder, runs what is
     not done yet. Returns the results folder; a.results_path is set as soon as it exists."""
@@ -469,6 +537,10 @@ def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) ->
         kinds = check_run(a, lab, sweeps)
         setup = {"server_cmd": a.server_cmd,
                  "client": str(a.client or R.default_client(a.bin_dir)), "kinds": kinds}
+        if a.server_host:
+            setup.update({"server_host": a.server_host, "server_addr": a.server_addr,
+                          "client_hosts": a.client_hosts or [], "hosts": a.hosts_facts,
+                          "agent_lead_s": a.agent_lead_s})
     base = R.REPO / "results" / ("scratch" if a.quick else "")
     meta, ctx = R.open_results(a.resume or a.results_dir, a.bin_dir, lab, sweeps,
                                [PROG, *sys.argv[1:]], resume, base=base, quick=a.quick,
@@ -481,6 +553,14 @@ def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) ->
     ctx.server_cmd = a.server_cmd or stored.get("server_cmd")
     ctx.client_path = a.client or (Path(stored["client"]) if stored.get("client") else None)
     ctx.port, ctx.client_timeout = a.port, a.client_timeout
+    from .remote import Host
+    server_host = a.server_host or stored.get("server_host")
+    if server_host:
+        ctx.server_host = Host.parse(server_host, "server")
+        ctx.server_addr = a.server_addr or stored.get("server_addr")
+        ctx.client_hosts = [Host.parse(c, f"client agent {i + 1}") for i, c in
+                            enumerate(a.client_hosts or stored.get("client_hosts") or [])]
+        ctx.agent_lead_s = stored.get("agent_lead_s", getattr(a, "agent_lead_s", 0.5))
     print(f"results: {results}", file=sys.stderr)
     lab_todo = R.lab_todo(ctx, lab) if lab else {}
     sweep_todo = R.sweep_todo(ctx, sweeps) if sweeps else []

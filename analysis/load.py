@@ -202,6 +202,9 @@ def load_results(results_dir) -> dict:
         ps = d / f"sweep_{kind}_servers.csv"
         if ps.exists():
             out["sweep_servers"][kind] = load_servers(ps)
+    # Load agents of a run across machines (runner --client-host): one row per agent and
+    # client run, and the merged row (agent "all").
+    out["agents"] = pd.read_csv(d / "agents.csv") if (d / "agents.csv").exists() else None
     if out["lab"] is None and not out["sweeps"]:
         raise LoadError(f"{d}: no lab.csv and no sweep_*.csv: nothing to report")
     return out

@@ -345,9 +345,10 @@ def client_row(doc: dict) -> dict:
     }
 
 
-def run_client(binary: Path, n: int, port: int, args: list, timeout: float) -> list:
+def run_client(binary: Path, n: int, port: int, args: list, timeout: float,
+               ip: str = HOST) -> list:
     """Runs the client with --format json; returns its JSON objects (one per run point)."""
-    argv = [str(binary), str(n), HOST, str(port), *args, "--format", "json", "--quiet"]
+    argv = [str(binary), str(n), ip, str(port), *args, "--format", "json", "--quiet"]
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            stdin=subprocess.DEVNULL, timeout=timeout)

@@ -30,6 +30,7 @@ from .procs import (HOST, KIT_TIME_FILE, KitServer, RunError, Server, StartError
                     run_client, twin)
 from .kernel_sockets import describe_exit
 from .progress import Progress
+from . import remote as RM
 
 REPO = Path(__file__).resolve().parents[1]
 LAB_N = (10, 100, 1000)
@@ -161,6 +162,11 @@ class Ctx:
     progress: Progress | None = None
     server_cmd: str | None = None    # --server-cmd template: every server kit-style
     client_path: Path | None = None  # --client (None: default_client(bin_dir))
+    server_host: "RM.Host | None" = None   # --server-host: the server runs there
+    server_addr: str | None = None   # --server-addr: its address (else 127.0.0.1)
+    client_hosts: list = field(default_factory=list)   # --client-host: the load agents
+    agent_lead_s: float = 0.5        # agents start this long after they are launched
+    _agents_log: "CsvLog | None" = None
 
     def binary(self, name: str) -> Path:
         return check_binary(find_binary(self.bin_dir, name))
@@ -179,6 +185,9 @@ class Ctx:
                     log_file: Path, trace: Path | None = None, trace_limit: int = 0):
         """The Server (lockbench's own) or KitServer (anyone's) for label at n on port.
         A kit-style server runs in results/work/ and its timing lines end in time_file."""
+        if self.server_host is not None:
+            return self._remote_server(label, n, port, delay_us=delay_us, time_file=time_file,
+                                       log_file=log_file, trace=trace, trace_limit=trace_limit)
         if self.server_kind(label) == "lockbench":
             return Server(*self.server(label), n, port, label=label, delay_us=delay_us,
                           cwd=self.results, time_file=time_file, log_file=log_file,
@@ -192,6 +201,66 @@ class Ctx:
         return KitServer(argv, n, port, cwd=work, log_file=log_file, time_dest=time_file,
                          label=label)
 
+    def _remote_server(self, label, n, port, *, delay_us, time_file, log_file, trace,
+                       trace_limit) -> "RM.RemoteServer":
+        """The server on --server-host, in a fresh folder there: lockbench's own with its
+        options (timing file and trace in that folder), anyone's as the template says."""
+        kind = self.server_kind(label)
+        if kind == "lockbench":
+            binary, pre = self.server(label)
+            argv = [str(binary), *pre, str(n), self.server_addr, str(port), "--delay-us",
+                    f"{delay_us:g}", "--time-file", KIT_TIME_FILE, "-q"]
+            if trace is not None and trace_limit > 0:
+                argv += ["--trace", "trace.csv", "--trace-limit", str(trace_limit)]
+        else:
+            binary = self.server(label)[0] if "{bin}" in (self.server_cmd or KIT_SERVER_CMD) \
+                else None
+            argv = expand_server_cmd(self.server_cmd or KIT_SERVER_CMD, binary, n,
+                                     self.server_addr, port)
+        return RM.RemoteServer(self.server_host, argv, n, port, kind=kind, label=label,
+                               log_file=log_file, time_dest=time_file,
+                               trace_dest=trace if trace_limit > 0 else None)
+
+    def pair_free(self, port: int) -> bool:
+        """Whether port and its twin are free where the server runs."""
+        if self.server_host is not None:
+            up = RM.listening_ports(self.server_host)
+            return port not in up and twin(port) not in up
+        return port_free(port) and port_free(twin(port))
+
+    def run_load(self, client: Path, n: int, port: int, common: list, *, threads: int | None,
+                 requests: int | None, seed: int | None, key: dict) -> dict:
+        """One client run against the server: here (common plus --threads and --seed when
+        given), or split over the --client-host agents, started together, whose JSON and
+        histograms are merged (remote.merge_agents); one row per agent and the merged row
+        go to agents.csv. Returns the client JSON (merged for agents)."""
+        addr = self.server_addr or HOST
+        if not self.client_hosts:
+            args = [*(["--threads", str(threads)] if threads is not None else []), *common,
+                    *(["--seed", str(seed)] if seed is not None else [])]
+            return run_client(client, n, port, args, self.client_timeout, ip=addr)[0]
+        shares = RM.agent_shares(threads or 100, requests, None, len(self.client_hosts))
+        for i, sh in enumerate(shares):   # agents draw different positions
+            sh["extra"] = ["--seed", str((seed or 0) + 1000 * i)]
+        results = RM.run_agents(self.client_hosts, client, n, addr, port, common, shares,
+                                self.client_timeout, self.agent_lead_s)
+        merged = RM.merge_agents(results)
+        if self._agents_log is None:
+            self._agents_log = CsvLog(self.results / "agents.csv", AGENT_COLUMNS)
+        total = merged["results"]["throughput_rps"] or 0
+        for i, (doc, _) in enumerate(results):
+            row = client_row(doc)
+            self._agents_log.write({**key, "agent": i + 1, "host": self.client_hosts[i].label,
+                                    "threads": doc["config"].get("threads"),
+                                    "requests": doc["config"].get("requests"), **row,
+                                    "throughput_share": row["throughput_rps"] / total
+                                    if total else None})
+        self._agents_log.write({**key, "agent": "all", "host": "", **client_row(merged),
+                                "threads": merged["config"]["threads"],
+                                "requests": merged["config"]["requests"],
+                                "throughput_share": 1.0 if total else None})
+        return merged
+
     def server(self, label: str) -> tuple[Path, list]:
         """(binary, arguments before <n>) that start the server `label`."""
         name, pre = server_command(label)
@@ -199,9 +268,12 @@ class Ctx:
 
     def new_port(self) -> int:
         if self.port is None:
-            return pick_port(self.rng)
-        if not (port_free(self.port) and port_free(twin(self.port))):
-            raise RunError(f"port {self.port} or its twin {twin(self.port)} is in use on 127.0.0.1")
+            return (RM.pick_port(self.server_host, self.rng) if self.server_host
+                    else pick_port(self.rng))
+        if not self.pair_free(self.port):
+            where = (f"host {self.server_host.label!r}" if self.server_host else "127.0.0.1")
+            raise RunError(f"port {self.port} or its twin {twin(self.port)} is in use on "
+                           f"{where}")
         return self.port
 
     def start_server(self, make) -> Server:
@@ -216,8 +288,7 @@ class Ctx:
                 # Another port helps only if this one was taken meanwhile (it is still
                 # taken now the server is gone); a server that refuses its arguments would
                 # refuse them on any port.
-                if (self.port is not None or attempt == 2
-                        or (port_free(srv.port) and port_free(twin(srv.port)))):
+                if self.port is not None or attempt == 2 or self.pair_free(srv.port):
                     raise
                 self.note(f"note: {srv.name} failed to start on port {srv.port} (taken "
                           "meanwhile); trying another port")
@@ -228,6 +299,12 @@ class Ctx:
 
 
 # ---- raw files ------------------------------------------------------------------------------
+
+# agents.csv: one row per load agent per client run, and the merged row (agent "all").
+AGENT_COLUMNS = ["experiment", "kind", "value", "server", "n", "rep", "agent", "host",
+                 "threads", "requests", "ok", "errors", "elapsed_s", "throughput_rps",
+                 "throughput_share", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us",
+                 "lat_p99_us", "lat_p999_us", "lat_max_us", "saturated"]
 
 def repair_csv(path: Path) -> None:
     """Drops a last line cut short by a crash (no trailing newline), so appends stay valid."""
@@ -536,10 +613,15 @@ def _count_lines(path: Path) -> list:
     return text.split("\n")[:-1]  # complete lines only
 
 
-def _wait_new_lines(path: Path, before: int, want: int, timeout: float) -> list:
+def _time_lines(srv) -> list:
+    """The complete lines of the server's timing file so far (read where it runs)."""
+    return srv.time_lines() if hasattr(srv, "time_lines") else _count_lines(srv.time_file)
+
+
+def _wait_new_lines(srv, before: int, want: int, timeout: float) -> list:
     deadline = time.monotonic() + timeout
     while True:
-        lines = _count_lines(path)
+        lines = _time_lines(srv)
         if len(lines) - before >= want or time.monotonic() > deadline:
             return lines[before:]
         time.sleep(0.005)
@@ -598,12 +680,14 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
             delay = p.delay_us if srv.kind == "lockbench" else None
             with srv:
                 for rep in reps:
-                    before = len(_count_lines(srv.time_file))
+                    before = len(_time_lines(srv))
                     t0 = time.monotonic()
                     try:
-                        docs = run_client(client, n, port,
-                                          ["--real-port"] if srv.real_port else [],
-                                          ctx.client_timeout)
+                        docs = [ctx.run_load(client, n, port,
+                                             ["--real-port"] if srv.real_port else [],
+                                             threads=None, requests=1000, seed=None,
+                                             key={"experiment": "lab", "server": s, "n": n,
+                                                  "rep": rep})]
                     except RunError as exc:
                         if not srv.alive():
                             raise srv.died() from None
@@ -613,7 +697,7 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
                         record_client_version(ctx, doc)
                     res = client_row(doc)
                     want = max(1, int(res["ok"] or 0) // 1000) if res["ok"] else 1
-                    new = _wait_new_lines(srv.time_file, before, want, timeout=2.0)
+                    new = _wait_new_lines(srv, before, want, timeout=2.0)
                     if not srv.alive():
                         raise srv.died()
                     vals, bad = parse_time_lines(new)
@@ -708,12 +792,16 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
             if srv.kind != "lockbench":
                 cfg["delay_us"] = None   # not set by the runner: whatever it was built with
             args_port = ["--real-port"] if srv.real_port else []
-            args = ["--threads", str(cfg["threads"]), "--duration", f"{p.duration_s:g}",
+            args = ["--duration", f"{p.duration_s:g}",
                     "--warmup", f"{p.warmup_s:g}", "--connection", cfg["connection"],
-                    "--read-ratio", f"{cfg['read_ratio']:g}", "--seed", str(rep), *args_port]
+                    "--read-ratio", f"{cfg['read_ratio']:g}", *args_port]
             with srv:
                 try:
-                    docs = run_client(client, cfg["n"], port, args, ctx.client_timeout)
+                    docs = [ctx.run_load(client, cfg["n"], port, args, threads=cfg["threads"],
+                                         requests=None, seed=rep,
+                                         key={"experiment": "sweep", "kind": kind,
+                                              "value": value, "server": s, "n": cfg["n"],
+                                              "rep": rep})]
                 except RunError as exc:
                     if not srv.alive():
                         raise srv.died() from None

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -150,6 +151,7 @@ kv::RunReport MakeRun(const ClientOptions& o, uint32_t threads) {
   c.timeout_ms = o.timeout_ms;
   c.time_limit_s = o.time_limit_s;
   c.progress = !o.quiet;
+  c.start_at_unix_ns = o.start_at_ns;
   run.given_port = o.given_port;
   run.with_timeline = o.timeline;
   return run;
@@ -191,10 +193,27 @@ void PrintRun(const ClientOptions& o, const kv::RunReport& run, nlohmann::json* 
   }
 }
 
+// One run point's latency histogram with its raw buckets ([lo_ns, hi_ns,
+// count] for every non-empty bucket): several agents' histograms merge exactly.
+nlohmann::json HistogramJson(const kv::RunReport& run) {
+  const kv::LatencyHistogram& h = run.result.latency;
+  nlohmann::json buckets = nlohmann::json::array();
+  for (std::size_t i = 0; i < kv::LatencyHistogram::NumBuckets(); ++i) {
+    if (h.bucket_count(i) == 0) continue;
+    uint64_t lo = 0, hi = 0;
+    kv::LatencyHistogram::BucketRange(i, &lo, &hi);
+    buckets.push_back({lo, hi, h.bucket_count(i)});
+  }
+  return {{"threads", run.config.threads}, {"count", h.count()}, {"sum_ns", h.sum()},
+          {"min_ns", h.min()}, {"max_ns", h.max()}, {"ok", run.result.ok},
+          {"elapsed_s", run.result.elapsed_s}, {"buckets", buckets}};
+}
+
 int RunLoadMode(const ClientOptions& o) {
   std::string failure;  // the first reason to exit 1, printed once at the end
   if (o.format == OutputFormat::kCsv) std::cout << kv::CsvHeader() << "\n" << std::flush;
   nlohmann::json all = nlohmann::json::array();
+  nlohmann::json histograms = nlohmann::json::array();
   for (uint32_t t : o.threads) {
     kv::RunReport run = MakeRun(o, t);
     kv::RunLoad(run.config, &run.result);
@@ -202,6 +221,7 @@ int RunLoadMode(const ClientOptions& o) {
       return Fail("cannot reach the server: " + run.result.gone_detail + PortHint(o));
     }
     PrintRun(o, run, &all);
+    histograms.push_back(HistogramJson(run));
     if (failure.empty()) failure = RunFailure(run);
     if (run.result.server_gone) break;
   }
@@ -209,6 +229,14 @@ int RunLoadMode(const ClientOptions& o) {
     std::cout << (o.thread_list ? all : all[0]).dump(2) << "\n";
   }
   std::cout << std::flush;
+  if (!o.histogram_out.empty()) {
+    std::ofstream f(o.histogram_out, std::ios::trunc);
+    f << nlohmann::json{{"tool", kv::kToolName}, {"version", kv::kToolVersion},
+                        {"unit", "ns"}, {"runs", histograms}}
+             .dump()
+      << "\n";
+    if (!f.flush()) return Fail("cannot write --histogram-out " + o.histogram_out);
+  }
   return failure.empty() ? 0 : Fail(failure);
 }
 

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 #include <CLI/CLI.hpp>
 
@@ -25,6 +26,7 @@ struct RawOptions {
   std::string read_ratio = "0.7", connection = "per-request", connections;
   std::string dist = "uniform", text_len = "kit", seed = "0", format = "text";
   std::string check_requests = "125", timeout_ms = "5000", time_limit;
+  std::string histogram_out, start_at;
   bool timeline = false, quiet = false, check = false, real_port = false;
   // Which options were given (CLI11 counts).
   bool threads_given = false, requests_given = false, duration_given = false;
@@ -79,6 +81,12 @@ void DefineOptions(CLI::App* app, RawOptions* raw) {
                 "connect to <port> itself, not its byte-swapped twin");
   app->add_option("--timeout-ms", raw->timeout_ms,
                   "timeout of every connect, send and receive (1..600000) [5000]");
+  app->add_option("--histogram-out", raw->histogram_out,
+                  "write each run point's raw latency histogram (buckets) to FILE "
+                  "as JSON, for merging several agents' results");
+  app->add_option("--start-at", raw->start_at,
+                  "wait until this wall-clock time (ns since the epoch, at most one "
+                  "day ahead) before the first run starts; a past time starts at once");
 }
 
 void RecordGiven(const CLI::App& app, RawOptions* raw) {
@@ -219,6 +227,19 @@ Status ParseOutput(const RawOptions& raw, ClientOptions* o) {
                                     : OutputFormat::kText;
   o->timeline = raw.timeline;
   o->quiet = raw.quiet;
+  o->histogram_out = raw.histogram_out;
+  if (!raw.start_at.empty()) {
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const uint64_t now_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ULL +
+                            static_cast<uint64_t>(now.tv_nsec);
+    const uint64_t day_ns = static_cast<uint64_t>(kMaxSeconds) * 1'000'000'000ULL;
+    if (Status s = ParseWhole("--start-at", raw.start_at, 0, now_ns + day_ns,
+                              &o->start_at_ns);
+        !s.ok()) {
+      return s;
+    }
+  }
   return Status::OK();
 }
 

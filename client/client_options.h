@@ -64,6 +64,12 @@ struct ClientOptions {
   OutputFormat format = OutputFormat::kText;
   bool timeline = false;
   bool quiet = false;
+  // --histogram-out: every run point's raw latency buckets as JSON (for
+  // merging the histograms of several load agents); empty = none.
+  std::string histogram_out;
+  // --start-at: wall-clock time (CLOCK_REALTIME, ns since the epoch) before
+  // which no run starts (agents on several hosts start together); 0 = now.
+  uint64_t start_at_ns = 0;
 
   // Checker.
   bool check = false;

@@ -55,6 +55,9 @@ class LatencyHistogram {
   double mean() const {
     return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0;
   }
+  uint64_t sum() const { return sum_; }
+  // Samples in bucket i (i < NumBuckets()).
+  uint64_t bucket_count(std::size_t i) const { return counts_[i]; }
   // REQUIRES: 0 <= q <= 1. Returns 0 when empty.
   uint64_t Percentile(double q) const;
 

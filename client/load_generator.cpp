@@ -554,6 +554,12 @@ void RunLoad(const LoadConfig& config, LoadResult* result) {
     }
   }
   shared.ready.wait();
+  // Agents on several hosts start together: sleep to the agreed wall-clock time.
+  const timespec at{static_cast<time_t>(config.start_at_unix_ns / 1'000'000'000ULL),
+                    static_cast<long>(config.start_at_unix_ns % 1'000'000'000ULL)};
+  while (config.start_at_unix_ns > 0 &&
+         ::clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, nullptr) == EINTR) {
+  }
   StartClock(config, &shared);
   shared.go.count_down();
   WaitForWorkers(config, &shared, workers);

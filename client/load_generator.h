@@ -62,6 +62,7 @@ struct LoadConfig {
   int timeout_ms = 5000;     // per connect, send and receive
   double time_limit_s = 600; // no request is started after this (wall time)
   bool progress = false;     // progress lines on stderr (long runs only)
+  uint64_t start_at_unix_ns = 0;  // CLOCK_REALTIME; the clock starts no earlier
 };
 
 struct TimelinePoint {

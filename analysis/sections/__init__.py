@@ -7,7 +7,7 @@ in SECTIONS; its fixed wording goes into report/templates/report.md as `<!-- blo
 blocks (docs/analysis.md, "Adding a report section").
 """
 
-from . import lab, method, microbench, setup, sweeps
+from . import agents, lab, method, microbench, setup, sweeps
 
 SECTIONS = [
     setup.section,
@@ -15,5 +15,6 @@ SECTIONS = [
     lab.figures_section,
     sweeps.section,
     microbench.section,
+    agents.section,
     method.section,
 ]

@@ -28,7 +28,18 @@ def meta_rows(meta: dict) -> list:
         ("Run started (UTC)", started),
         ("Sessions (1 + resumes)", str(len(sessions)) if sessions else "unknown"),
         ("Python packages", packages or "unknown"),
+        *host_rows(meta),
     ]
+
+
+def host_rows(meta: dict) -> list:
+    """One row per host of a run across machines (--server-host, --client-host): its
+    role, CPU, cores and kernel, collected over the prefix. None for a one-machine run."""
+    return [(f"Host: {h.get('role', '?')}",
+             f"`{h.get('prefix', '?')}`{' (' + h['hostname'] + ')' if h.get('hostname') else ''}"
+             f": {h.get('cpu_model', 'unknown')}, {h.get('cores') or '?'} logical cores, "
+             f"kernel {h.get('kernel', 'unknown')}")
+            for h in (meta.get("server_setup") or {}).get("hosts") or []]
 
 
 def parameter_lines(meta: dict, prose) -> list:

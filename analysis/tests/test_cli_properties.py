@@ -43,7 +43,11 @@ LABELS = ["main1", "main2", "main3", "main4", "one-mutex", "striped-mutex:2",
 FLAGS = {"--quick", "--no-progress", "--no-sweeps"}
 OTHER = {"--servers", "--sweep-servers", "--kind", "--values", "--connection", "--bin-dir",
          "--results-dir", "--resume", "--results", "--out", "--microbench", "--server-cmd",
-         "--client"}
+         "--client", "--server-host", "--client-host", "--server-addr"}
+# Host prefixes that run nothing harmful: this machine (env), a prefix that runs nothing
+# (true, false), one that does not exist, and unsplittable or empty ones.
+HOST_PREFIXES = ["env", "env X=1", "true", "false", "/nonexistent/ssh h", "'unclosed", ""]
+ADDRESSES = ["127.0.0.1", "::1", "10.77.0.9", "nope", "", "1.2.3", "127.0.0.1:80"]
 SERVER_CMDS = ["{bin} {n} {ip} {port}", "{bin} {n} {ip} {port} --no-twin", "{bin} {n} {ip}",
                "{bin} {port} {nope}", "{bin} {n} {ip} {port:x}", "'{bin} {port}", "{}",
                "{0} {port}", "sh -c 'exit 3' sh {port}", "/nonexistent/server {port}",
@@ -100,6 +104,10 @@ def value_for(option: str, paths: dict, small: bool):
         return st.one_of(st.sampled_from(SERVER_CMDS), st.text(max_size=12))
     if option == "--connection":
         return st.sampled_from(["per-request", "keepalive", "KEEPALIVE", "", "nan"])
+    if option in ("--server-host", "--client-host"):
+        return st.sampled_from(HOST_PREFIXES)
+    if option == "--server-addr":
+        return st.sampled_from(ADDRESSES)
     return st.sampled_from(paths[option])
 
 

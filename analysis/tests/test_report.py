@@ -143,6 +143,14 @@ def test_sections_write_no_files(tmp_path, monkeypatch):
     from analysis.sections import SECTIONS
 
     data = read_data(SMALL, FIXTURES / "microbench_tiny.json")
+    import pandas as pd  # load agents (runner --client-host): two agents and the merged row
+    data.results["agents"] = pd.DataFrame(
+        [{"experiment": "lab", "kind": None, "value": None, "server": "main1", "n": 10,
+          "rep": 1, "agent": a, "host": h, "threads": t, "throughput_rps": x,
+          "throughput_share": x / 300, "lat_p50_us": 9.0, "lat_p99_us": 20.0,
+          "saturated": False}
+         for a, h, t, x in (("1", "ssh a", 50, 100.0), ("2", "ssh b", 50, 200.0),
+                            ("all", None, 100, 300.0))])
     monkeypatch.chdir(tmp_path)
     out = [s(data) for s in SECTIONS]
     assert all(o is not None for o in out) and not list(tmp_path.iterdir())

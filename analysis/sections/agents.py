@@ -1,0 +1,41 @@
+"""The load agents of a run across machines (--client-host): each agent's share of the
+throughput and its latency next to the merged result, so a saturated agent shows."""
+
+from ..tables import frame_csv
+from .base import ReportData, Section
+
+KEYS = ["experiment", "kind", "value", "server", "n", "agent"]
+
+
+def summary(agents):
+    """Median over the repetitions of each agent's (and the merged row's) throughput,
+    share and p50/p99 latency, per experiment point."""
+    df = agents.copy()
+    for k in KEYS:
+        df[k] = df[k].fillna("").astype(str)
+    out = (df.groupby(KEYS, sort=False)
+           .agg(host=("host", "first"), runs=("rep", "count"),
+                threads=("threads", "median"), throughput_rps=("throughput_rps", "median"),
+                throughput_share=("throughput_share", "median"),
+                lat_p50_us=("lat_p50_us", "median"), lat_p99_us=("lat_p99_us", "median"),
+                saturated=("saturated", "any"))
+           .reset_index())
+    return out
+
+
+def section(data: ReportData) -> Section | None:
+    agents = data.results.get("agents")
+    if agents is None or agents.empty:
+        return None
+    s = summary(agents)
+    lines = ["| point | server | agent | host | threads | throughput (req/s) | share | "
+             "p50 (us) | p99 (us) |", "|---|---|---|---|--:|--:|--:|--:|--:|"]
+    for r in s.itertuples():
+        point = r.experiment if r.experiment == "lab" else f"{r.kind}={r.value}"
+        agent = "**merged**" if r.agent == "all" else r.agent
+        host = f"`{r.host}`" if isinstance(r.host, str) and r.host else ""
+        lines.append(f"| {point} n={r.n} | {r.server} | {agent} | {host} | {r.threads:g} | "
+                     f"{r.throughput_rps:.0f} | {r.throughput_share:.0%} | "
+                     f"{r.lat_p50_us:.1f} | {r.lat_p99_us:.1f} |")
+    return Section(files={"tables/agents.csv": frame_csv(s)}).add(
+        data.prose("agents", table="\n".join(lines)))
