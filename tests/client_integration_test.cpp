@@ -30,6 +30,7 @@ namespace {
 using nlohmann::json;
 using testing_support::BinaryPath;
 using testing_support::FreePortPair;
+using testing_support::kSanitized;
 using testing_support::RunCommand;
 using testing_support::ServerProcess;
 
@@ -286,8 +287,10 @@ TEST(ClientIntegrationTest, ServerDyingMidRunIsOneLineAndExit1) {
   // One mutex, 20 ms per access: the 1000 requests would take 20 s.
   ASSERT_TRUE(server.Start("main1", 10, {"--delay-us", "20000"})) << server.startup();
   const pid_t pid = server.pid();
+  // Killed once the client is well into its workload (a sanitized client
+  // takes a good part of a second just to start).
   std::thread killer([pid] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSanitized ? 3000 : 500));
     ::kill(pid, SIGKILL);
   });
   const auto start = std::chrono::steady_clock::now();
@@ -337,8 +340,10 @@ TEST(ClientIntegrationTest, KeepAliveEventLoopsTimeOutAndSeeDeath) {
   RunningServer dying;
   ASSERT_TRUE(dying.Start("main1", 10, {"--delay-us", "20000"})) << dying.startup();
   const pid_t pid = dying.pid();
+  // Killed once the client is well into its workload (a sanitized client
+  // takes a good part of a second just to start).
   std::thread killer([pid] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSanitized ? 3000 : 500));
     ::kill(pid, SIGKILL);
   });
   ClientRun run = RunClient({"10", "127.0.0.1", dying.port_text(), "--connection",
