@@ -11,8 +11,16 @@
 // does) starts a new file. Rejected requests are never recorded.
 //
 // Optionally a trace CSV gets one row per request:
-//   pos,is_read,latency_ns,wait_ns,hold_ns
-// (at most `trace_limit` rows when that is non-zero).
+//   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns
+// (at most `trace_limit` rows when that is non-zero; cpu_wait_ns is empty for
+// a request whose CPU wait was not sampled, see schedstat.h).
+//
+// What the lab metric (latency_ns) is made of: queue_ns (waiting inside the
+// server for a thread, 0 when a connection has its own), wait_ns (lock wait),
+// hold_ns (lock hold, which contains delay_ns, the artificial delay actually
+// slept), plus parsing and copying. cpu_wait_ns (schedstat run_delay) cuts
+// across them: the part of the interval the serving thread was runnable but
+// had no CPU.
 //
 // Thread safety: Record() and Totals() may be called from any thread; one
 // internal mutex (log_mu_) guards the batch, the totals and the trace. It is
@@ -33,6 +41,9 @@ struct RequestSample {
   int64_t latency_ns = 0;
   int64_t wait_ns = 0;
   int64_t hold_ns = 0;
+  int64_t queue_ns = 0;      // inside the server before a thread took it
+  int64_t delay_ns = 0;      // artificial delay actually slept
+  int64_t cpu_wait_ns = -1;  // schedstat run_delay; -1: not sampled
 };
 
 struct LatencyTotals {
@@ -40,6 +51,10 @@ struct LatencyTotals {
   double mean_latency_s = 0;
   double mean_wait_s = 0;
   double mean_hold_s = 0;
+  double mean_queue_s = 0;
+  double mean_delay_s = 0;     // delay slept per request
+  double mean_cpu_wait_s = 0;  // over the sampled requests
+  uint64_t cpu_wait_samples = 0;
   uint64_t batches_written = 0;
 };
 
@@ -79,6 +94,7 @@ class LatencyLog {
   uint64_t batch_count_ = 0;
   LatencyTotals totals_;
   double sum_latency_ns_ = 0, sum_wait_ns_ = 0, sum_hold_ns_ = 0;
+  double sum_queue_ns_ = 0, sum_delay_ns_ = 0, sum_cpu_wait_ns_ = 0;
   std::FILE* trace_ = nullptr;
   uint64_t trace_rows_ = 0;
 };

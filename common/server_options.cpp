@@ -38,6 +38,18 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
                  "(the kit's usleep(10); 0 disables)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}));
+  std::string delay_mode = "usleep";
+  app.add_option("--delay-mode", delay_mode,
+                 "usleep: the kit's relative sleep (lasts the timer slack "
+                 "longer); precise: absolute-deadline sleep with 1 ns timer "
+                 "slack, then a spin of at most 4 us to the deadline "
+                 "(docs/performance.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"usleep", "precise"}));
+  app.add_flag("!--no-timing", o->timing,
+               "measurement switch: record nothing (no timing file lines, no "
+               "trace, no latency split in the summary), to measure what "
+               "timing costs");
   app.add_option("--batch", o->log.batch_size,
                  "requests per line of the timing file")
       ->capture_default_str()
@@ -99,6 +111,8 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
     return {ParseOutcome::Action::kExit, 2};
   }
   o->port = static_cast<uint16_t>(port);
+  o->delay_mode =
+      delay_mode == "precise" ? DelayMode::kPrecise : DelayMode::kUsleep;
   o->verbosity = quiet ? 0 : (verbose ? 2 : 1);
   return {};
 }
