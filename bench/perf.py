@@ -16,7 +16,8 @@ of the same round compares runs that saw the same machine:
   - the lab metric of main4 at n = 1000 under the kit workload, and with one client
     thread (one uncontended delayed access), in both --delay-mode settings.
 
-Raw results go to results/perf/<UTC time>/ (runs.csv, runs.jsonl, meta.json, logs/), and
+Raw results go to results/perf/<UTC time>/ (runs.csv, runs.jsonl, meta.json, and every
+server's and client's output in logs.tar.xz), and
 the report section (performance.md + perf_throughput.png, via analysis/perf.py) next to
 them. Every server is stopped at the end of its run, and on any exit (Ctrl-C included).
 
@@ -466,6 +467,7 @@ def main(argv=None) -> int:
     def on_term(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
+    bench = None
     try:
         bin_dir = Path(args.bin_dir).resolve()
         for b in ("main1", "main2", "main3", "main4", "client"):
@@ -520,6 +522,11 @@ def main(argv=None) -> int:
         meta["finished_utc"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
         (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        # The per-run logs (server and client output) are kept, packed.
+        import tarfile
+        with tarfile.open(out / "logs.tar.xz", "w:xz") as tar:
+            tar.add(bench.logs, arcname="logs")
+        shutil.rmtree(bench.logs)
         import pandas as pd
         from analysis import perf as perf_report
         runs = pd.read_csv(out / "runs.csv")
@@ -534,6 +541,8 @@ def main(argv=None) -> int:
         return 1
     finally:
         stop_all()
+        if bench is not None:  # the servers' working folder (timing files)
+            shutil.rmtree(bench.work, ignore_errors=True)
 
 
 if __name__ == "__main__":
