@@ -145,10 +145,21 @@ def targets(runs: pd.DataFrame) -> list:
     out.append(Target("lab metric, precise delay, main4 n=1000 kit workload / uncontended",
                       "<= 1.2x", r, _met(r, at_most=1.2), ""))
     # 4. Timing cost: keep-alive main4 throughput, timing off / on (an A B B A block).
-    r = timing_ratio(runs)
-    out.append(Target("timing cost: main4 keep-alive throughput, --no-timing / timing on",
-                      "< 1.02x", r, None if r.rounds == 0 else r.median < 1.02,
-                      "A B B A in each round; the ratio minus 1 is what timing costs"))
+    for conns in (100, 2):
+        cpu = timing_ratio(runs, conns, "server_cpu_us_per_req")
+        tput = timing_ratio(runs, conns)
+        if conns != 100 and cpu.rounds == 0 and tput.rounds == 0:
+            continue
+        if cpu.rounds:
+            out.append(Target(f"timing cost at {conns} connections: main4 keep-alive server CPU "
+                              "per request, timing on / --no-timing", "< 1.02x", cpu,
+                              cpu.median < 1.02,
+                              f"A B B A in each round; throughput off/on {tput.text()}"))
+        else:
+            out.append(Target(f"timing cost at {conns} connections: main4 keep-alive "
+                              "throughput, --no-timing / timing on", "< 1.02x", tput,
+                              None if tput.rounds == 0 else tput.median < 1.02,
+                              "A B B A in each round; the ratio minus 1 is what timing costs"))
     # 5. Our client vs loadgen against nullsrv_epoll, both modes.
     for mode in ("per-request", "keepalive"):
         r = ratio(per_round(on, server="nullsrv_epoll", client="ours", mode=mode, delay_us=0),
@@ -158,16 +169,19 @@ def targets(runs: pd.DataFrame) -> list:
     return out
 
 
-def timing_ratio(runs: pd.DataFrame) -> Ratio:
-    """main4 keep-alive req/s with --no-timing over timing on, per round (mean of the two
-    runs of each side of the A B B A block)."""
+def timing_ratio(runs: pd.DataFrame, conns: int = 100, value: str = "rps") -> Ratio:
+    """The A B B A timing block at `conns` client connections, per round (mean of the two
+    runs of each side): for "rps" the throughput with --no-timing over timing on; for a
+    cost such as "server_cpu_us_per_req" timing on over off. Both: above 1 = timing costs."""
     t = runs[runs["kind"] == "timing"]
-    if t.empty:
+    if "conns" in t.columns:  # runs before the 2-connection block have no conns column
+        t = t[t["conns"].fillna(100).astype(int) == conns]
+    if t.empty or value not in t.columns or t[value].isna().all():
         return NO_RATIO
-    mean = t.groupby(["round", "timing"])["rps"].mean().unstack()
+    mean = t.groupby(["round", "timing"])[value].mean().unstack()
     if "on" not in mean or "off" not in mean:
         return NO_RATIO
-    return ratio(mean["off"], mean["on"])
+    return ratio(mean["off"], mean["on"]) if value == "rps" else ratio(mean["on"], mean["off"])
 
 
 def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -191,13 +205,24 @@ def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
                     continue
                 row = {"mode": mode, "delay_us": d, "server": config_label(server, io),
                        "req/s": float(mine.median())}
+                cpu = per_round(on, "server_cpu_us_per_req", server=server, io=io,
+                                client="loadgen", mode=mode, delay_us=d) \
+                    if "server_cpu_us_per_req" in on.columns else pd.Series(dtype="float64")
+                row["server CPU us/req"] = float(cpu.median()) if len(cpu) else float("nan")
                 for ref, den in refs.items():
                     row[f"/ {ref}"] = ratio(mine, den)
                 rows.append(row)
             for ref, den in refs.items():
                 if len(den):
+                    sel = ({"server": ref, "client": "loadgen"} if ref in REFERENCES
+                           else {"server": ref})
+                    cpu = per_round(on, "server_cpu_us_per_req", mode=mode, delay_us=d,
+                                    **sel) if "server_cpu_us_per_req" in on.columns \
+                        else pd.Series(dtype="float64")
                     rows.append({"mode": mode, "delay_us": d, "server": f"[{ref}]",
-                                 "req/s": float(den.median())})
+                                 "req/s": float(den.median()),
+                                 "server CPU us/req": float(cpu.median()) if len(cpu)
+                                 else float("nan")})
     return pd.DataFrame(rows)
 
 
@@ -320,6 +345,13 @@ def section_markdown(runs: pd.DataFrame, meta: dict, figure: str | None) -> str:
     if figure:
         parts.append(f"![Throughput per configuration]({figure})\n")
     return "\n".join(parts)
+
+
+def load_run(results_dir) -> tuple:
+    """(runs, meta) of one bench/perf.py results folder (runs.csv, meta.json)."""
+    import json
+    d = Path(results_dir)
+    return pd.read_csv(d / "runs.csv"), json.loads((d / "meta.json").read_text())
 
 
 def write_section(runs: pd.DataFrame, meta: dict, out_dir) -> list:

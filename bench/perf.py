@@ -101,6 +101,31 @@ def stop(proc: subprocess.Popen, timeout: float = 5.0) -> int:
     return proc.returncode
 
 
+def stop_measured(proc: subprocess.Popen, timeout: float = 5.0) -> tuple:
+    """Like stop(), but reaps with wait4: returns (exit code, the server's CPU seconds,
+    user + system, over its whole life; None if it had already exited)."""
+    if proc.poll() is not None:
+        _LIVE.discard(proc)
+        return proc.returncode, None
+    proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            break
+        if time.monotonic() > deadline:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            pid, status, ru = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.01)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    _LIVE.discard(proc)
+    return proc.returncode, ru.ru_utime + ru.ru_stime
+
+
 def stop_all() -> None:
     for p in list(_LIVE):
         stop(p, timeout=2.0)
@@ -254,13 +279,19 @@ class Bench:
             else:
                 rows = [self.run_client(cell, port, tag)]
         finally:
-            code = stop(proc)
+            code, cpu_s = stop_measured(proc)
             out.close()
             err.close()
         summary = parse_summary((self.logs / f"{tag}.server.out").read_text())
         for r in rows:
             r.update(summary)
             r["server_exit"] = code
+            # Server CPU per request: robust to the machine's load where req/s is not
+            # (a run's throughput depends on the CPU share it got; its CPU cost does not).
+            total = sum(x.get("done") or 0 for x in rows)
+            r["server_cpu_s"] = cpu_s
+            r["server_cpu_us_per_req"] = (cpu_s / total * 1e6
+                                          if cpu_s is not None and total else None)
         return rows
 
     def client_timeout(self) -> float:
@@ -269,8 +300,9 @@ class Bench:
     def run_client(self, cell: dict, port: int, tag: str) -> dict:
         d = self.args.duration
         if cell["client"] == "loadgen":
-            argv = [str(self.ys / "loadgen"), "-p", str(port), "-t", str(CONNS),
-                    "-n", str(max(CONNS * 10, int(400_000 * d))), "-T", str(d), "-N", str(N),
+            conns = cell.get("conns", CONNS)
+            argv = [str(self.ys / "loadgen"), "-p", str(port), "-t", str(conns),
+                    "-n", str(max(conns * 10, int(400_000 * d))), "-T", str(d), "-N", str(N),
                     "-l", cell["id"]]
             if cell["mode"] == "keepalive":
                 argv.append("-k")
@@ -330,6 +362,7 @@ class Bench:
 
 
 def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
+    only = [k for k in (args.only or "").split(",") if k]
     io_models = has_io_option(bin_dir / "main4")
     ios = io_models or ["default"]
     delays = [0] if args.quick else [0, LAB_DELAY]
@@ -370,17 +403,22 @@ def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
         if have_redis:
             add(server="redis", server_kind="redis", client="redis-benchmark", mode=mode,
                 delay_us=0)
-    # What timing costs: main4 keep-alive, timing on / off, run as one A B B A block.
+    # What timing costs: main4 keep-alive, timing on / off, run as one A B B A block per
+    # connection count (100 and 2).
     best_io = "epoll" if "epoll" in ios else ios[0]
-    for k, timing in enumerate(("on", "off", "off", "on")):
-        add(kind="timing", server="main4", server_kind="lockbench", binary="main4", io=best_io,
-            io_arg=None if best_io == "default" else best_io, client="loadgen",
-            mode="keepalive", delay_us=0, timing=timing, workload=f"abba{k}")
+    for conns in (CONNS, 2):
+        for k, timing in enumerate(("on", "off", "off", "on")):
+            add(kind="timing", server="main4", server_kind="lockbench", binary="main4",
+                io=best_io, io_arg=None if best_io == "default" else best_io,
+                client="loadgen", mode="keepalive", delay_us=0, timing=timing,
+                workload=f"c{conns}_abba{k}", conns=conns)
     for dm in ("precise", "usleep"):
         for wl in ("kit", "uncontended"):
             add(kind="lab", server="main4", server_kind="lockbench", binary="main4",
                 io="default", io_arg=None, client="ours", mode="per-request",
                 delay_us=LAB_DELAY, delay_mode=dm, workload=wl)
+    if only:
+        cells = [c for c in cells if c["kind"] in only]
     return cells
 
 
@@ -390,9 +428,9 @@ def estimate(cell: dict, duration: float) -> float:
     return duration * (2.2 if cell["client"] == "redis-benchmark" else 1.0) + 0.6
 
 
-ROW_KEYS = ("round", "cell", "kind", "server", "server_kind", "io", "client", "mode",
+ROW_KEYS = ("round", "cell", "kind", "server", "server_kind", "io", "client", "conns", "mode",
             "delay_us", "timing", "delay_mode", "workload", "rps", "done", "errors", "p50_us",
-            "p99_us", "mean_us", "server_exit")
+            "p99_us", "mean_us", "server_exit", "server_cpu_s", "server_cpu_us_per_req")
 
 
 def write_rows(path_csv: Path, rows: list) -> None:
@@ -430,6 +468,9 @@ def parse_args(argv):
     p.add_argument("--strategies", default="",
                    help="also lockserver strategies, comma-separated (e.g. seqlock-per-slot)")
     p.add_argument("--no-redis", action="store_true", help="skip Redis")
+    p.add_argument("--only", default="",
+                   help="run only these kinds of configuration, comma-separated: "
+                        "throughput, timing (the on/off blocks), lab (the lab-metric split)")
     p.add_argument("--out", default=None, help="results folder (default results/perf/<UTC>)")
     p.add_argument("--seed", type=int, default=None, help="seed of the round order")
     a = p.parse_args(argv)
@@ -441,6 +482,9 @@ def parse_args(argv):
         p.error("--duration must be 0.5..120 seconds")
     if not 1 <= a.kit_runs <= 100:
         p.error("--kit-runs must be 1..100")
+    bad = [k for k in a.only.split(",") if k and k not in ("throughput", "timing", "lab")]
+    if bad:
+        p.error(f"--only: unknown kind {bad[0]!r} (throughput, timing, lab)")
     return a
 
 
@@ -498,12 +542,15 @@ def main(argv=None) -> int:
         for rnd in range(args.rounds):
             order = [c for c in cells if c["kind"] != "timing"]
             bench.rng.shuffle(order)
-            at = bench.rng.randint(0, len(order))  # the A B B A block stays together
-            order[at:at] = [c for c in cells if c["kind"] == "timing"]
+            for conns in (CONNS, 2):  # each A B B A block stays together
+                at = bench.rng.randint(0, len(order))
+                order[at:at] = [c for c in cells
+                                if c["kind"] == "timing" and c["conns"] == conns]
             for cell in order:
                 base = {k: cell[k] for k in ("kind", "server", "server_kind", "io", "client",
                                              "mode", "delay_us", "timing", "delay_mode",
                                              "workload")}
+                base["conns"] = cell.get("conns", CONNS)
                 base.update(round=rnd, cell=cell["id"])
                 try:
                     got = bench.run_cell(cell, rnd)
