@@ -183,18 +183,28 @@ def parse_redis_csv(text: str) -> dict:
     return out
 
 
-def has_io_option(binary: Path) -> list:
-    """The --io models the binary offers ([] when it has no --io option)."""
+def server_help(binary: Path) -> str:
     try:
-        text = subprocess.run([str(binary), "--help"], capture_output=True, text=True,
+        return subprocess.run([str(binary), "--help"], capture_output=True, text=True,
                               timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return []
-    for line in text.splitlines():
+        return ""
+
+
+def has_io_option(binary: Path) -> list:
+    """The --io models the binary offers, read from its --help line
+    '--io TEXT:{thread,pool,epoll}=thread' ([] when it has no --io option)."""
+    import re
+    for line in server_help(binary).splitlines():
         if line.strip().startswith("--io"):
-            models = [m for m in ("thread-per-connection", "pool", "epoll") if m in line]
-            return models or ["thread-per-connection", "pool", "epoll"]
+            m = re.search(r"\{([^}]*)\}", line)
+            models = [x.strip() for x in m.group(1).split(",")] if m else []
+            return [x for x in models if x] or ["thread-per-connection", "pool", "epoll"]
     return []
+
+
+def has_option(binary: Path, option: str) -> bool:
+    return any(line.strip().startswith(option) for line in server_help(binary).splitlines())
 
 
 def machine_meta() -> dict:
@@ -235,8 +245,9 @@ class Bench:
         kind = cell["server_kind"]
         if kind == "lockbench":
             argv = [str(self.bin / cell["binary"]), *cell.get("pre", []), str(N), "127.0.0.1",
-                    str(port), "--no-twin", "-q", "--delay-us", str(cell["delay_us"]),
-                    "--delay-mode", cell.get("delay_mode") or "usleep"]
+                    str(port), "--no-twin", "-q", "--delay-us", str(cell["delay_us"])]
+            if cell.get("delay_mode") and cell.get("mode_flag", True):
+                argv += ["--delay-mode", cell["delay_mode"]]
             if cell.get("io_arg"):
                 argv += ["--io", cell["io_arg"]]
             if cell["timing"] == "off":
@@ -404,19 +415,21 @@ def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
             add(server="redis", server_kind="redis", client="redis-benchmark", mode=mode,
                 delay_us=0)
     # What timing costs: main4 keep-alive, timing on / off, run as one A B B A block per
-    # connection count (100 and 2).
+    # connection count (100 and 2); only with binaries that have --no-timing.
     best_io = "epoll" if "epoll" in ios else ios[0]
-    for conns in (CONNS, 2):
+    for conns in ((CONNS, 2) if has_option(bin_dir / "main4", "--no-timing") else ()):
         for k, timing in enumerate(("on", "off", "off", "on")):
             add(kind="timing", server="main4", server_kind="lockbench", binary="main4",
                 io=best_io, io_arg=None if best_io == "default" else best_io,
                 client="loadgen", mode="keepalive", delay_us=0, timing=timing,
                 workload=f"c{conns}_abba{k}", conns=conns)
-    for dm in ("precise", "usleep"):
+    mode_flag = has_option(bin_dir / "main4", "--delay-mode")
+    # Binaries without --delay-mode sleep the kit's way (usleep) only.
+    for dm in (("precise", "usleep") if mode_flag else ("usleep",)):
         for wl in ("kit", "uncontended"):
             add(kind="lab", server="main4", server_kind="lockbench", binary="main4",
                 io="default", io_arg=None, client="ours", mode="per-request",
-                delay_us=LAB_DELAY, delay_mode=dm, workload=wl)
+                delay_us=LAB_DELAY, delay_mode=dm, workload=wl, mode_flag=mode_flag)
     if only:
         cells = [c for c in cells if c["kind"] in only]
     return cells
@@ -464,7 +477,7 @@ def parse_args(argv):
                    help="where main1..main4, lockserver and client are")
     p.add_argument("--yardstick", default=None,
                    help="folder with the built yardstick (default: build it into "
-                        "<bin-dir>/yardstick from /work/shared/yardstick)")
+                        "build/yardstick of this checkout from /work/shared/yardstick)")
     p.add_argument("--strategies", default="",
                    help="also lockserver strategies, comma-separated (e.g. seqlock-per-slot)")
     p.add_argument("--no-redis", action="store_true", help="skip Redis")
@@ -492,7 +505,7 @@ def prepare_yardstick(args) -> None:
     if args.yardstick:
         ys = Path(args.yardstick)
     else:
-        ys = Path(args.bin_dir) / "yardstick"
+        ys = ROOT / "build" / "yardstick"  # ours, whatever --bin-dir points at
         if not (ys / "loadgen").exists():
             if not (YARDSTICK_SRC / "build").exists():
                 raise PerfError(f"no yardstick: build it with {YARDSTICK_SRC}/build DIR and "
@@ -529,6 +542,9 @@ def main(argv=None) -> int:
                 "rounds": args.rounds, "duration_s": args.duration, "quick": args.quick,
                 "kit_runs": args.kit_runs, "connections": CONNS, "n": N,
                 "bin_dir": str(bin_dir), "io_models": has_io_option(bin_dir / "main4"),
+                "bin_git": subprocess.run(["git", "-C", str(bin_dir), "log", "-1",
+                                           "--format=%h %s"], capture_output=True,
+                                          text=True).stdout.strip()[:120],
                 "redis": subprocess.run([bench.redis, "--version"], capture_output=True,
                                         text=True).stdout.strip() if have_redis else None,
                 "argv": sys.argv[1:]}
