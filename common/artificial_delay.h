@@ -2,40 +2,80 @@
 //
 // The kit's getContent()/setContent() call usleep(ART_DELAY = 10) before they
 // copy, to make threads contend for the locks. We do the same with a
-// configurable delay (0 disables it). On Linux a 10 us sleep really lasts about
-// 60 us because of the default 50 us timer slack (shared/PERF.md), so the delay
-// also records what it actually slept: reports quote both.
+// configurable delay (0 disables it), in one of two modes (--delay-mode):
+//
+//  - kUsleep (default, the kit's semantics): one relative nanosleep of the
+//    nominal delay. On Linux a 10 us sleep really lasts about 60 us because of
+//    the default 50 us timer slack (shared/PERF.md), and far longer when the
+//    woken thread then waits for a CPU.
+//  - kPrecise: the calling thread's timer slack is set to 1 ns (once per
+//    thread, prctl(PR_SET_TIMERSLACK, 1)); the thread sleeps with
+//    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until kPreciseSpinNs
+//    before the absolute deadline (start + nominal), then spins on the clock
+//    until the deadline. So a pause never ends early, and on an idle CPU it
+//    ends within about a microsecond of the deadline. The spin burns at most
+//    kPreciseSpinNs of CPU per pause, and only when the thread woke before the
+//    deadline; when threads outnumber cores (2 cores, 100+ serving threads)
+//    that CPU is taken from runnable threads, while the wake-up itself is
+//    already late (run-queue wait), so there the spin buys nothing and costs
+//    up to kPreciseSpinNs per pause; docs/performance.md has the figures.
+//
+// Either way the delay records what it actually slept: in total (pauses(),
+// MeanSleptNanos(), for the summary) and per thread (TakeThreadSleptNanos(),
+// for the per-request split of the lab metric).
 //
 // Thread safety: Pause() may be called from any number of threads at once; the
-// counters are relaxed atomics read on demand.
+// totals are relaxed atomics read on demand (written only when a pause is
+// taken, which costs far more than the shared write), the per-thread sum is
+// thread_local.
 #ifndef KV_COMMON_ARTIFICIAL_DELAY_H_
 #define KV_COMMON_ARTIFICIAL_DELAY_H_
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 
 namespace kv {
 
+enum class DelayMode { kUsleep, kPrecise };
+
+// "usleep" / "precise".
+std::string_view DelayModeName(DelayMode mode);
+
+// How long before the deadline a precise pause stops sleeping and spins.
+// Chosen above the timer wake-up latency of an idle 2-vCPU KVM guest with
+// 1 ns timer slack (about 2-3 us) so the spin absorbs it.
+inline constexpr int64_t kPreciseSpinNs = 4'000;
+
 class ArtificialDelay {
  public:
-  explicit ArtificialDelay(std::chrono::microseconds nominal)
-      : nominal_(nominal) {}
+  explicit ArtificialDelay(std::chrono::microseconds nominal,
+                           DelayMode mode = DelayMode::kUsleep)
+      : nominal_(nominal), mode_(mode) {}
   ArtificialDelay(const ArtificialDelay&) = delete;
   ArtificialDelay& operator=(const ArtificialDelay&) = delete;
 
-  // Sleeps for the nominal delay (no-op when it is 0) and records how long the
-  // sleep really took.
+  // Sleeps for the nominal delay (no-op when it is 0) in this delay's mode and
+  // records how long the pause really took. In kPrecise mode it never returns
+  // before start + nominal (CLOCK_MONOTONIC).
   void Pause();
 
   std::chrono::microseconds nominal() const { return nominal_; }
+  DelayMode mode() const { return mode_; }
   // Number of pauses taken and their mean real duration in nanoseconds
   // (0 when none was taken).
   uint64_t pauses() const { return pauses_.load(std::memory_order_relaxed); }
   double MeanSleptNanos() const;
 
+  // Nanoseconds the CALLING thread has paused (in any ArtificialDelay) since
+  // its previous call; resets the thread's sum. The request handler calls it
+  // before and after a request to attribute the delay slept to it.
+  static int64_t TakeThreadSleptNanos();
+
  private:
   const std::chrono::microseconds nominal_;
+  const DelayMode mode_;
   std::atomic<uint64_t> pauses_{0};
   std::atomic<uint64_t> slept_ns_{0};
 };

@@ -129,7 +129,9 @@ bool LatencyLog::Open(std::string* error) {
       close(tfd);
       return false;
     }
-    std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns\n", trace_);
+    std::fputs(
+        "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns\n",
+        trace_);
   }
   return true;
 }
@@ -181,14 +183,24 @@ void LatencyLog::HandOff(Shard* shard) {
     sum_wait_ns_ += static_cast<double>(s.wait_ns);
     sum_hold_ns_ += static_cast<double>(s.hold_ns);
     sum_queue_ns_ += static_cast<double>(s.queue_ns);
+    sum_delay_ns_ += static_cast<double>(s.delay_ns);
+    if (s.cpu_wait_ns >= 0) {
+      sum_cpu_wait_ns_ += static_cast<double>(s.cpu_wait_ns);
+      ++totals_.cpu_wait_samples;
+    }
     if (trace_ != nullptr &&
         (options_.trace_limit == 0 || trace_rows_ < options_.trace_limit)) {
-      std::fprintf(trace_, "%llu,%d,%lld,%lld,%lld,%lld\n",
+      std::fprintf(trace_, "%llu,%d,%lld,%lld,%lld,%lld,%lld,",
                    static_cast<unsigned long long>(s.pos), s.is_read ? 1 : 0,
                    static_cast<long long>(s.latency_ns),
                    static_cast<long long>(s.wait_ns),
                    static_cast<long long>(s.hold_ns),
-                   static_cast<long long>(s.queue_ns));
+                   static_cast<long long>(s.queue_ns),
+                   static_cast<long long>(s.delay_ns));
+      if (s.cpu_wait_ns >= 0) {
+        std::fprintf(trace_, "%lld", static_cast<long long>(s.cpu_wait_ns));
+      }
+      std::fputc('\n', trace_);
       ++trace_rows_;
     }
     if (batch_count_ == options_.batch_size) {
@@ -233,6 +245,11 @@ LatencyTotals LatencyLog::Totals() const {
     t.mean_wait_s = sum_wait_ns_ / n / 1e9;
     t.mean_hold_s = sum_hold_ns_ / n / 1e9;
     t.mean_queue_s = sum_queue_ns_ / n / 1e9;
+    t.mean_delay_s = sum_delay_ns_ / n / 1e9;
+  }
+  if (t.cpu_wait_samples > 0) {
+    t.mean_cpu_wait_s =
+        sum_cpu_wait_ns_ / static_cast<double>(t.cpu_wait_samples) / 1e9;
   }
   return t;
 }

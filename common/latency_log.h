@@ -22,8 +22,16 @@
 //    with an error; later, when someone swapped the file, the line is lost).
 //
 // Optionally a trace CSV gets one row per request:
-//   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns
-// (at most `trace_limit` rows when that is non-zero).
+//   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns
+// (at most `trace_limit` rows when that is non-zero; cpu_wait_ns is empty for
+// a request whose CPU wait was not sampled, see schedstat.h).
+//
+// What the lab metric (latency_ns) is made of: queue_ns (waiting inside the
+// server for a thread, 0 when a connection has its own), wait_ns (lock wait),
+// hold_ns (lock hold, which contains delay_ns, the artificial delay actually
+// slept), plus parsing and copying. cpu_wait_ns (schedstat run_delay) cuts
+// across them: the part of the interval the serving thread was runnable but
+// had no CPU.
 //
 // Hot path with no shared writes (issue 11 item 3). Record() and
 // CountRejected() touch only the calling thread's shard (a thread_local
@@ -72,7 +80,9 @@ struct RequestSample {
   int64_t latency_ns = 0;
   int64_t wait_ns = 0;
   int64_t hold_ns = 0;
-  int64_t queue_ns = 0;  // waiting for a worker (pool/epoll), inside latency
+  int64_t queue_ns = 0;      // waiting for a worker (pool/epoll), inside latency
+  int64_t delay_ns = 0;      // artificial delay actually slept
+  int64_t cpu_wait_ns = -1;  // schedstat run_delay; -1: not sampled
 };
 
 struct LatencyTotals {
@@ -82,6 +92,9 @@ struct LatencyTotals {
   double mean_wait_s = 0;
   double mean_hold_s = 0;
   double mean_queue_s = 0;
+  double mean_delay_s = 0;     // delay slept per request
+  double mean_cpu_wait_s = 0;  // over the sampled requests
+  uint64_t cpu_wait_samples = 0;
   uint64_t batches_written = 0;
   uint64_t lines_lost = 0;  // batch lines that could not be written whole
 };
@@ -139,8 +152,8 @@ class LatencyLog {
   double batch_sum_ns_ = 0;
   uint64_t batch_count_ = 0;
   LatencyTotals totals_;
-  double sum_latency_ns_ = 0, sum_wait_ns_ = 0, sum_hold_ns_ = 0,
-         sum_queue_ns_ = 0;
+  double sum_latency_ns_ = 0, sum_wait_ns_ = 0, sum_hold_ns_ = 0;
+  double sum_queue_ns_ = 0, sum_delay_ns_ = 0, sum_cpu_wait_ns_ = 0;
   std::FILE* trace_ = nullptr;
   uint64_t trace_rows_ = 0;
   // Valid requests in the batch being filled: written under log_mu_ at a

@@ -119,13 +119,32 @@ TEST_F(LatencyLogTest, TraceHasHeaderRowsAndLimit) {
   LatencyLog log(o);
   std::string error;
   ASSERT_TRUE(log.Open(&error)) << error;
-  log.Record({7, false, 300, 100, 200});
-  log.Record({8, true, 30, 10, 20});
+  log.Record({7, false, 300, 100, 200, 5, 150, 40});
+  log.Record({8, true, 30, 10, 20});  // CPU wait not sampled: empty field
   log.Record({9, true, 3, 1, 2});
   log.Flush();  // hands the shard off, then flushes the trace
   EXPECT_EQ(Slurp(o.trace_file),
-            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns\n7,0,300,100,200,0\n"
-            "8,1,30,10,20,0\n");
+            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns\n"
+            "7,0,300,100,200,5,150,40\n8,1,30,10,20,0,0,\n");
+}
+
+TEST_F(LatencyLogTest, TotalsSplitTheMetricAndAverageCpuWaitOverSamples) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "times").string();
+  LatencyLog log(o);
+  std::string error;
+  ASSERT_TRUE(log.Open(&error)) << error;
+  log.Record({1, true, 1000, 100, 600, 200, 500, 300});
+  log.Record({2, false, 3000, 300, 1800, 400, 1500, -1});  // not sampled
+  log.Record({3, true, 2000, 200, 1200, 0, 1000, 100});
+  log.FlushThread();  // Totals() counts handed-off shards only
+  const LatencyTotals t = log.Totals();
+  EXPECT_EQ(t.requests, 3u);
+  EXPECT_DOUBLE_EQ(t.mean_latency_s, 2000e-9);
+  EXPECT_DOUBLE_EQ(t.mean_queue_s, 200e-9);
+  EXPECT_DOUBLE_EQ(t.mean_delay_s, 1000e-9);
+  EXPECT_EQ(t.cpu_wait_samples, 2u);
+  EXPECT_DOUBLE_EQ(t.mean_cpu_wait_s, 200e-9);  // (300 + 100) / 2 samples
 }
 
 TEST_F(LatencyLogTest, UnwritableTimeFileFailsAtOpen) {

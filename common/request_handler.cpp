@@ -2,12 +2,19 @@
 
 #include <cstdio>
 
+#include "common/artificial_delay.h"
 #include "common/clock.h"
+#include "common/schedstat.h"
 
 namespace kv {
 
 bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
                             Frame* reply, int64_t queue_ns) {
+  // CPU wait (schedstat run_delay) of a sampled request, see schedstat.h.
+  SchedStat sched_before;
+  const bool cpu_sampled = log_ != nullptr && SampleCpuWait(received_ns) &&
+                           ReadThreadSchedStat(&sched_before);
+  ArtificialDelay::TakeThreadSleptNanos();  // the delay slept from here on
   Request request;
   Status status = ParseRequest(frame, store_->size(), &request);
   AccessTiming timing;
@@ -27,8 +34,14 @@ bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
   if (log_ == nullptr) {
     counters_->frames.fetch_add(1, std::memory_order_relaxed);
   } else {
-    log_->Record({request.pos, request.is_read, done_ns - received_ns,
-                  timing.wait_ns, timing.hold_ns, queue_ns});
+    RequestSample sample{request.pos, request.is_read, done_ns - received_ns,
+                         timing.wait_ns, timing.hold_ns, queue_ns};
+    sample.delay_ns = ArtificialDelay::TakeThreadSleptNanos();
+    SchedStat sched_after;
+    if (cpu_sampled && ReadThreadSchedStat(&sched_after)) {
+      sample.cpu_wait_ns = sched_after.run_delay_ns - sched_before.run_delay_ns;
+    }
+    log_->Record(sample);
   }
   return true;
 }

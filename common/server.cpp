@@ -251,10 +251,12 @@ int RunServer(const ServerOptions& options, const std::string& program,
     where.push_back(FormatSocketAddress(address));
   }
 
-  ArtificialDelay delay{std::chrono::microseconds(options.delay_us)};
+  ArtificialDelay delay{std::chrono::microseconds(options.delay_us),
+                        options.delay_mode};
   std::unique_ptr<Store> store = factory(options.n, &delay);
   RequestCounters counters;
-  RequestHandler handler(store.get(), &log, &counters);
+  RequestHandler handler(store.get(), options.timing ? &log : nullptr,
+                         &counters);
   handler.set_log_rejects(options.verbosity >= 2, program);
   ConnectionLimits limits;
   limits.idle_timeout_ns = options.idle_timeout_ms * 1'000'000;
@@ -294,14 +296,18 @@ int RunServer(const ServerOptions& options, const std::string& program,
   const LatencyTotals t = log.Totals();
   std::printf(
       "%s: summary requests=%llu errors=%llu mean_latency_s=%e mean_wait_s=%e "
-      "mean_hold_s=%e mean_queue_s=%e mean_delay_slept_us=%.2f connections=%llu "
+      "mean_hold_s=%e mean_queue_s=%e mean_delay_slept_us=%.2f "
+      "mean_delay_s=%e mean_cpu_wait_s=%e cpu_wait_samples=%llu connections=%llu "
       "unfinished_connections=%zu refused=%llu accept_errors=%llu "
       "timing_lines_lost=%llu frames_cut_by_shutdown=%llu\n",
       program.c_str(),
-      static_cast<unsigned long long>(t.requests + t.rejected),
-      static_cast<unsigned long long>(t.rejected),
+      static_cast<unsigned long long>(options.timing ? t.requests + t.rejected
+                                                     : counters.frames.load()),
+      static_cast<unsigned long long>(options.timing ? t.rejected
+                                                     : counters.rejected.load()),
       t.mean_latency_s, t.mean_wait_s, t.mean_hold_s, t.mean_queue_s,
-      delay.MeanSleptNanos() / 1e3,
+      delay.MeanSleptNanos() / 1e3, t.mean_delay_s, t.mean_cpu_wait_s,
+      static_cast<unsigned long long>(t.cpu_wait_samples),
       static_cast<unsigned long long>(accept_stats.accepted), left,
       static_cast<unsigned long long>(accept_stats.refused),
       static_cast<unsigned long long>(accept_stats.accept_errors),

@@ -110,6 +110,18 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
                  "(the kit's usleep(10); 0 disables)")
       ->capture_default_str()
       ->transform(Decimal(0, 1'000'000));
+  std::string delay_mode = "usleep";
+  app.add_option("--delay-mode", delay_mode,
+                 "usleep: the kit's relative sleep (lasts the timer slack "
+                 "longer); precise: absolute-deadline sleep with 1 ns timer "
+                 "slack, then a spin of at most 4 us to the deadline "
+                 "(docs/performance.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"usleep", "precise"}));
+  app.add_flag("!--no-timing", o->timing,
+               "measurement switch: record nothing (no timing file lines, no "
+               "trace, no latency split in the summary), to measure what "
+               "timing costs");
   app.add_option("--batch", o->log.batch_size,
                  "requests per line of the timing file")
       ->capture_default_str()
@@ -119,7 +131,7 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
       ->capture_default_str();
   app.add_option("--trace", o->log.trace_file,
                  "write a CSV row per request: pos,is_read,latency_ns,wait_ns,"
-                 "hold_ns,queue_ns");
+                 "hold_ns,queue_ns,delay_ns,cpu_wait_ns");
   app.add_option("--trace-limit", o->log.trace_limit,
                  "stop tracing after this many rows (0: no limit)")
       ->capture_default_str()
@@ -205,6 +217,8 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
           : io == "epoll" ? IoKind::kEpoll
                           : IoKind::kThreadPerConnection;
   o->port = static_cast<uint16_t>(port);
+  o->delay_mode =
+      delay_mode == "precise" ? DelayMode::kPrecise : DelayMode::kUsleep;
   o->verbosity = quiet ? 0 : (verbose ? 2 : 1);
   return {};
 }

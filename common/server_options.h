@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/artificial_delay.h"
 #include "common/latency_log.h"
 
 namespace kv {
@@ -34,6 +35,8 @@ struct ServerOptions {
   uint16_t port = 0;
   bool kit_twin = true;         // also listen on the byte-swapped kit port
   int64_t delay_us = 10;        // the kit's ART_DELAY
+  DelayMode delay_mode = DelayMode::kUsleep;  // --delay-mode
+  bool timing = true;  // false (--no-timing): no latency bookkeeping at all
   int64_t idle_timeout_ms = 5000;
   int64_t frame_timeout_ms = 1000;  // a frame must be whole this long after
                                     // its first byte (slowloris bound)

@@ -1,0 +1,402 @@
+"""The "Performance" report section: ratios of lockbench to the physical limit.
+
+Input: the raw rows bench/perf.py writes (results/perf/<UTC>/runs.csv), one row per run:
+  round, cell, kind ("throughput" or "lab"), server, io, client, mode ("per-request" or
+  "keepalive"), delay_us, timing ("on"/"off"), delay_mode, workload, rps, p50_us, p99_us,
+  errors, and for lockbench servers the summary's split (summary_mean_latency_s, ...).
+Every ratio is taken between two runs of the SAME round (the rounds interleave every
+configuration, so both sides saw the same machine), then the median (min..max) over the
+rounds is quoted. Pure functions; the only file I/O is write_section().
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+# Rows of the ratio table: (label, numerator selector, denominator selector).
+# A selector is a dict of column -> value matched against the runs.
+REFERENCES = ("nullsrv_tpc", "nullsrv_epoll")
+SPLIT_PARTS = (("queue", "summary_mean_queue_s"), ("lock wait", "summary_mean_wait_s"),
+               ("lock hold", "summary_mean_hold_s"), ("of which delay slept", "summary_mean_delay_s"),
+               ("CPU wait (sampled)", "summary_mean_cpu_wait_s"))
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """Median and range over rounds of num/den, each pair from one round."""
+    median: float
+    low: float
+    high: float
+    rounds: int
+
+    def text(self, digits: int = 2) -> str:
+        if self.rounds == 0:
+            return "n/a"
+        if self.rounds == 1:
+            return f"{self.median:.{digits}f}x"
+        return f"**{self.median:.{digits}f}x** ({self.low:.{digits}f}-{self.high:.{digits}f})"
+
+
+NO_RATIO = Ratio(float("nan"), float("nan"), float("nan"), 0)
+
+
+def select(runs: pd.DataFrame, **match) -> pd.DataFrame:
+    """Rows whose columns equal the given values (None matches a missing/empty value)."""
+    mask = pd.Series(True, index=runs.index)
+    for col, val in match.items():
+        if col not in runs.columns:
+            return runs.iloc[0:0]
+        if val is None:
+            mask &= runs[col].isna() | (runs[col].astype(str) == "")
+        else:
+            mask &= runs[col].astype(str) == str(val)
+    return runs[mask]
+
+
+def per_round(runs: pd.DataFrame, value: str = "rps", **match) -> pd.Series:
+    """value per round for the matching runs (median if a round has several)."""
+    rows = select(runs, **match)
+    if rows.empty:
+        return pd.Series(dtype="float64")
+    return rows.groupby("round")[value].median()
+
+
+def ratio(num: pd.Series, den: pd.Series) -> Ratio:
+    """num/den paired by round; rounds missing on either side are dropped."""
+    both = pd.concat([num.rename("num"), den.rename("den")], axis=1).dropna()
+    both = both[both["den"] > 0]
+    if both.empty:
+        return NO_RATIO
+    r = both["num"] / both["den"]
+    return Ratio(float(r.median()), float(r.min()), float(r.max()), int(len(r)))
+
+
+def lockbench_configs(runs: pd.DataFrame) -> list:
+    """(server, io) pairs of the lockbench servers measured with loadgen, in order."""
+    lb = runs[(runs["kind"] == "throughput") & (runs["server_kind"] == "lockbench")
+              & (runs["client"] == "loadgen") & (runs["timing"] == "on")]
+    seen = []
+    for s, io in zip(lb["server"], lb["io"].fillna("")):
+        if (s, io) not in seen:
+            seen.append((s, io))
+    return seen
+
+
+def config_label(server: str, io: str) -> str:
+    return f"{server} ({io})" if io and io != "default" else server
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    threshold: str
+    ratio: Ratio
+    met: bool | None  # None: not measured
+    detail: str
+
+
+def _met(r: Ratio, at_least: float | None = None, at_most: float | None = None):
+    if r.rounds == 0:
+        return None
+    if at_least is not None:
+        return r.median >= at_least
+    return r.median <= at_most
+
+
+CPU = "server_cpu_us_per_req"
+
+
+def cpu_note(runs: pd.DataFrame, mine: dict, ref: dict) -> str:
+    """'server CPU/request: ref/mine = R' (above 1: ours needs less CPU per request), the
+    load-independent view of a throughput ratio; '' when not measured."""
+    if CPU not in runs.columns:
+        return ""
+    r = ratio(per_round(runs, CPU, **ref), per_round(runs, CPU, **mine))
+    return f"server CPU per request, reference / ours: {r.text()}" if r.rounds else ""
+
+
+def _join(*parts) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def targets(runs: pd.DataFrame) -> list:
+    """The Targets of issue 11, each with its measured ratio (median over rounds)."""
+    out = []
+    tp = runs[runs["kind"] == "throughput"]
+    on = tp[tp["timing"] == "on"]
+    # 1. One connection per request, delay 0: best lockbench config vs nullsrv_epoll.
+    den = per_round(on, server="nullsrv_epoll", client="loadgen", mode="per-request", delay_us=0)
+    best, best_cfg, best_sel = NO_RATIO, "", {}
+    for server, io in lockbench_configs(on):
+        sel = dict(server=server, io=io, client="loadgen", mode="per-request", delay_us=0)
+        r = ratio(per_round(on, **sel), den)
+        if r.rounds and (best.rounds == 0 or r.median > best.median):
+            best, best_cfg, best_sel = r, config_label(server, io), sel
+    note = cpu_note(on, best_sel, dict(server="nullsrv_epoll", client="loadgen",
+                                       mode="per-request", delay_us=0)) if best_sel else ""
+    out.append(Target("one connection per request, delay 0: best configuration / nullsrv_epoll",
+                      ">= 1.0x", best, _met(best, at_least=1.0),
+                      _join(f"best: {best_cfg}", note)))
+    # 2. Keep-alive, delay 0, main4 vs nullsrv_tpc -k and Redis GET/SET.
+    m4 = {}
+    for server, io in lockbench_configs(on):
+        if server == "main4":
+            m4[io] = per_round(on, server=server, io=io, client="loadgen", mode="keepalive",
+                               delay_us=0)
+    best_io = max(m4, key=lambda k: m4[k].median() if len(m4[k]) else -1, default=None)
+    m4ka = m4.get(best_io, pd.Series(dtype="float64"))
+    io_note = f"main4 {best_io}" if best_io not in (None, "", "default") else "main4"
+    m4sel = dict(server="main4", io=best_io, client="loadgen", mode="keepalive", delay_us=0)
+    ref = dict(server="nullsrv_tpc", client="loadgen", mode="keepalive", delay_us=0)
+    r = ratio(m4ka, per_round(on, **ref))
+    out.append(Target("keep-alive, delay 0: main4 / nullsrv_tpc -k", ">= 1.0x", r,
+                      _met(r, at_least=1.0), _join(io_note, cpu_note(on, m4sel, ref))))
+    for op in ("GET", "SET"):
+        ref = dict(server=f"redis-{op.lower()}", mode="keepalive", delay_us=0)
+        r = ratio(m4ka, per_round(on, **ref))
+        out.append(Target(f"keep-alive, delay 0: main4 / Redis {op} (redis-benchmark)", ">= 1.5x",
+                          r, _met(r, at_least=1.5), _join(io_note, cpu_note(on, m4sel, ref))))
+    # 3. Lab metric, precise delay: kit workload vs one uncontended access, same server run.
+    lab = runs[runs["kind"] == "lab"]
+    r = ratio(per_round(lab, "summary_mean_latency_s", server="main4", delay_mode="precise",
+                        workload="kit"),
+              per_round(lab, "summary_mean_latency_s", server="main4", delay_mode="precise",
+                        workload="uncontended"))
+    out.append(Target("lab metric, precise delay, main4 n=1000 kit workload / uncontended",
+                      "<= 1.2x", r, _met(r, at_most=1.2), ""))
+    # 4. Timing cost: keep-alive main4 throughput, timing off / on (an A B B A block).
+    for conns in (100, 2):
+        cpu = timing_ratio(runs, conns, "server_cpu_us_per_req")
+        tput = timing_ratio(runs, conns)
+        if conns != 100 and cpu.rounds == 0 and tput.rounds == 0:
+            continue
+        if cpu.rounds:
+            out.append(Target(f"timing cost at {conns} connections: main4 keep-alive server CPU "
+                              "per request, timing on / --no-timing", "< 1.02x", cpu,
+                              cpu.median < 1.02,
+                              f"A B B A in each round; throughput off/on {tput.text()}"))
+        else:
+            out.append(Target(f"timing cost at {conns} connections: main4 keep-alive "
+                              "throughput, --no-timing / timing on", "< 1.02x", tput,
+                              None if tput.rounds == 0 else tput.median < 1.02,
+                              "A B B A in each round; the ratio minus 1 is what timing costs"))
+    # 5. Our client vs loadgen against nullsrv_epoll, both modes.
+    for mode in ("per-request", "keepalive"):
+        r = ratio(per_round(on, server="nullsrv_epoll", client="ours", mode=mode, delay_us=0),
+                  per_round(on, server="nullsrv_epoll", client="loadgen", mode=mode, delay_us=0))
+        out.append(Target(f"our client / loadgen against nullsrv_epoll, {mode}", ">= 1.0x", r,
+                          _met(r, at_least=1.0), ""))
+    return out
+
+
+def timing_ratio(runs: pd.DataFrame, conns: int = 100, value: str = "rps") -> Ratio:
+    """The A B B A timing block at `conns` client connections, per round (mean of the two
+    runs of each side): for "rps" the throughput with --no-timing over timing on; for a
+    cost such as "server_cpu_us_per_req" timing on over off. Both: above 1 = timing costs."""
+    t = runs[runs["kind"] == "timing"]
+    if "conns" in t.columns:
+        t = t[t["conns"].fillna(100).astype(int) == conns]
+    elif conns != 100:  # runs before the 2-connection block: 100 connections only
+        return NO_RATIO
+    if t.empty or value not in t.columns or t[value].isna().all():
+        return NO_RATIO
+    mean = t.groupby(["round", "timing"])[value].mean().unstack()
+    if "on" not in mean or "off" not in mean:
+        return NO_RATIO
+    return ratio(mean["off"], mean["on"]) if value == "rps" else ratio(mean["on"], mean["off"])
+
+
+def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (mode, delay, lockbench config): median req/s and its ratio to each
+    reference measured with the same client (loadgen) and, at delay 0, to Redis."""
+    on = runs[(runs["kind"] == "throughput") & (runs["timing"] == "on")]
+    rows = []
+    for mode in ("per-request", "keepalive"):
+        for delay in sorted(pd.to_numeric(on["delay_us"]).unique()):
+            d = int(delay)
+            refs = {ref: per_round(on, server=ref, client="loadgen", mode=mode, delay_us=d)
+                    for ref in REFERENCES}
+            if d == 0:
+                for op in ("get", "set"):
+                    refs[f"redis-{op}"] = per_round(on, server=f"redis-{op}", mode=mode,
+                                                    delay_us=0)
+            for server, io in lockbench_configs(on):
+                mine = per_round(on, server=server, io=io, client="loadgen", mode=mode,
+                                 delay_us=d)
+                if mine.empty:
+                    continue
+                row = {"mode": mode, "delay_us": d, "server": config_label(server, io),
+                       "req/s": float(mine.median())}
+                cpu = per_round(on, "server_cpu_us_per_req", server=server, io=io,
+                                client="loadgen", mode=mode, delay_us=d) \
+                    if "server_cpu_us_per_req" in on.columns else pd.Series(dtype="float64")
+                row["server CPU us/req"] = float(cpu.median()) if len(cpu) else float("nan")
+                for ref, den in refs.items():
+                    row[f"/ {ref}"] = ratio(mine, den)
+                rows.append(row)
+            for ref, den in refs.items():
+                if len(den):
+                    sel = ({"server": ref, "client": "loadgen"} if ref in REFERENCES
+                           else {"server": ref})
+                    cpu = per_round(on, "server_cpu_us_per_req", mode=mode, delay_us=d,
+                                    **sel) if "server_cpu_us_per_req" in on.columns \
+                        else pd.Series(dtype="float64")
+                    rows.append({"mode": mode, "delay_us": d, "server": f"[{ref}]",
+                                 "req/s": float(den.median()),
+                                 "server CPU us/req": float(cpu.median()) if len(cpu)
+                                 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def split_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The lab metric of the lab cells and what it is made of (medians over rounds, us)."""
+    lab = runs[runs["kind"] == "lab"]
+    rows = []
+    for (mode, workload), g in lab.groupby(["delay_mode", "workload"], sort=False):
+        row = {"delay mode": mode, "workload": workload,
+               "lab metric": g.groupby("round")["summary_mean_latency_s"].median().median() * 1e6}
+        for name, col in SPLIT_PARTS:
+            if col in g.columns:
+                row[name] = g.groupby("round")[col].median().median() * 1e6
+        if "summary_mean_delay_slept_us" in g.columns:
+            row["per pause"] = g.groupby("round")["summary_mean_delay_slept_us"].median().median()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cell(v) -> str:
+    if isinstance(v, Ratio):
+        return v.text()
+    if isinstance(v, float):
+        if v != v:  # NaN
+            return ""
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}"
+    return str(v)
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "_(nothing measured)_\n"
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |",
+             "|" + "|".join("---" if c in ("mode", "server", "delay mode", "workload")
+                            else "---:" for c in cols) + "|"]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join(_cell(r[c]) for c in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def targets_markdown(ts: list) -> str:
+    lines = ["| target | wanted | measured (median, min-max over rounds) | met |",
+             "|---|---|---|---|"]
+    for t in ts:
+        met = "not measured" if t.met is None else ("**met**" if t.met else "**not met**")
+        extra = f" ({t.detail})" if t.detail else ""
+        lines.append(f"| {t.name}{extra} | {t.threshold} | {t.ratio.text()} | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_throughput(ax_grid, runs: pd.DataFrame):
+    """One panel per (mode, delay): median req/s per configuration, min-max whiskers,
+    references in grey. ax_grid: a 2-D array of Axes (rows: mode, columns: delay)."""
+    on = runs[(runs["kind"] == "throughput") & (runs["timing"] == "on")]
+    delays = sorted(int(d) for d in pd.to_numeric(on["delay_us"]).unique())
+    artists = []
+    for i, mode in enumerate(("per-request", "keepalive")):
+        for j, d in enumerate(delays[: ax_grid.shape[1]]):
+            ax = ax_grid[i, j]
+            g = select(on, mode=mode, delay_us=d)
+            labels, med, lo, hi, colors = [], [], [], [], []
+            keys = []
+            for (server, io, client), _ in g.groupby(["server", "io", "client"], sort=False,
+                                                      dropna=False):
+                keys.append((server, io, client))
+            for server, io, client in keys:
+                s = per_round(g, server=server, io=io if isinstance(io, str) else None,
+                              client=client)
+                if s.empty:
+                    continue
+                io_s = io if isinstance(io, str) else ""
+                name = config_label(server, io_s)
+                if client != "loadgen" and not server.startswith("redis"):
+                    name += f" [{client}]"
+                labels.append(name)
+                med.append(s.median() / 1e3)
+                lo.append((s.median() - s.min()) / 1e3)
+                hi.append((s.max() - s.median()) / 1e3)
+                lockbench = server.startswith("main") or server.startswith("lockserver")
+                colors.append("#009E73" if lockbench else "#999999")
+            order = sorted(range(len(labels)),
+                           key=lambda k: (colors[k] != "#009E73", labels[k]))
+            labels, med, lo, hi, colors = ([v[k] for k in order]
+                                           for v in (labels, med, lo, hi, colors))
+            y = range(len(labels))
+            artists.append(ax.barh(list(y), med, xerr=[lo, hi], color=colors, capsize=2))
+            ax.set_yticks(list(y), labels)
+            ax.invert_yaxis()
+            ax.set_xlabel("thousand requests/s (median, min-max whiskers)")
+            ax.set_title(f"{mode}, delay {d} us")
+    return artists
+
+
+def section_markdown(runs: pd.DataFrame, meta: dict, figure: str | None) -> str:
+    """The whole "Performance" section (Markdown), figure path relative to the section."""
+    rounds = int(runs["round"].max()) + 1 if len(runs) else 0
+    cpu = meta.get("cpu", "?")
+    parts = [
+        "## Performance\n",
+        f"Measured by `bench/perf.py` in one sitting ({meta.get('started_utc', '?')}, "
+        f"{rounds} interleaved round(s), {meta.get('duration_s', '?')} s per run, "
+        f"{meta.get('connections', 100)} client connections/threads) on {cpu}, "
+        f"{meta.get('cores', '?')} cores, kernel {meta.get('kernel', '?')}; load average at "
+        f"the start {meta.get('loadavg_start', '?')}. The machine is a noisy shared 2-core VM: "
+        "only ratios between runs of the same round mean anything; each ratio is the median "
+        "over rounds of per-round ratios (min-max in brackets).\n",
+        "### Targets (issue 11)\n",
+        targets_markdown(targets(runs)),
+        "### Ratio table\n",
+        "Servers driven by the yardstick's `loadgen` (100 threads; `-k`: one connection each), "
+        "references in brackets; Redis by `redis-benchmark -c 100 -d 100` (`-k 1` / `-k 0`).\n",
+        markdown_table(ratio_table(runs)),
+        "### What the lab metric is made of\n",
+        "main4, n = 1000: `kit` = the kit workload (100 threads x 10 requests, one connection "
+        "each); `uncontended` = one client thread. Microseconds per request (medians over "
+        "rounds); lock hold contains the delay slept; CPU wait overlaps the other parts.\n",
+        markdown_table(split_table(runs)),
+    ]
+    if figure:
+        parts.append(f"![Throughput per configuration]({figure})\n")
+    return "\n".join(parts)
+
+
+def load_run(results_dir) -> tuple:
+    """(runs, meta) of one bench/perf.py results folder (runs.csv, meta.json)."""
+    import json
+    d = Path(results_dir)
+    return pd.read_csv(d / "runs.csv"), json.loads((d / "meta.json").read_text())
+
+
+def write_section(runs: pd.DataFrame, meta: dict, out_dir) -> list:
+    """Writes performance.md and perf_throughput.png into out_dir; returns the paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    fig_name = None
+    tp = runs[(runs["kind"] == "throughput")]
+    if len(tp):
+        ndelay = max(1, tp["delay_us"].nunique())
+        fig, axes = plt.subplots(2, ndelay, figsize=(6 * ndelay, 9), squeeze=False,
+                                 constrained_layout=True)
+        plot_throughput(axes, runs)
+        fig_name = "perf_throughput.png"
+        fig.savefig(out / fig_name)
+        plt.close(fig)
+        written.append(out / fig_name)
+    md = out / "performance.md"
+    md.write_text(section_markdown(runs, meta, fig_name))
+    written.append(md)
+    return written

@@ -1,0 +1,612 @@
+#!/usr/bin/env python3
+"""bench/perf.py: how close lockbench gets to the physical limit (issue 11, item 6).
+
+A benchmark program, not a test. In one sitting it runs R interleaved rounds; every round
+runs every configuration once, in a shuffled order, so a ratio between two configurations
+of the same round compares runs that saw the same machine:
+
+  - main1..main4 (each --io model when the binaries have --io; optionally lockserver
+    strategies) driven by the yardstick's loadgen, against the yardstick's null servers
+    nullsrv_tpc and nullsrv_epoll driven by the same loadgen;
+  - one connection per request and keep-alive, delay 0 and the lab's delay (10 us);
+  - Redis (Debian's redis-server, started here with --save '' --appendonly no) with
+    redis-benchmark in the same modes (-k 0 / -k 1, -c 100, -d 100, GET and SET);
+  - our client against nullsrv_epoll next to loadgen (both modes);
+  - main4 keep-alive with --no-timing next to timing on (what timing costs);
+  - the lab metric of main4 at n = 1000 under the kit workload, and with one client
+    thread (one uncontended delayed access), in both --delay-mode settings.
+
+Raw results go to results/perf/<UTC time>/ (runs.csv, runs.jsonl, meta.json, and every
+server's and client's output in logs.tar.xz), and
+the report section (performance.md + perf_throughput.png, via analysis/perf.py) next to
+them. Every server is stopped at the end of its run, and on any exit (Ctrl-C included).
+
+  /work/main/.venv/bin/python bench/perf.py [--rounds 3] [--duration 3] [--quick]
+      [--bin-dir build/release] [--yardstick DIR] [--strategies NAME,...] [--no-redis]
+"""
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analysis.progress import Progress  # noqa: E402
+
+N = 1000            # array size of every run
+CONNS = 100         # client threads / connections, as the kit and PERF.md
+LAB_DELAY = 10      # the kit's ART_DELAY
+YARDSTICK_SRC = Path("/work/shared/yardstick")
+
+
+class PerfError(Exception):
+    """A one-line reason the benchmark cannot go on."""
+
+
+def free_port(rng: random.Random) -> int:
+    """A port in 10000..32000 (below the ephemeral range) that binds on 127.0.0.1 now."""
+    for _ in range(500):
+        p = rng.randint(10000, 32000)
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        return p
+    raise PerfError("no free port in 10000..32000")
+
+
+def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise PerfError(f"server exited with {proc.returncode} at start-up")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise PerfError(f"server not listening on {port} after {timeout:g} s")
+
+
+_LIVE: set = set()
+
+
+def stop(proc: subprocess.Popen, timeout: float = 5.0) -> int:
+    """SIGTERM, wait, SIGKILL its process group if needed; returns the exit code."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    _LIVE.discard(proc)
+    return proc.returncode
+
+
+def stop_measured(proc: subprocess.Popen, timeout: float = 5.0) -> tuple:
+    """Like stop(), but reaps with wait4: returns (exit code, the server's CPU seconds,
+    user + system, over its whole life; None if it had already exited)."""
+    if proc.poll() is not None:
+        _LIVE.discard(proc)
+        return proc.returncode, None
+    proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            break
+        if time.monotonic() > deadline:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            pid, status, ru = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.01)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    _LIVE.discard(proc)
+    return proc.returncode, ru.ru_utime + ru.ru_stime
+
+
+def stop_all() -> None:
+    for p in list(_LIVE):
+        stop(p, timeout=2.0)
+
+
+def parse_summary(text: str) -> dict:
+    """The 'mainN: summary k=v ...' line of a lockbench server's stdout -> floats."""
+    out = {}
+    for line in text.splitlines():
+        if ": summary " in line:
+            for tok in line.split(": summary ", 1)[1].split():
+                k, _, v = tok.partition("=")
+                try:
+                    out[f"summary_{k}"] = float(v)
+                except ValueError:
+                    pass
+    return out
+
+
+def parse_loadgen(text: str) -> dict:
+    """loadgen's 'RESULT label=.. rps=.. lat n=.. mean_us=.. p50_us=.. p99_us=..' line."""
+    for line in text.splitlines():
+        if line.startswith("RESULT "):
+            kv = dict(t.split("=", 1) for t in line.split() if "=" in t)
+            return {"rps": float(kv.get("rps", "nan")), "done": int(kv.get("done", 0)),
+                    "errors": int(kv.get("err_connect", 0)) + int(kv.get("err_io", 0)),
+                    "p50_us": float(kv.get("p50_us", "nan")),
+                    "p99_us": float(kv.get("p99_us", "nan")),
+                    "mean_us": float(kv.get("mean_us", "nan"))}
+    raise PerfError("loadgen printed no RESULT line")
+
+
+def parse_ours(text: str) -> dict:
+    doc = json.loads(text)
+    if isinstance(doc, list):
+        doc = doc[0]
+    r = doc["results"]
+    lat = r.get("latency_us") or {}
+    return {"rps": float(r["throughput_rps"]), "done": int(r["ok"]),
+            "errors": int(r["errors"]["total"]), "p50_us": lat.get("p50"),
+            "p99_us": lat.get("p99"), "mean_us": lat.get("mean")}
+
+
+def parse_redis_csv(text: str) -> dict:
+    """redis-benchmark --csv: '"SET","123.45","0.5",...' rows -> {GET: row, SET: row}."""
+    out = {}
+    for line in text.splitlines():
+        cells = [c.strip('"') for c in line.split(",")]
+        if len(cells) >= 2 and cells[0] in ("GET", "SET"):
+            row = {"rps": float(cells[1])}
+            if len(cells) >= 8:  # test,rps,avg,min,p50,p95,p99,max (ms)
+                row.update(mean_us=float(cells[2]) * 1e3, p50_us=float(cells[4]) * 1e3,
+                           p99_us=float(cells[6]) * 1e3)
+            out[cells[0]] = row
+    return out
+
+
+def server_help(binary: Path) -> str:
+    try:
+        return subprocess.run([str(binary), "--help"], capture_output=True, text=True,
+                              timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def has_io_option(binary: Path) -> list:
+    """The --io models the binary offers, read from its --help line
+    '--io TEXT:{thread,pool,epoll}=thread' ([] when it has no --io option)."""
+    import re
+    for line in server_help(binary).splitlines():
+        if line.strip().startswith("--io"):
+            m = re.search(r"\{([^}]*)\}", line)
+            models = [x.strip() for x in m.group(1).split(",")] if m else []
+            return [x for x in models if x] or ["thread-per-connection", "pool", "epoll"]
+    return []
+
+
+def has_option(binary: Path, option: str) -> bool:
+    return any(line.strip().startswith(option) for line in server_help(binary).splitlines())
+
+
+def machine_meta() -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        sha = ""
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "python": platform.python_version(), "git_sha": sha,
+            "loadavg_start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+
+
+class Bench:
+    def __init__(self, args, out_dir: Path):
+        self.args = args
+        self.out = out_dir
+        self.logs = out_dir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.bin = Path(args.bin_dir).resolve()
+        self.ys = Path(args.yardstick).resolve()
+        self.rng = random.Random(args.seed)
+        self.work = Path(tempfile.mkdtemp(prefix="lockbench_perf_"))
+        self.redis = shutil.which("redis-server") if not args.no_redis else None
+        self.redis_bench = shutil.which("redis-benchmark") if self.redis else None
+        self.redis_n = {}  # mode -> requests, adapted to the measured rate
+
+    # -- servers ---------------------------------------------------------------------
+    def start_server(self, cell: dict, port: int, tag: str):
+        kind = cell["server_kind"]
+        if kind == "lockbench":
+            argv = [str(self.bin / cell["binary"]), *cell.get("pre", []), str(N), "127.0.0.1",
+                    str(port), "--no-twin", "-q", "--delay-us", str(cell["delay_us"])]
+            if cell.get("delay_mode") and cell.get("mode_flag", True):
+                argv += ["--delay-mode", cell["delay_mode"]]
+            if cell.get("io_arg"):
+                argv += ["--io", cell["io_arg"]]
+            if cell["timing"] == "off":
+                argv.append("--no-timing")
+        elif kind == "null":
+            argv = [str(self.ys / cell["server"]), "-p", str(port), "-N", str(N)]
+            if cell["mode"] == "keepalive":
+                argv.append("-k")
+            if cell["delay_us"]:
+                argv += ["-d", str(cell["delay_us"])]
+        else:  # redis
+            argv = [self.redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                    "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
+                    "--maxclients", "10000", "--logfile", ""]
+        out = open(self.logs / f"{tag}.server.out", "w")
+        err = open(self.logs / f"{tag}.server.err", "w")
+        err.write("# " + " ".join(argv) + "\n")
+        err.flush()
+        proc = subprocess.Popen(argv, cwd=self.work, stdout=out, stderr=err,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        _LIVE.add(proc)
+        try:
+            wait_listening(port, proc)
+        except PerfError:
+            stop(proc)
+            raise
+        return proc, out, err
+
+    # -- one run ---------------------------------------------------------------------
+    def run_cell(self, cell: dict, rnd: int) -> list:
+        port = free_port(self.rng)
+        tag = f"r{rnd}_{cell['id']}"
+        proc, out, err = self.start_server(cell, port, tag)
+        rows = []
+        try:
+            if cell["kind"] == "lab":
+                rows = self.run_lab(cell, port, tag)
+            elif cell["client"] == "redis-benchmark":
+                rows = self.run_redis_benchmark(cell, port, tag)
+            else:
+                rows = [self.run_client(cell, port, tag)]
+        finally:
+            code, cpu_s = stop_measured(proc)
+            out.close()
+            err.close()
+        summary = parse_summary((self.logs / f"{tag}.server.out").read_text())
+        for r in rows:
+            r.update(summary)
+            r["server_exit"] = code
+            # Server CPU per request: robust to the machine's load where req/s is not
+            # (a run's throughput depends on the CPU share it got; its CPU cost does not).
+            total = sum(x.get("done") or 0 for x in rows)
+            r["server_cpu_s"] = cpu_s
+            r["server_cpu_us_per_req"] = (cpu_s / total * 1e6
+                                          if cpu_s is not None and total else None)
+        return rows
+
+    def client_timeout(self) -> float:
+        return self.args.duration * 3 + 30
+
+    def run_client(self, cell: dict, port: int, tag: str) -> dict:
+        d = self.args.duration
+        if cell["client"] == "loadgen":
+            conns = cell.get("conns", CONNS)
+            argv = [str(self.ys / "loadgen"), "-p", str(port), "-t", str(conns),
+                    "-n", str(max(conns * 10, int(400_000 * d))), "-T", str(d), "-N", str(N),
+                    "-l", cell["id"]]
+            if cell["mode"] == "keepalive":
+                argv.append("-k")
+            parse = parse_loadgen
+        else:
+            argv = [str(self.bin / "client"), str(N), "127.0.0.1", str(port), "--real-port",
+                    "--threads", str(CONNS), "--connection", cell["mode"], "--duration",
+                    str(d), "--quiet", "--format", "json"]
+            parse = parse_ours
+        res = subprocess.run(argv, capture_output=True, text=True,
+                             timeout=self.client_timeout())
+        (self.logs / f"{tag}.client.out").write_text(
+            "# " + " ".join(argv) + "\n" + res.stdout + res.stderr)
+        if res.returncode not in (0, 1):
+            raise PerfError(f"{cell['id']}: client exited {res.returncode}: "
+                            f"{res.stderr.strip()[-200:]}")
+        return {**parse(res.stdout)}
+
+    def run_redis_benchmark(self, cell: dict, port: int, tag: str) -> list:
+        mode = cell["mode"]
+        n = self.redis_n.get(mode, 40_000 if mode == "per-request" else 200_000)
+        n = max(2000, int(n * self.args.duration / 3))
+        argv = [self.redis_bench, "-h", "127.0.0.1", "-p", str(port), "-c", str(CONNS),
+                "-n", str(n), "-d", "100", "-k", "1" if mode == "keepalive" else "0",
+                "-t", "get,set", "--csv", "-r", str(N)]
+        res = subprocess.run(argv, capture_output=True, text=True,
+                             timeout=self.client_timeout() * 2)
+        (self.logs / f"{tag}.client.out").write_text(
+            "# " + " ".join(argv) + "\n" + res.stdout + res.stderr)
+        got = parse_redis_csv(res.stdout)
+        if res.returncode != 0 or set(got) != {"GET", "SET"}:
+            raise PerfError(f"redis-benchmark failed ({res.returncode}): "
+                            f"{(res.stderr or res.stdout).strip()[-200:]}")
+        # Next round: about `duration` seconds per test at the rate just measured.
+        self.redis_n[mode] = int(min(got["GET"]["rps"], got["SET"]["rps"]) * 3)
+        return [{"server": f"redis-{op.lower()}", "done": n, "errors": 0, **v}
+                for op, v in got.items()]
+
+    def run_lab(self, cell: dict, port: int, tag: str) -> list:
+        """The kit workload (repeated) or one client thread, on a fresh main4."""
+        base = [str(self.bin / "client"), str(N), "127.0.0.1", str(port), "--real-port",
+                "--quiet", "--format", "json"]
+        if cell["workload"] == "kit":
+            runs = [base] * self.args.kit_runs
+        else:
+            runs = [base + ["--threads", "1", "--requests", str(1000 * self.args.kit_runs)]]
+        text = ""
+        for argv in runs:
+            res = subprocess.run(argv, capture_output=True, text=True,
+                                 timeout=self.client_timeout())
+            text += "# " + " ".join(argv) + "\n" + res.stdout + res.stderr
+            if res.returncode != 0:
+                (self.logs / f"{tag}.client.out").write_text(text)
+                raise PerfError(f"{cell['id']}: client exited {res.returncode}")
+        (self.logs / f"{tag}.client.out").write_text(text)
+        return [{"done": 1000 * self.args.kit_runs, "errors": 0}]
+
+
+def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
+    only = [k for k in (args.only or "").split(",") if k]
+    io_models = has_io_option(bin_dir / "main4")
+    ios = io_models or ["default"]
+    delays = [0] if args.quick else [0, LAB_DELAY]
+    servers = [f"main{i}" for i in range(1, 5)]
+    cells = []
+
+    def add(**c):
+        c.setdefault("kind", "throughput")
+        c.setdefault("timing", "on")
+        c.setdefault("io", "")
+        c.setdefault("delay_mode", "")
+        c.setdefault("workload", "")
+        io = c["io"]
+        c["id"] = "_".join(str(x) for x in (c["kind"], c["server"], io or "-", c["client"],
+                                            c["mode"], f"d{c['delay_us']}",
+                                            c["delay_mode"] or "-", c["workload"] or "-",
+                                            "t" + c["timing"]))
+        cells.append(c)
+
+    strategies = [s for s in (args.strategies or "").split(",") if s]
+    for mode in ("per-request", "keepalive"):
+        for d in delays:
+            for io in ios:
+                for s in servers:
+                    if args.quick and s in ("main2", "main3"):
+                        continue
+                    add(server=s, server_kind="lockbench", binary=s, io=io,
+                        io_arg=None if io == "default" else io, client="loadgen", mode=mode,
+                        delay_us=d)
+                for strat in strategies:
+                    add(server=f"lockserver:{strat}", server_kind="lockbench",
+                        binary="lockserver", pre=["--strategy", strat], io=io,
+                        io_arg=None if io == "default" else io, client="loadgen", mode=mode,
+                        delay_us=d)
+            for ref in ("nullsrv_tpc", "nullsrv_epoll"):
+                add(server=ref, server_kind="null", client="loadgen", mode=mode, delay_us=d)
+        add(server="nullsrv_epoll", server_kind="null", client="ours", mode=mode, delay_us=0)
+        if have_redis:
+            add(server="redis", server_kind="redis", client="redis-benchmark", mode=mode,
+                delay_us=0)
+    # What timing costs: main4 keep-alive, timing on / off, run as one A B B A block per
+    # connection count (100 and 2); only with binaries that have --no-timing.
+    best_io = "epoll" if "epoll" in ios else ios[0]
+    for conns in ((CONNS, 2) if has_option(bin_dir / "main4", "--no-timing") else ()):
+        for k, timing in enumerate(("on", "off", "off", "on")):
+            add(kind="timing", server="main4", server_kind="lockbench", binary="main4",
+                io=best_io, io_arg=None if best_io == "default" else best_io,
+                client="loadgen", mode="keepalive", delay_us=0, timing=timing,
+                workload=f"c{conns}_abba{k}", conns=conns)
+    mode_flag = has_option(bin_dir / "main4", "--delay-mode")
+    # Binaries without --delay-mode sleep the kit's way (usleep) only.
+    for dm in (("precise", "usleep") if mode_flag else ("usleep",)):
+        for wl in ("kit", "uncontended"):
+            add(kind="lab", server="main4", server_kind="lockbench", binary="main4",
+                io="default", io_arg=None, client="ours", mode="per-request",
+                delay_us=LAB_DELAY, delay_mode=dm, workload=wl, mode_flag=mode_flag)
+    if only:
+        cells = [c for c in cells if c["kind"] in only]
+    return cells
+
+
+def estimate(cell: dict, duration: float) -> float:
+    if cell["kind"] == "lab":
+        return 3.0
+    return duration * (2.2 if cell["client"] == "redis-benchmark" else 1.0) + 0.6
+
+
+ROW_KEYS = ("round", "cell", "kind", "server", "server_kind", "io", "client", "conns", "mode",
+            "delay_us", "timing", "delay_mode", "workload", "rps", "done", "errors", "p50_us",
+            "p99_us", "mean_us", "server_exit", "server_cpu_s", "server_cpu_us_per_req")
+
+
+def write_rows(path_csv: Path, rows: list) -> None:
+    import csv
+    keys = list(ROW_KEYS)
+    for r in rows:
+        for k in r:
+            if k not in keys:
+                keys.append(k)
+    with open(path_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="bench/perf.py",
+        description="lockbench against the physical limit (null servers, Redis), "
+                    "interleaved rounds in one sitting; writes results/perf/<UTC>/.")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    p.add_argument("--duration", type=float, default=3.0,
+                   help="seconds per throughput run (default 3)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run under 2 minutes: 1 round, 1 s runs, delay 0 only, "
+                        "main1 and main4")
+    p.add_argument("--kit-runs", type=int, default=5,
+                   help="kit runs (1000 requests each) per lab-metric measurement")
+    p.add_argument("--bin-dir", default=str(ROOT / "build" / "release"),
+                   help="where main1..main4, lockserver and client are")
+    p.add_argument("--yardstick", default=None,
+                   help="folder with the built yardstick (default: build it into "
+                        "build/yardstick of this checkout from /work/shared/yardstick)")
+    p.add_argument("--strategies", default="",
+                   help="also lockserver strategies, comma-separated (e.g. seqlock-per-slot)")
+    p.add_argument("--no-redis", action="store_true", help="skip Redis")
+    p.add_argument("--only", default="",
+                   help="run only these kinds of configuration, comma-separated: "
+                        "throughput, timing (the on/off blocks), lab (the lab-metric split)")
+    p.add_argument("--out", default=None, help="results folder (default results/perf/<UTC>)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the round order")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.rounds, a.duration, a.kit_runs = 1, 1.0, 2
+    if not 1 <= a.rounds <= 50:
+        p.error("--rounds must be 1..50")
+    if not 0.5 <= a.duration <= 120:
+        p.error("--duration must be 0.5..120 seconds")
+    if not 1 <= a.kit_runs <= 100:
+        p.error("--kit-runs must be 1..100")
+    bad = [k for k in a.only.split(",") if k and k not in ("throughput", "timing", "lab")]
+    if bad:
+        p.error(f"--only: unknown kind {bad[0]!r} (throughput, timing, lab)")
+    return a
+
+
+def prepare_yardstick(args) -> None:
+    if args.yardstick:
+        ys = Path(args.yardstick)
+    else:
+        ys = ROOT / "build" / "yardstick"  # ours, whatever --bin-dir points at
+        if not (ys / "loadgen").exists():
+            if not (YARDSTICK_SRC / "build").exists():
+                raise PerfError(f"no yardstick: build it with {YARDSTICK_SRC}/build DIR and "
+                                "pass --yardstick DIR")
+            subprocess.run([str(YARDSTICK_SRC / "build"), str(ys)], check=True,
+                           capture_output=True, timeout=300)
+    for p in ("loadgen", "nullsrv_tpc", "nullsrv_epoll"):
+        if not os.access(ys / p, os.X_OK):
+            raise PerfError(f"yardstick program missing: {ys / p}")
+    args.yardstick = str(ys)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    bench = None
+    try:
+        bin_dir = Path(args.bin_dir).resolve()
+        for b in ("main1", "main2", "main3", "main4", "client"):
+            if not os.access(bin_dir / b, os.X_OK):
+                raise PerfError(f"binary not found: {bin_dir / b} (build first: cmake "
+                                "--preset release && cmake --build --preset release)")
+        prepare_yardstick(args)
+        started = datetime.now(timezone.utc)
+        out = Path(args.out) if args.out else (
+            ROOT / "results" / "perf" / started.strftime("%Y%m%dT%H%M%SZ"))
+        bench = Bench(args, out)
+        have_redis = bool(bench.redis and bench.redis_bench)
+        cells = build_cells(args, bin_dir, have_redis)
+        meta = {**machine_meta(), "started_utc": started.strftime("%Y-%m-%d %H:%M UTC"),
+                "rounds": args.rounds, "duration_s": args.duration, "quick": args.quick,
+                "kit_runs": args.kit_runs, "connections": CONNS, "n": N,
+                "bin_dir": str(bin_dir), "io_models": has_io_option(bin_dir / "main4"),
+                "bin_git": subprocess.run(["git", "-C", str(bin_dir), "log", "-1",
+                                           "--format=%h %s"], capture_output=True,
+                                          text=True).stdout.strip()[:120],
+                "redis": subprocess.run([bench.redis, "--version"], capture_output=True,
+                                        text=True).stdout.strip() if have_redis else None,
+                "argv": sys.argv[1:]}
+        (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        total = sum(estimate(c, args.duration) for c in cells) * args.rounds
+        progress = Progress(total, len(cells) * args.rounds)
+        progress.note(f"perf: {len(cells)} configurations x {args.rounds} rounds, about "
+                      f"{total / 60:.0f} min; raw results in {out}")
+        rows = []
+        jsonl = open(out / "runs.jsonl", "w")
+        for rnd in range(args.rounds):
+            order = [c for c in cells if c["kind"] != "timing"]
+            bench.rng.shuffle(order)
+            for conns in (CONNS, 2):  # each A B B A block stays together
+                at = bench.rng.randint(0, len(order))
+                order[at:at] = [c for c in cells
+                                if c["kind"] == "timing" and c["conns"] == conns]
+            for cell in order:
+                base = {k: cell[k] for k in ("kind", "server", "server_kind", "io", "client",
+                                             "mode", "delay_us", "timing", "delay_mode",
+                                             "workload")}
+                base["conns"] = cell.get("conns", CONNS)
+                base.update(round=rnd, cell=cell["id"])
+                try:
+                    got = bench.run_cell(cell, rnd)
+                except (PerfError, subprocess.TimeoutExpired) as exc:
+                    progress.note(f"perf: round {rnd} {cell['id']}: {exc}")
+                    got = [{"error": str(exc)[:300]}]
+                for g in got:
+                    row = {**base, **g}
+                    rows.append(row)
+                    jsonl.write(json.dumps(row) + "\n")
+                jsonl.flush()
+                progress.advance(estimate(cell, args.duration),
+                                 f"round {rnd + 1}/{args.rounds} {cell['id']}")
+        jsonl.close()
+        write_rows(out / "runs.csv", rows)
+        meta["finished_utc"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        # The per-run logs (server and client output) are kept, packed.
+        import tarfile
+        with tarfile.open(out / "logs.tar.xz", "w:xz") as tar:
+            tar.add(bench.logs, arcname="logs")
+        shutil.rmtree(bench.logs)
+        import pandas as pd
+        from analysis import perf as perf_report
+        runs = pd.read_csv(out / "runs.csv")
+        for path in perf_report.write_section(runs, meta, out):
+            print(path)
+        return 0
+    except KeyboardInterrupt:
+        print("perf: interrupted; servers stopped", file=sys.stderr)
+        return 130
+    except PerfError as exc:
+        print(f"perf: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        stop_all()
+        if bench is not None:  # the servers' working folder (timing files)
+            shutil.rmtree(bench.work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

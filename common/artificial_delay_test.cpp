@@ -1,0 +1,101 @@
+// ArtificialDelay: both modes sleep at least the nominal delay, record what
+// they slept (in total and per thread), and precise mode sets the thread's
+// timer slack. Bounds only, never "how fast": the machine is shared.
+#include "common/artificial_delay.h"
+
+#include <gtest/gtest.h>
+#include <sys/prctl.h>
+
+#include <chrono>
+#include <thread>
+
+#include "common/clock.h"
+
+namespace kv {
+namespace {
+
+using std::chrono::microseconds;
+
+class ArtificialDelayModeTest : public testing::TestWithParam<DelayMode> {};
+
+TEST_P(ArtificialDelayModeTest, EveryPauseLastsAtLeastTheNominalDelay) {
+  ArtificialDelay delay(microseconds(50), GetParam());
+  ArtificialDelay::TakeThreadSleptNanos();
+  int64_t total = 0;
+  for (int i = 0; i < 40; ++i) {
+    const int64_t start = MonotonicNanos();
+    delay.Pause();
+    const int64_t elapsed = MonotonicNanos() - start;
+    const int64_t recorded = ArtificialDelay::TakeThreadSleptNanos();
+    EXPECT_GE(elapsed, 50'000) << "pause " << i;
+    EXPECT_GE(recorded, 50'000) << "pause " << i;
+    EXPECT_LE(recorded, elapsed) << "pause " << i;
+    total += recorded;
+  }
+  EXPECT_EQ(delay.pauses(), 40u);
+  EXPECT_GE(delay.MeanSleptNanos(), 50'000.0);
+  EXPECT_NEAR(delay.MeanSleptNanos(), static_cast<double>(total) / 40, 1.0);
+}
+
+TEST_P(ArtificialDelayModeTest, ZeroDelayTakesNoPause) {
+  ArtificialDelay delay(microseconds(0), GetParam());
+  ArtificialDelay::TakeThreadSleptNanos();
+  delay.Pause();
+  EXPECT_EQ(delay.pauses(), 0u);
+  EXPECT_EQ(delay.MeanSleptNanos(), 0.0);
+  EXPECT_EQ(ArtificialDelay::TakeThreadSleptNanos(), 0);
+}
+
+TEST_P(ArtificialDelayModeTest, ThreadSumBelongsToTheThreadThatPaused) {
+  ArtificialDelay delay(microseconds(100), GetParam());
+  ArtificialDelay::TakeThreadSleptNanos();
+  int64_t other = -1;
+  std::thread t([&] {
+    delay.Pause();
+    delay.Pause();
+    other = ArtificialDelay::TakeThreadSleptNanos();
+  });
+  t.join();
+  EXPECT_GE(other, 200'000);
+  EXPECT_EQ(ArtificialDelay::TakeThreadSleptNanos(), 0);  // this thread slept none
+  EXPECT_EQ(delay.pauses(), 2u);
+  // Taking resets: a second take in the same thread is 0.
+  delay.Pause();
+  EXPECT_GE(ArtificialDelay::TakeThreadSleptNanos(), 100'000);
+  EXPECT_EQ(ArtificialDelay::TakeThreadSleptNanos(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, ArtificialDelayModeTest,
+                         testing::Values(DelayMode::kUsleep, DelayMode::kPrecise),
+                         [](const testing::TestParamInfo<DelayMode>& p) {
+                           return std::string(DelayModeName(p.param));
+                         });
+
+TEST(ArtificialDelayTest, PreciseModeSetsOneNanosecondSlackOnThePausingThread) {
+  long usleep_slack = -1, precise_slack = -1;
+  ArtificialDelay plain(microseconds(10), DelayMode::kUsleep);
+  ArtificialDelay precise(microseconds(10), DelayMode::kPrecise);
+  std::thread a([&] {
+    plain.Pause();
+    usleep_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  });
+  a.join();
+  std::thread b([&] {
+    precise.Pause();
+    precise_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  });
+  b.join();
+  EXPECT_EQ(precise_slack, 1);
+  EXPECT_EQ(usleep_slack, prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0));  // untouched
+}
+
+TEST(ArtificialDelayTest, ModeNames) {
+  EXPECT_EQ(DelayModeName(DelayMode::kUsleep), "usleep");
+  EXPECT_EQ(DelayModeName(DelayMode::kPrecise), "precise");
+  ArtificialDelay d(microseconds(3), DelayMode::kPrecise);
+  EXPECT_EQ(d.mode(), DelayMode::kPrecise);
+  EXPECT_EQ(d.nominal(), microseconds(3));
+}
+
+}  // namespace
+}  // namespace kv
