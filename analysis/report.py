@@ -32,7 +32,16 @@ def shown_path(path) -> str:
         return p.name
 
 
-def read_data(results_dir, microbench=None, template=TEMPLATE) -> ReportData:
+PERF_RESULTS = REPO / "results" / "perf"
+
+
+def latest_perf(root=PERF_RESULTS) -> Path | None:
+    """The newest bench/perf.py results folder (results/perf/<UTC time>/runs.csv), or None."""
+    runs = sorted(Path(root).glob("*/runs.csv"))
+    return runs[-1].parent if runs else None
+
+
+def read_data(results_dir, microbench=None, template=TEMPLATE, perf=None) -> ReportData:
     """Everything the sections need. Raises LoadError on bad input."""
     results = load_results(results_dir)
     try:
@@ -47,8 +56,16 @@ def read_data(results_dir, microbench=None, template=TEMPLATE) -> ReportData:
         except (json.JSONDecodeError, UnicodeDecodeError, MicrobenchError, KeyError) as exc:
             raise LoadError(f"{microbench}: not kv_bench JSON: {exc}") from None
         context, shown = doc.get("context") or {}, shown_path(microbench)
+    perf_data = None
+    if perf is not None:
+        from .perf import load_run
+        try:
+            perf_data = load_run(perf)
+        except (OSError, ValueError, KeyError) as exc:
+            raise LoadError(f"{perf}: not a bench/perf.py results folder: {exc}") from None
     return ReportData(results=results, results_shown=shown_path(results_dir), prose=prose,
-                      microbench=mb, microbench_context=context, microbench_shown=shown)
+                      microbench=mb, microbench_context=context, microbench_shown=shown,
+                      perf=perf_data, perf_shown=shown_path(perf) if perf else None)
 
 
 def assemble(sections, prose) -> tuple:
@@ -89,11 +106,11 @@ def write(out: Path, report_md: str, files: dict, figs: list) -> list:
     return sorted(set(written))
 
 
-def build_report(results_dir, out_dir, microbench=None) -> list:
+def build_report(results_dir, out_dir, microbench=None, perf=None) -> list:
     """Reads results_dir (and the microbenchmark JSON, if given and present), writes
     out_dir/{REPORT.md, tables/, figures/}. Returns the written paths, sorted. Raises
     load.LoadError on bad input."""
-    data = read_data(results_dir, microbench)
+    data = read_data(results_dir, microbench, perf=perf)
     with matplotlib.rc_context(F.RC):  # style at drawing and at saving time
         sections = [s for s in (section(data) for section in SECTIONS) if s is not None]
         report_md, files, figs = assemble(sections, data.prose)

@@ -7,7 +7,7 @@ in SECTIONS; its fixed wording goes into report/templates/report.md as `<!-- blo
 blocks (docs/analysis.md, "Adding a report section").
 """
 
-from . import agents, lab, method, microbench, setup, sweeps
+from . import agents, lab, method, microbench, perf, setup, sweeps
 
 SECTIONS = [
     setup.section,
@@ -16,5 +16,6 @@ SECTIONS = [
     sweeps.section,
     microbench.section,
     agents.section,
+    perf.section,
     method.section,
 ]

@@ -67,6 +67,8 @@ class ReportData:
     microbench: pd.DataFrame | None = None
     microbench_context: dict = field(default_factory=dict)
     microbench_shown: str | None = None
+    perf: tuple | None = None          # (runs, meta) of a bench/perf.py run, or None
+    perf_shown: str | None = None
 
     @property
     def meta(self) -> dict:

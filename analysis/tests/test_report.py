@@ -177,7 +177,9 @@ def test_committed_report_is_regenerated_byte_for_byte(tmp_path):
     mb = REPO / "results" / "microbench" / "microbench.json"
     if not (committed / "REPORT.md").is_file() or not results:
         pytest.skip("no committed report or results")
-    build_report(results[-1], tmp_path, microbench=mb if mb.is_file() else None)
+    from analysis.report import latest_perf
+    build_report(results[-1], tmp_path, microbench=mb if mb.is_file() else None,
+                 perf=latest_perf())
     count, bad = _same_files(tmp_path, committed)
     assert count > 40 and not bad, f"regenerate report/: these differ: {bad}"
     extra = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()
