@@ -23,8 +23,8 @@ constexpr char kProgram[] = "lockserver";
 int main(int argc, char** argv) {
   kv::ServerOptions options;
   kv::GenericFlags flags;
-  const kv::ParseOutcome outcome = kv::ParseServerOptions(
-      argc, argv, kProgram, "chosen with --strategy", &options, &flags);
+  const kv::ParseOutcome outcome =
+      kv::ParseServerOptions(argc, argv, kProgram, "chosen with --strategy", &options, &flags);
   if (outcome.action == kv::ParseOutcome::Action::kExit) {
     return outcome.exit_code;
   }
@@ -43,9 +43,8 @@ int main(int argc, char** argv) {
   }
   kv::StrategyConfig config;
   config.stripes = flags.stripes;
-  return kv::RunServer(
-      options, kProgram,
-      [strategy, config](std::size_t n, kv::ArtificialDelay* delay) {
-        return strategy->create(n, delay, config);
-      });
+  return kv::RunServer(options, kProgram,
+                       [strategy, config](std::size_t n, kv::ArtificialDelay* delay) {
+                         return strategy->create(n, delay, config);
+                       });
 }

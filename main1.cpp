@@ -3,6 +3,4 @@
 #include "common/server.h"
 #include "common/store_one_mutex.h"
 
-int main(int argc, char** argv) {
-  return kv::ServerMain<kv::OneMutexStore>(argc, argv);
-}
+int main(int argc, char** argv) { return kv::ServerMain<kv::OneMutexStore>(argc, argv); }

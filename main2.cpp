@@ -3,6 +3,4 @@
 #include "common/server.h"
 #include "common/store_mutex_per_slot.h"
 
-int main(int argc, char** argv) {
-  return kv::ServerMain<kv::MutexPerSlotStore>(argc, argv);
-}
+int main(int argc, char** argv) { return kv::ServerMain<kv::MutexPerSlotStore>(argc, argv); }

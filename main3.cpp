@@ -3,6 +3,4 @@
 #include "common/server.h"
 #include "common/store_one_rwlock.h"
 
-int main(int argc, char** argv) {
-  return kv::ServerMain<kv::OneRwLockStore>(argc, argv);
-}
+int main(int argc, char** argv) { return kv::ServerMain<kv::OneRwLockStore>(argc, argv); }

@@ -3,6 +3,4 @@
 #include "common/server.h"
 #include "common/store_rwlock_per_slot.h"
 
-int main(int argc, char** argv) {
-  return kv::ServerMain<kv::RwLockPerSlotStore>(argc, argv);
-}
+int main(int argc, char** argv) { return kv::ServerMain<kv::RwLockPerSlotStore>(argc, argv); }

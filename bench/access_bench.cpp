@@ -52,7 +52,7 @@ void BM_Access(benchmark::State& state) {
   const int read_pct = static_cast<int>(state.range(2));
   Store* store = CachedStore(static_cast<std::size_t>(state.range(0)), n);
   constexpr std::size_t kRing = std::size_t{1} << 16;  // power of two
-  std::vector<uint32_t> ring(kRing);  // position << 1 | is_write
+  std::vector<uint32_t> ring(kRing);                   // position << 1 | is_write
   std::mt19937_64 rng(0x9e3779b97f4a7c15ULL);
   std::uniform_int_distribution<uint32_t> pos(0, n - 1);
   std::uniform_int_distribution<int> pct(0, 99);
@@ -81,8 +81,7 @@ void RegisterAccessBenchmarks(bool quick) {
   for (const int read_pct : {100, 70}) {
     for (const int n : sizes) {
       for (std::size_t s = 0; s < g_access_names.size(); ++s) {
-        benchmark::RegisterBenchmark(("Access/" + g_access_names[s]).c_str(),
-                                     BM_Access)
+        benchmark::RegisterBenchmark(("Access/" + g_access_names[s]).c_str(), BM_Access)
             ->Args({static_cast<int64_t>(s), n, read_pct})
             ->ArgNames({"s", "n", "read"})
             ->MinTime(quick ? 0.01 : 0.2);

@@ -30,8 +30,7 @@ namespace {
 
 constexpr int64_t kWriterGapUs = 1000;
 
-void BM_WriterStarvation(benchmark::State& state, std::string strategy,
-                         int run_ms) {
+void BM_WriterStarvation(benchmark::State& state, std::string strategy, int run_ms) {
   const int readers = static_cast<int>(state.range(0));
   const int64_t delay_us = state.range(1);
   std::vector<int64_t> waits;
@@ -89,10 +88,10 @@ void BM_WriterStarvation(benchmark::State& state, std::string strategy,
   state.counters["writer_wait_p99_us"] = pick(0.99);
   state.counters["writer_wait_max_us"] = pick(1.0);
   state.counters["writes"] = static_cast<double>(waits.size());
-  state.counters["writes_per_s"] = benchmark::Counter(
-      static_cast<double>(waits.size()), benchmark::Counter::kIsRate);
-  state.counters["reads_per_s"] = benchmark::Counter(
-      static_cast<double>(reads_total), benchmark::Counter::kIsRate);
+  state.counters["writes_per_s"] =
+      benchmark::Counter(static_cast<double>(waits.size()), benchmark::Counter::kIsRate);
+  state.counters["reads_per_s"] =
+      benchmark::Counter(static_cast<double>(reads_total), benchmark::Counter::kIsRate);
 }
 
 }  // namespace
@@ -100,15 +99,14 @@ void BM_WriterStarvation(benchmark::State& state, std::string strategy,
 void RegisterStarvationBenchmarks(bool quick) {
   const int run_ms = quick ? 50 : 400;
   for (const char* strategy :
-       {"one-rwlock", "one-rwlock-wpref", "one-mutex", "seqlock-per-slot",
-        "pointer-swap"}) {
+       {"one-rwlock", "one-rwlock-wpref", "one-mutex", "seqlock-per-slot", "pointer-swap"}) {
     auto* b = benchmark::RegisterBenchmark(
         (std::string("WriterStarvation/") + strategy).c_str(),
-        [strategy, run_ms](benchmark::State& s) {
-          BM_WriterStarvation(s, strategy, run_ms);
-        });
-    b->ArgNames({"readers", "delay_us"})->UseManualTime()->Iterations(1)->Unit(
-        benchmark::kMillisecond);
+        [strategy, run_ms](benchmark::State& s) { BM_WriterStarvation(s, strategy, run_ms); });
+    b->ArgNames({"readers", "delay_us"})
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
     if (quick) {
       b->Args({2, 10});
     } else {

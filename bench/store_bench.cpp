@@ -121,13 +121,12 @@ void BM_Store(benchmark::State& state) {
 // Read/Write reads the monotonic clock three times for its wait/hold timing.
 void BM_ClockRead(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
-  state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * 1e-9,
-      benchmark::Counter::kAvgThreadsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_op"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kAvgThreadsRate | benchmark::Counter::kInvert);
 }
 
-void Add(std::size_t strategy_id, int read_pct, int n, int delay_us,
-         int threads) {
+void Add(std::size_t strategy_id, int read_pct, int n, int delay_us, int threads) {
   benchmark::RegisterBenchmark(("Store/" + g_names[strategy_id]).c_str(), BM_Store)
       ->Args({static_cast<int64_t>(strategy_id), read_pct, n, delay_us, threads})
       ->ArgNames({"s", "read", "n", "delay_us", "threads"})

@@ -73,8 +73,7 @@ void BM_CpuWaitSampledPerRequest(benchmark::State& state) {
   int64_t sum = 0;
   for (auto _ : state) {
     const int64_t received = MonotonicNanos();
-    if (SampleCpuWait(received) && ReadThreadSchedStat(&before) &&
-        ReadThreadSchedStat(&after)) {
+    if (SampleCpuWait(received) && ReadThreadSchedStat(&before) && ReadThreadSchedStat(&after)) {
       sum += after.run_delay_ns - before.run_delay_ns;
     }
   }

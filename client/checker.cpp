@@ -32,14 +32,11 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-constexpr char kAlnum[] =
-    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+constexpr char kAlnum[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 // Longest text that fits in a write request for position `pos`:
 // "pos-0-" + text + NUL <= 100 bytes.
-std::size_t Room(uint64_t pos) {
-  return kMaxTextLen - (std::to_string(pos).size() + 3);
-}
+std::size_t Room(uint64_t pos) { return kMaxTextLen - (std::to_string(pos).size() + 3); }
 
 std::string InitialValue(uint64_t pos) {
   return "String " + std::to_string(pos) + ": the initial value";
@@ -55,7 +52,7 @@ std::string Quote(std::string_view s) {
 // State shared by all checker threads of a run.
 struct Shared {
   const CheckConfig* cfg = nullptr;
-  std::vector<uint64_t> positions;  // the positions the check touches
+  std::vector<uint64_t> positions;                     // the positions the check touches
   std::unordered_map<uint64_t, std::string> baseline;  // read-only after phase 0
   std::vector<uint64_t> attack_positions;
   std::array<std::string, kPoolSize> pool;
@@ -108,19 +105,16 @@ struct Shared {
         d += Quote(p);
       }
     }
-    d += ", or exactly a value the checker sent to position " +
-         std::to_string(pos) + " (e.g. " +
+    d += ", or exactly a value the checker sent to position " + std::to_string(pos) + " (e.g. " +
          Quote(CheckerValue('P', pos, 0, 1, Room(pos))) + ")";
     return d;
   }
 
-  void AddViolation(const char* phase, uint64_t pos, std::string_view read,
-                    std::string allowed) {
+  void AddViolation(const char* phase, uint64_t pos, std::string_view read, std::string allowed) {
     std::lock_guard<std::mutex> guard(mu);
     ++result->violations_total;
     if (result->violations.size() < kMaxViolationsKept) {
-      result->violations.push_back(
-          Violation{phase, pos, Sanitize(read, 100), std::move(allowed)});
+      result->violations.push_back(Violation{phase, pos, Sanitize(read, 100), std::move(allowed)});
     }
   }
 };
@@ -135,8 +129,7 @@ class Session {
 
   // Sends one request; on success stores the reply text in *reply and
   // returns true. On failure counts an I/O error and returns false.
-  bool Exchange(uint64_t pos, bool is_read, std::string_view text,
-                std::string* reply) {
+  bool Exchange(uint64_t pos, bool is_read, std::string_view text, std::string* reply) {
     const CheckConfig& cfg = *shared_->cfg;
     FillRequestFrame(pos, is_read, text, &request_);
     if (MonotonicNanos() >= shared_->deadline_ns) {
@@ -147,14 +140,14 @@ class Session {
     }
     ErrorKind kind = ErrorKind::kNone;
     std::string detail;
-    if (!conn_.is_open()) kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &detail, cfg.keepalive);
+    if (!conn_.is_open())
+      kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &detail, cfg.keepalive);
     if (kind == ErrorKind::kNone) {
       kind = conn_.RoundTrip(request_, &reply_);
       if (!cfg.keepalive) conn_.Close();
       if (kind != ErrorKind::kNone) {
         detail = std::string(ErrorKindName(kind)) + " on request '" +
-                 Sanitize(FrameText(std::string_view(request_.data(), kFrameSize)),
-                          40) + "'";
+                 Sanitize(FrameText(std::string_view(request_.data(), kFrameSize)), 40) + "'";
         if (kind == ErrorKind::kErrorReply) {
           detail += ": ";
           detail += Quote(FrameText(std::string_view(reply_.data(), kFrameSize)));
@@ -216,8 +209,7 @@ void RunThreads(uint32_t count, const std::function<void(uint32_t)>& fn) {
 }
 
 void ReadBaselines(Shared* s) {
-  const uint32_t nthreads =
-      static_cast<uint32_t>(std::min<std::size_t>(8, s->positions.size()));
+  const uint32_t nthreads = static_cast<uint32_t>(std::min<std::size_t>(8, s->positions.size()));
   std::vector<std::vector<std::pair<uint64_t, std::string>>> found(nthreads);
   RunThreads(nthreads, [&](uint32_t t) {
     Session session(s);
@@ -241,8 +233,7 @@ void ReadBaselines(Shared* s) {
 void AttackPhase(Shared* s) {
   const CheckConfig& cfg = *s->cfg;
   const uint32_t per_position = 8;  // 7 writers + 1 reader, as the kit
-  const uint32_t nthreads =
-      per_position * static_cast<uint32_t>(s->attack_positions.size());
+  const uint32_t nthreads = per_position * static_cast<uint32_t>(s->attack_positions.size());
   RunThreads(nthreads, [&](uint32_t t) {
     const uint64_t pos = s->attack_positions[t / per_position];
     const bool reader = t % per_position == 0;
@@ -282,8 +273,8 @@ void AttackPhase(Shared* s) {
 
 void ReadYourWritesPhase(Shared* s) {
   const CheckConfig& cfg = *s->cfg;
-  const uint32_t nthreads = static_cast<uint32_t>(
-      std::min<std::size_t>(kMaxRywThreads, s->positions.size()));
+  const uint32_t nthreads =
+      static_cast<uint32_t>(std::min<std::size_t>(kMaxRywThreads, s->positions.size()));
   RunThreads(nthreads, [&](uint32_t t) {
     std::vector<uint64_t> own;
     for (std::size_t i = t; i < s->positions.size(); i += nthreads) {
@@ -301,7 +292,8 @@ void ReadYourWritesPhase(Shared* s) {
       }
       const std::string allowed =
           "exactly the value this thread just wrote (no other thread writes "
-          "this position): " + Quote(value);
+          "this position): " +
+          Quote(value);
       if (reply != value) {
         s->AddViolation("read-your-writes (write reply)", pos, reply, allowed);
         return;
@@ -348,15 +340,14 @@ void SweepPhase(Shared* s) {
 
 }  // namespace
 
-std::string CheckerValue(char tag, uint64_t pos, uint32_t writer,
-                         uint64_t count, std::size_t len) {
+std::string CheckerValue(char tag, uint64_t pos, uint32_t writer, uint64_t count, std::size_t len) {
   char head[64];
   const int h = std::snprintf(head, sizeof head, "%c%llu.w%u.c%llu:", tag,
                               static_cast<unsigned long long>(pos), writer,
                               static_cast<unsigned long long>(count));
   std::string v(head, static_cast<std::size_t>(h));
-  uint64_t state = Mix(static_cast<uint64_t>(tag) * 0x100000001b3ULL ^
-                       Mix(pos ^ Mix(writer ^ Mix(count))));
+  uint64_t state =
+      Mix(static_cast<uint64_t>(tag) * 0x100000001b3ULL ^ Mix(pos ^ Mix(writer ^ Mix(count))));
   while (v.size() < len) {
     state = Mix(state);
     v += kAlnum[state % (sizeof kAlnum - 1)];
@@ -365,21 +356,20 @@ std::string CheckerValue(char tag, uint64_t pos, uint32_t writer,
   return v;
 }
 
-bool ParseCheckerValue(std::string_view text, uint64_t pos, char* tag,
-                       uint32_t* writer, uint64_t* count) {
+bool ParseCheckerValue(std::string_view text, uint64_t pos, char* tag, uint32_t* writer,
+                       uint64_t* count) {
   if (text.empty() || (text[0] != 'R' && text[0] != 'P')) return false;
   *tag = text[0];
   const char* p = text.data() + 1;
   const char* end = text.data() + text.size();
   uint64_t got_pos;
   auto r1 = std::from_chars(p, end, got_pos);
-  if (r1.ec != std::errc() || got_pos != pos || r1.ptr + 2 > end ||
-      r1.ptr[0] != '.' || r1.ptr[1] != 'w') {
+  if (r1.ec != std::errc() || got_pos != pos || r1.ptr + 2 > end || r1.ptr[0] != '.' ||
+      r1.ptr[1] != 'w') {
     return false;
   }
   auto r2 = std::from_chars(r1.ptr + 2, end, *writer);
-  if (r2.ec != std::errc() || r2.ptr + 2 > end || r2.ptr[0] != '.' ||
-      r2.ptr[1] != 'c') {
+  if (r2.ec != std::errc() || r2.ptr + 2 > end || r2.ptr[0] != '.' || r2.ptr[1] != 'c') {
     return false;
   }
   auto r3 = std::from_chars(r2.ptr + 2, end, *count);
@@ -426,8 +416,8 @@ void RunPhase(const std::string& name, void (*phase)(Shared*), Shared* s) {
   const uint64_t violations = result->violations_total;
   const uint64_t errors = result->io_errors;
   phase(s);
-  std::string line = "phase " + name + ": " +
-                     std::to_string(result->replies_checked - checked) + " replies, ";
+  std::string line =
+      "phase " + name + ": " + std::to_string(result->replies_checked - checked) + " replies, ";
   const uint64_t v = result->violations_total - violations;
   const uint64_t e = result->io_errors - errors;
   line += v == 0 ? "consistent" : std::to_string(v) + " VIOLATION(S)";

@@ -58,7 +58,7 @@ struct CheckResult {
   std::vector<Violation> violations;  // the first few
   uint64_t io_errors = 0;             // requests without a proper reply
   std::string first_io_error;
-  uint64_t non_initial_baselines = 0; // positions not fresh at start
+  uint64_t non_initial_baselines = 0;  // positions not fresh at start
   std::vector<std::string> phase_lines;
 
   bool consistent() const { return violations_total == 0 && io_errors == 0; }
@@ -71,10 +71,9 @@ void RunCheck(const CheckConfig& config, CheckResult* result);
 // Exposed for tests: the deterministic value a checker writer sends, of
 // length `len`, and whether `text` is such a value for `pos` (out-params
 // filled if so).
-std::string CheckerValue(char tag, uint64_t pos, uint32_t writer,
-                         uint64_t count, std::size_t len);
-bool ParseCheckerValue(std::string_view text, uint64_t pos, char* tag,
-                       uint32_t* writer, uint64_t* count);
+std::string CheckerValue(char tag, uint64_t pos, uint32_t writer, uint64_t count, std::size_t len);
+bool ParseCheckerValue(std::string_view text, uint64_t pos, char* tag, uint32_t* writer,
+                       uint64_t* count);
 
 }  // namespace kv
 

@@ -49,8 +49,8 @@ nlohmann::json CheckJson(const ClientOptions& o, const kv::CheckConfig& cfg,
                          const kv::CheckResult& r) {
   nlohmann::json violations = nlohmann::json::array();
   for (const auto& v : r.violations) {
-    violations.push_back({{"phase", v.phase}, {"pos", v.pos}, {"read", v.read},
-                          {"allowed", v.allowed}});
+    violations.push_back(
+        {{"phase", v.phase}, {"pos", v.pos}, {"read", v.read}, {"allowed", v.allowed}});
   }
   return {{"tool", kv::kToolName},
           {"version", kv::kToolVersion},
@@ -75,23 +75,22 @@ nlohmann::json CheckJson(const ClientOptions& o, const kv::CheckConfig& cfg,
 }
 
 void PrintCheckText(const ClientOptions& o, const kv::CheckResult& r) {
-  std::printf("check: n=%llu -> %s, %s connections\n",
-              static_cast<unsigned long long>(o.n), o.endpoint.ToString().c_str(),
-              o.keepalive ? "keep-alive" : "per-request");
+  std::printf("check: n=%llu -> %s, %s connections\n", static_cast<unsigned long long>(o.n),
+              o.endpoint.ToString().c_str(), o.keepalive ? "keep-alive" : "per-request");
   for (const auto& line : r.phase_lines) std::printf("  %s\n", line.c_str());
   for (const auto& v : r.violations) {
     std::printf("VIOLATION [%s] pos %llu: read '%s'\n  allowed: %s\n", v.phase.c_str(),
-                static_cast<unsigned long long>(v.pos), v.read.c_str(),
-                v.allowed.c_str());
+                static_cast<unsigned long long>(v.pos), v.read.c_str(), v.allowed.c_str());
   }
   if (r.io_errors > 0) {
     std::printf("check: INCOMPLETE: %llu request(s) failed (first: %s)\n",
                 static_cast<unsigned long long>(r.io_errors), r.first_io_error.c_str());
   }
   if (r.non_initial_baselines > 0) {
-    std::printf("  note: %llu position(s) did not hold their initial value at the "
-                "start (server not fresh); those values were allowed too\n",
-                static_cast<unsigned long long>(r.non_initial_baselines));
+    std::printf(
+        "  note: %llu position(s) did not hold their initial value at the "
+        "start (server not fresh); those values were allowed too\n",
+        static_cast<unsigned long long>(r.non_initial_baselines));
   }
   if (r.violations_total > 0) {
     std::printf("check: INCONSISTENT: %llu violation(s) in %llu replies\n",
@@ -124,8 +123,7 @@ int RunCheckMode(const ClientOptions& o) {
   }
   std::cout << std::flush;
   if (result.violations_total > 0) {
-    return Fail("the check found " + std::to_string(result.violations_total) +
-                " violation(s)");
+    return Fail("the check found " + std::to_string(result.violations_total) + " violation(s)");
   }
   if (result.io_errors > 0) {
     return Fail("the check is incomplete: " + std::to_string(result.io_errors) +
@@ -204,9 +202,14 @@ nlohmann::json HistogramJson(const kv::RunReport& run) {
     kv::LatencyHistogram::BucketRange(i, &lo, &hi);
     buckets.push_back({lo, hi, h.bucket_count(i)});
   }
-  return {{"threads", run.config.threads}, {"count", h.count()}, {"sum_ns", h.sum()},
-          {"min_ns", h.min()}, {"max_ns", h.max()}, {"ok", run.result.ok},
-          {"elapsed_s", run.result.elapsed_s}, {"buckets", buckets}};
+  return {{"threads", run.config.threads},
+          {"count", h.count()},
+          {"sum_ns", h.sum()},
+          {"min_ns", h.min()},
+          {"max_ns", h.max()},
+          {"ok", run.result.ok},
+          {"elapsed_s", run.result.elapsed_s},
+          {"buckets", buckets}};
 }
 
 int RunLoadMode(const ClientOptions& o) {
@@ -231,8 +234,10 @@ int RunLoadMode(const ClientOptions& o) {
   std::cout << std::flush;
   if (!o.histogram_out.empty()) {
     std::ofstream f(o.histogram_out, std::ios::trunc);
-    f << nlohmann::json{{"tool", kv::kToolName}, {"version", kv::kToolVersion},
-                        {"unit", "ns"}, {"runs", histograms}}
+    f << nlohmann::json{{"tool", kv::kToolName},
+                        {"version", kv::kToolVersion},
+                        {"unit", "ns"},
+                        {"runs", histograms}}
              .dump()
       << "\n";
     if (!f.flush()) return Fail("cannot write --histogram-out " + o.histogram_out);
@@ -244,8 +249,7 @@ int RunClient(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // belt and braces: sends use MSG_NOSIGNAL
   ClientOptions options;
   if (kv::Status s = kv::ParseClientOptions(argc, argv, &options); !s.ok()) {
-    std::fprintf(stderr, "client: %s (client --help lists the options)\n",
-                 s.message().c_str());
+    std::fprintf(stderr, "client: %s (client --help lists the options)\n", s.message().c_str());
     return 2;
   }
   if (!options.show.empty()) {

@@ -37,23 +37,19 @@ struct RawOptions {
 void DefineOptions(CLI::App* app, RawOptions* raw) {
   app->add_option("n", raw->n, "array size (1..10,000,000)")->required();
   app->add_option("ip", raw->ip, "server IPv4 or IPv6 address (numeric)")->required();
-  app->add_option("port", raw->port, "server port (1..65535), as given to the server")
-      ->required();
+  app->add_option("port", raw->port, "server port (1..65535), as given to the server")->required();
   app->add_option("--threads", raw->threads,
                   "client threads T (1..4096), or a comma list (1,2,4,8,16,32): "
                   "one run per point [100]");
   app->add_option("--requests", raw->requests,
                   "total measured requests per run (1..2^50) [1000 unless "
                   "--duration is given]");
-  app->add_option("--duration", raw->duration,
-                  "run for S seconds after warm-up (0.001..86400)");
-  app->add_option("--warmup", raw->warmup,
-                  "seconds excluded from the results (0..86400) [0]");
+  app->add_option("--duration", raw->duration, "run for S seconds after warm-up (0.001..86400)");
+  app->add_option("--warmup", raw->warmup, "seconds excluded from the results (0..86400) [0]");
   app->add_option("--time-limit", raw->time_limit,
                   "no run point lasts longer than S seconds (0.001..86400) "
                   "[600, or warmup + duration]");
-  app->add_option("--connection", raw->connection,
-                  "per-request (kit) or keepalive [per-request]");
+  app->add_option("--connection", raw->connection, "per-request (kit) or keepalive [per-request]");
   app->add_option("--connections", raw->connections,
                   "keep-alive: total connections (1..65536), >= threads; each "
                   "thread uses its share in turn [threads]");
@@ -72,8 +68,7 @@ void DefineOptions(CLI::App* app, RawOptions* raw) {
   app->add_option("--format", raw->format, "text | json | csv [text]");
   app->add_flag("--timeline", raw->timeline, "per-second throughput in the output");
   app->add_flag("--quiet", raw->quiet, "no progress lines on stderr");
-  app->add_flag("--check", raw->check,
-                "run the consistency checker instead of a load run");
+  app->add_flag("--check", raw->check, "run the consistency checker instead of a load run");
   app->add_option("--check-requests", raw->check_requests,
                   "checker: requests per attacker thread (1..10,000,000) [125, "
                   "as the kit]");
@@ -107,13 +102,13 @@ Status ParseThreadList(const std::string& text, std::vector<uint32_t>* out) {
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = text.find(',', start);
-    const std::string item = text.substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     uint64_t v = 0;
     if (!ParseWhole("--threads", item, 1, kMaxClientThreads, &v).ok()) {
-      return Status::InvalidArgument(
-          "--threads: '" + item + "' is not a whole number in 1.." +
-          std::to_string(kMaxClientThreads) + " (give T or a list like 1,2,4,8)");
+      return Status::InvalidArgument("--threads: '" + item + "' is not a whole number in 1.." +
+                                     std::to_string(kMaxClientThreads) +
+                                     " (give T or a list like 1,2,4,8)");
     }
     out->push_back(static_cast<uint32_t>(v));
     if (comma == std::string::npos) return Status::OK();
@@ -128,8 +123,7 @@ Status OneOf(std::string_view option, const std::string& value,
     if (value == a) return Status::OK();
     list += list.empty() ? a : std::string(" | ") + a;
   }
-  return Status::InvalidArgument(std::string(option) + ": '" + value +
-                                 "' is not one of " + list);
+  return Status::InvalidArgument(std::string(option) + ": '" + value + "' is not one of " + list);
 }
 
 Status ParsePositionals(const RawOptions& raw, ClientOptions* o) {
@@ -148,8 +142,7 @@ Status ParsePositionals(const RawOptions& raw, ClientOptions* o) {
 
 Status ParseWorkload(const RawOptions& raw, ClientOptions* o) {
   o->spec.n = o->n;
-  if (Status s = ParseReal("--read-ratio", raw.read_ratio, 0, 1, &o->spec.read_ratio);
-      !s.ok()) {
+  if (Status s = ParseReal("--read-ratio", raw.read_ratio, 0, 1, &o->spec.read_ratio); !s.ok()) {
     return s;
   }
   if (Status s = ParseWhole("--seed", raw.seed, 0, UINT64_MAX, &o->spec.seed); !s.ok()) {
@@ -163,8 +156,7 @@ Status ParseRunShape(const RawOptions& raw, ClientOptions* o) {
   if (Status s = ParseThreadList(raw.threads, &o->threads); !s.ok()) return s;
   o->thread_list = raw.threads.find(',') != std::string::npos;
   if (raw.requests_given) {
-    if (Status s = ParseWhole("--requests", raw.requests, 1, uint64_t{1} << 50,
-                              &o->requests);
+    if (Status s = ParseWhole("--requests", raw.requests, 1, uint64_t{1} << 50, &o->requests);
         !s.ok()) {
       return s;
     }
@@ -188,8 +180,7 @@ Status ParseRunShape(const RawOptions& raw, ClientOptions* o) {
     return s;
   }
   o->timeout_ms = static_cast<int>(v);
-  if (Status s = ParseWhole("--check-requests", raw.check_requests, 1, 10'000'000, &v);
-      !s.ok()) {
+  if (Status s = ParseWhole("--check-requests", raw.check_requests, 1, 10'000'000, &v); !s.ok()) {
     return s;
   }
   o->check_requests = static_cast<uint32_t>(v);
@@ -197,8 +188,7 @@ Status ParseRunShape(const RawOptions& raw, ClientOptions* o) {
 }
 
 Status ParseConnections(const RawOptions& raw, ClientOptions* o) {
-  if (Status s = OneOf("--connection", raw.connection, {"per-request", "keepalive"});
-      !s.ok()) {
+  if (Status s = OneOf("--connection", raw.connection, {"per-request", "keepalive"}); !s.ok()) {
     return s;
   }
   o->keepalive = raw.connection == "keepalive";
@@ -231,11 +221,10 @@ Status ParseOutput(const RawOptions& raw, ClientOptions* o) {
   if (!raw.start_at.empty()) {
     timespec now{};
     ::clock_gettime(CLOCK_REALTIME, &now);
-    const uint64_t now_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ULL +
-                            static_cast<uint64_t>(now.tv_nsec);
+    const uint64_t now_ns =
+        static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(now.tv_nsec);
     const uint64_t day_ns = static_cast<uint64_t>(kMaxSeconds) * 1'000'000'000ULL;
-    if (Status s = ParseWhole("--start-at", raw.start_at, 0, now_ns + day_ns,
-                              &o->start_at_ns);
+    if (Status s = ParseWhole("--start-at", raw.start_at, 0, now_ns + day_ns, &o->start_at_ns);
         !s.ok()) {
       return s;
     }
@@ -246,8 +235,7 @@ Status ParseOutput(const RawOptions& raw, ClientOptions* o) {
 // The time bound of every run point (see the header).
 Status ParseTimeLimit(const RawOptions& raw, ClientOptions* o) {
   if (!raw.time_limit.empty()) {
-    if (Status s = ParseReal("--time-limit", raw.time_limit, 1e-3, kMaxSeconds,
-                             &o->time_limit_s);
+    if (Status s = ParseReal("--time-limit", raw.time_limit, 1e-3, kMaxSeconds, &o->time_limit_s);
         !s.ok()) {
       return s;
     }
@@ -257,8 +245,8 @@ Status ParseTimeLimit(const RawOptions& raw, ClientOptions* o) {
   if (o->warmup_s >= o->time_limit_s) {
     return Status::InvalidArgument("--warmup " + FormatNumber(o->warmup_s) +
                                    " s leaves no time to measure within the time limit "
-                                   "of " + FormatNumber(o->time_limit_s) +
-                                   " s (--time-limit)");
+                                   "of " +
+                                   FormatNumber(o->time_limit_s) + " s (--time-limit)");
   }
   if (o->duration_s > 0 && o->warmup_s + o->duration_s > o->time_limit_s) {
     return Status::InvalidArgument(
@@ -266,14 +254,12 @@ Status ParseTimeLimit(const RawOptions& raw, ClientOptions* o) {
         " s) is over --time-limit " + FormatNumber(o->time_limit_s) + " s");
   }
   if (o->rate > 0 && o->requests > 0) {
-    const double schedule_s =
-        o->warmup_s + static_cast<double>(o->requests) / o->rate;
+    const double schedule_s = o->warmup_s + static_cast<double>(o->requests) / o->rate;
     if (schedule_s > o->time_limit_s) {
-      return Status::InvalidArgument(
-          "--requests " + std::to_string(o->requests) + " at --rate " +
-          FormatNumber(o->rate) + " takes " + FormatNumber(schedule_s) +
-          " s, over the time limit of " + FormatNumber(o->time_limit_s) +
-          " s (raise --rate or --time-limit, or lower --requests)");
+      return Status::InvalidArgument("--requests " + std::to_string(o->requests) + " at --rate " +
+                                     FormatNumber(o->rate) + " takes " + FormatNumber(schedule_s) +
+                                     " s, over the time limit of " + FormatNumber(o->time_limit_s) +
+                                     " s (raise --rate or --time-limit, or lower --requests)");
     }
   }
   return Status::OK();
@@ -281,9 +267,9 @@ Status ParseTimeLimit(const RawOptions& raw, ClientOptions* o) {
 
 Status CheckModeConflicts(const RawOptions& raw, const ClientOptions& o) {
   if (!o.check) return Status::OK();
-  if (raw.threads_given || raw.requests_given || raw.duration_given ||
-      raw.warmup_given || raw.rate_given || raw.connections_given ||
-      raw.read_ratio_given || raw.dist_given || raw.text_len_given || o.timeline) {
+  if (raw.threads_given || raw.requests_given || raw.duration_given || raw.warmup_given ||
+      raw.rate_given || raw.connections_given || raw.read_ratio_given || raw.dist_given ||
+      raw.text_len_given || o.timeline) {
     return Status::InvalidArgument(
         "--check takes only --connection, --check-requests, --seed, --format, "
         "--real-port, --timeout-ms, --time-limit and --quiet");
@@ -293,8 +279,8 @@ Status CheckModeConflicts(const RawOptions& raw, const ClientOptions& o) {
 
 }  // namespace
 
-Status ParseWhole(std::string_view option, std::string_view text, uint64_t min,
-                  uint64_t max, uint64_t* out) {
+Status ParseWhole(std::string_view option, std::string_view text, uint64_t min, uint64_t max,
+                  uint64_t* out) {
   std::string_view digits = text;
   if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
   uint64_t v = 0;
@@ -304,8 +290,8 @@ Status ParseWhole(std::string_view option, std::string_view text, uint64_t min,
   auto [p, ec] = std::from_chars(digits.data(), end, v);
   if (!all_digits || ec != std::errc() || p != end || v < min || v > max) {
     return Status::InvalidArgument(std::string(option) + ": '" + std::string(text) +
-                                   "' is not a whole number in " + std::to_string(min) +
-                                   ".." + std::to_string(max));
+                                   "' is not a whole number in " + std::to_string(min) + ".." +
+                                   std::to_string(max));
   }
   *out = v;
   return Status::OK();
@@ -321,8 +307,7 @@ Status ParseReal(std::string_view option, std::string_view text, double min, dou
                        text.find_first_not_of("0123456789.eE+-") == std::string_view::npos &&
                        text.front() != '+';
   auto [p, ec] = std::from_chars(text.data(), end, v, std::chars_format::general);
-  if (!decimal || ec != std::errc() || p != end || !std::isfinite(v) || v < min ||
-      v > max) {
+  if (!decimal || ec != std::errc() || p != end || !std::isfinite(v) || v < min || v > max) {
     return Status::InvalidArgument(std::string(option) + ": '" + std::string(text) +
                                    "' is not a number in " + FormatNumber(min) + ".." +
                                    FormatNumber(max));
@@ -361,8 +346,8 @@ Status ParseClientOptions(int argc, const char* const* argv, ClientOptions* out)
   }
   RecordGiven(app, &raw);
   o.check = raw.check;
-  for (auto* step : {ParsePositionals, ParseWorkload, ParseRunShape, ParseConnections,
-                     ParseOutput, ParseTimeLimit}) {
+  for (auto* step : {ParsePositionals, ParseWorkload, ParseRunShape, ParseConnections, ParseOutput,
+                     ParseTimeLimit}) {
     if (Status s = step(raw, &o); !s.ok()) return s;
   }
   if (Status s = CheckModeConflicts(raw, o); !s.ok()) return s;

@@ -45,7 +45,7 @@ struct ClientOptions {
   std::string ip;
   uint16_t given_port = 0;  // as on the command line
   bool real_port = false;
-  Endpoint endpoint;        // ip and the port actually connected to
+  Endpoint endpoint;  // ip and the port actually connected to
 
   // Load runs.
   std::vector<uint32_t> threads{100};
@@ -53,7 +53,7 @@ struct ClientOptions {
   uint64_t requests = 1000;  // 0 = bounded by --duration only
   double duration_s = 0;     // 0 = none
   double warmup_s = 0;
-  double rate = 0;           // 0 = closed loop
+  double rate = 0;  // 0 = closed loop
   double time_limit_s = kDefaultTimeLimitS;
   bool keepalive = false;
   uint32_t connections = 0;  // keep-alive; 0 = one per thread
@@ -87,10 +87,10 @@ Status ParseClientOptions(int argc, const char* const* argv, ClientOptions* out)
 // the message. ParseWhole: optional '+', digits only (leading zeros are
 // decimal), in [min, max]. ParseReal: a finite decimal number (digits, an
 // optional fraction and exponent; no hex, nan or inf), in [min, max].
-Status ParseWhole(std::string_view option, std::string_view text, uint64_t min,
-                  uint64_t max, uint64_t* out);
-Status ParseReal(std::string_view option, std::string_view text, double min,
-                 double max, double* out);
+Status ParseWhole(std::string_view option, std::string_view text, uint64_t min, uint64_t max,
+                  uint64_t* out);
+Status ParseReal(std::string_view option, std::string_view text, double min, double max,
+                 double* out);
 
 }  // namespace kv
 

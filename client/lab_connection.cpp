@@ -25,8 +25,7 @@ Status Endpoint::Make(std::string_view host, uint16_t port, Endpoint* out) {
     v6->sin6_port = htons(port);
     ep.len = sizeof(sockaddr_in6);
   } else {
-    return Status::InvalidArgument("'" + h +
-                                   "' is not a numeric IPv4 or IPv6 address");
+    return Status::InvalidArgument("'" + h + "' is not a numeric IPv4 or IPv6 address");
   }
   ep.host = h;
   ep.port = port;
@@ -41,13 +40,20 @@ std::string Endpoint::ToString() const {
 
 const char* ErrorKindName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kNone: return "none";
-    case ErrorKind::kConnect: return "connect";
-    case ErrorKind::kReset: return "reset";
-    case ErrorKind::kTimeout: return "timeout";
-    case ErrorKind::kErrorReply: return "error_reply";
-    case ErrorKind::kShortReply: return "short_reply";
-    case ErrorKind::kOther: return "other";
+    case ErrorKind::kNone:
+      return "none";
+    case ErrorKind::kConnect:
+      return "connect";
+    case ErrorKind::kReset:
+      return "reset";
+    case ErrorKind::kTimeout:
+      return "timeout";
+    case ErrorKind::kErrorReply:
+      return "error_reply";
+    case ErrorKind::kShortReply:
+      return "short_reply";
+    case ErrorKind::kOther:
+      return "other";
   }
   return "other";
 }
@@ -73,8 +79,8 @@ ErrorKind ClassifyIoErrno(int err) {
 
 }  // namespace
 
-ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms,
-                                 std::string* detail, bool nodelay) {
+ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms, std::string* detail,
+                                 bool nodelay) {
   Close();
   fd_ = ::socket(ep.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
@@ -106,8 +112,7 @@ ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms,
     const int err = errno;
     if (detail) {
       *detail = "connect " + ep.ToString() + ": " +
-                (err == EINPROGRESS ? std::string("timed out")
-                                    : std::string(std::strerror(err)));
+                (err == EINPROGRESS ? std::string("timed out") : std::string(std::strerror(err)));
     }
     Close();
     return err == EINPROGRESS || err == ETIMEDOUT ? ErrorKind::kTimeout
@@ -127,8 +132,7 @@ ErrorKind LabConnection::RoundTrip(const Frame& request, Frame* reply) {
   if (fd_ < 0) return ErrorKind::kOther;
   std::size_t put = 0;
   while (put < kFrameSize) {
-    const ssize_t w = ::send(fd_, request.data() + put, kFrameSize - put,
-                             MSG_NOSIGNAL);
+    const ssize_t w = ::send(fd_, request.data() + put, kFrameSize - put, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EINTR) continue;
       return Fail(ClassifyIoErrno(errno));

@@ -25,8 +25,8 @@ namespace kv {
 struct Endpoint {
   sockaddr_storage addr{};
   socklen_t len = 0;
-  std::string host;  // as given
-  uint16_t port = 0; // the port actually connected to
+  std::string host;   // as given
+  uint16_t port = 0;  // the port actually connected to
 
   // Parses a numeric IPv4 ("127.0.0.1") or IPv6 ("::1") address; no DNS.
   // Returns InvalidArgument for anything else or port 0.
@@ -60,8 +60,8 @@ class LabConnection {
   // success; kConnect, kTimeout or kOther on failure, with errno text in
   // *detail if detail != nullptr.
   // `nodelay` sets TCP_NODELAY (worth it only on a long-lived connection).
-  ErrorKind Connect(const Endpoint& ep, int timeout_ms,
-                    std::string* detail = nullptr, bool nodelay = false);
+  ErrorKind Connect(const Endpoint& ep, int timeout_ms, std::string* detail = nullptr,
+                    bool nodelay = false);
   // Sends one request frame and reads one whole reply frame into *reply.
   // Returns kNone, or the kind of failure. After any failure other than
   // kErrorReply the connection is closed (framing may be lost).

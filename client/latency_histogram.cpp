@@ -23,8 +23,7 @@ void LatencyHistogram::Clear() {
   max_ = 0;
 }
 
-void LatencyHistogram::BucketRange(std::size_t bucket, uint64_t* lo,
-                                   uint64_t* hi) {
+void LatencyHistogram::BucketRange(std::size_t bucket, uint64_t* lo, uint64_t* hi) {
   constexpr uint64_t kHalf = uint64_t{1} << (kSubBits - 1);
   if (bucket < (uint64_t{1} << kSubBits)) {
     *lo = *hi = bucket;

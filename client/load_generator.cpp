@@ -44,8 +44,8 @@ struct alignas(64) Worker {
   std::array<uint64_t, kNumErrorKinds> errors{};
   uint64_t ok = 0;
   uint64_t warmup = 0;
-  uint64_t answered = 0;  // requests that got a whole reply (warm-up too)
-  uint64_t connected = 0; // connections that were accepted
+  uint64_t answered = 0;   // requests that got a whole reply (warm-up too)
+  uint64_t connected = 0;  // connections that were accepted
   uint64_t end_ns = 0;
   uint64_t max_lag_ns = 0;
   std::vector<TimelinePoint> timeline;
@@ -54,8 +54,8 @@ struct alignas(64) Worker {
 
 struct Shared {
   const LoadConfig* config = nullptr;
-  uint64_t start_ns = 0;    // set before `go` opens
-  uint64_t measure_ns = 0;  // start + warm-up
+  uint64_t start_ns = 0;              // set before `go` opens
+  uint64_t measure_ns = 0;            // start + warm-up
   uint64_t deadline_ns = UINT64_MAX;  // the earlier of duration and time limit
   bool limit_binds = false;           // deadline_ns is the time limit's
   std::atomic<bool> time_limit_hit{false};
@@ -73,16 +73,15 @@ struct Shared {
 // One logical client's share of the run: its request quota and, with
 // keep-alive, its connections t, t+T, t+2T, ... < C.
 struct ClientPlan {
-  uint64_t quota = 0;      // measured requests to do; UINT64_MAX = time-bounded
+  uint64_t quota = 0;  // measured requests to do; UINT64_MAX = time-bounded
   uint32_t conns = 1;
 };
 
 ClientPlan PlanClient(const LoadConfig& cfg, uint32_t t) {
   const uint32_t nthreads = cfg.threads;
   ClientPlan plan;
-  plan.quota = cfg.requests == 0
-                   ? UINT64_MAX
-                   : cfg.requests / nthreads + (t < cfg.requests % nthreads ? 1 : 0);
+  plan.quota = cfg.requests == 0 ? UINT64_MAX
+                                 : cfg.requests / nthreads + (t < cfg.requests % nthreads ? 1 : 0);
   if (cfg.keepalive) {
     const uint32_t total = std::max(cfg.connections, nthreads);
     plan.conns = (total - t + nthreads - 1) / nthreads;
@@ -106,12 +105,10 @@ void NoteServerGone(Shared* shared, const std::string& detail) {
 
 // "timeout on request '...'" (and the ERROR reply's text).
 std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& reply) {
-  std::string detail =
-      std::string(ErrorKindName(kind)) + " on request '" +
-      Sanitize(FrameText(std::string_view(request.data(), kFrameSize)), 48) + "'";
+  std::string detail = std::string(ErrorKindName(kind)) + " on request '" +
+                       Sanitize(FrameText(std::string_view(request.data(), kFrameSize)), 48) + "'";
   if (kind == ErrorKind::kErrorReply) {
-    detail += ": '" +
-              Sanitize(FrameText(std::string_view(reply.data(), kFrameSize)), 64) + "'";
+    detail += ": '" + Sanitize(FrameText(std::string_view(reply.data(), kFrameSize)), 64) + "'";
   }
   return detail;
 }
@@ -119,8 +116,8 @@ std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& rep
 // One blocking request on `conn`, connecting first if it is closed; a
 // per-request connection is closed after its reply. *detail gets the
 // connect error, or a description of any other failure.
-ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request,
-                   Frame* reply, std::string* detail, Worker* w) {
+ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request, Frame* reply,
+                   std::string* detail, Worker* w) {
   if (!conn->is_open()) {
     const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, detail,
                                          /*nodelay=*/cfg.keepalive);
@@ -135,8 +132,8 @@ ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& requ
 
 // Books one finished request into *w; returns true if it was measured (its
 // intended start is past the warm-up).
-bool Record(const Shared& shared, bool open_loop, uint64_t due, uint64_t sent,
-            uint64_t done, ErrorKind kind, Worker* w) {
+bool Record(const Shared& shared, bool open_loop, uint64_t due, uint64_t sent, uint64_t done,
+            ErrorKind kind, Worker* w) {
   if (kind == ErrorKind::kNone || kind == ErrorKind::kErrorReply) ++w->answered;
   if (due < shared.measure_ns) {
     ++w->warmup;
@@ -150,8 +147,7 @@ bool Record(const Shared& shared, bool open_loop, uint64_t due, uint64_t sent,
     ++w->errors[static_cast<int>(kind)];
   }
   if (open_loop && sent > due) w->max_lag_ns = std::max(w->max_lag_ns, sent - due);
-  const std::size_t sec =
-      static_cast<std::size_t>((done - shared.measure_ns) / 1'000'000'000ULL);
+  const std::size_t sec = static_cast<std::size_t>((done - shared.measure_ns) / 1'000'000'000ULL);
   if (sec < 100000) {
     if (w->timeline.size() <= sec) w->timeline.resize(sec + 1);
     ++(kind == ErrorKind::kNone ? w->timeline[sec].ok : w->timeline[sec].errors);
@@ -165,8 +161,7 @@ uint64_t DueTime(const Shared& shared, uint32_t t, uint64_t k) {
   const LoadConfig& cfg = *shared.config;
   const double interval_ns = 1e9 * cfg.threads / cfg.rate;
   return shared.start_ns +
-         static_cast<uint64_t>((static_cast<double>(k) +
-                                static_cast<double>(t) / cfg.threads) *
+         static_cast<uint64_t>((static_cast<double>(k) + static_cast<double>(t) / cfg.threads) *
                                interval_ns);
 }
 
@@ -242,7 +237,10 @@ struct LogicalClient {
   uint64_t measured = 0;
   bool done = false;
   LogicalClient(const LoadConfig& cfg, uint32_t index, Worker* worker)
-      : t(index), w(worker), workload(cfg.workload, index), plan(PlanClient(cfg, index)),
+      : t(index),
+        w(worker),
+        workload(cfg.workload, index),
+        plan(PlanClient(cfg, index)),
         conns(plan.conns) {}
 };
 
@@ -279,9 +277,8 @@ bool EventLoop::OpenConnection(LogicalClient* c, LabConnection* conn) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = (uint64_t{c->slot} << 32) | static_cast<uint64_t>(conn - c->conns.data());
-  if (kind == ErrorKind::kNone &&
-      (::fcntl(conn->fd(), F_SETFL, O_NONBLOCK) != 0 ||
-       ::epoll_ctl(ep_, EPOLL_CTL_ADD, conn->fd(), &ev) != 0)) {
+  if (kind == ErrorKind::kNone && (::fcntl(conn->fd(), F_SETFL, O_NONBLOCK) != 0 ||
+                                   ::epoll_ctl(ep_, EPOLL_CTL_ADD, conn->fd(), &ev) != 0)) {
     conn->Close();
     Finish(c, ErrorKind::kOther, std::string("epoll: ") + std::strerror(errno));
     return false;
@@ -316,8 +313,7 @@ void EventLoop::StartNext(LogicalClient* c) {
     // with a bounded poll (rare: the peer stopped reading).
     std::size_t put = 0;
     while (put < kFrameSize) {
-      const ssize_t n = ::send(conn->fd(), c->request.data() + put, kFrameSize - put,
-                               MSG_NOSIGNAL);
+      const ssize_t n = ::send(conn->fd(), c->request.data() + put, kFrameSize - put, MSG_NOSIGNAL);
       if (n > 0) {
         put += static_cast<std::size_t>(n);
         continue;
@@ -421,9 +417,7 @@ void EventLoop::Run() {
 }
 
 // Keep-alive closed loop with more clients than CPUs: the event loops.
-bool UseEventLoops(const LoadConfig& config) {
-  return config.keepalive && config.rate <= 0;
-}
+bool UseEventLoops(const LoadConfig& config) { return config.keepalive && config.rate <= 0; }
 
 uint32_t EventLoopCount(const LoadConfig& config) {
   const uint32_t cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -435,11 +429,9 @@ uint32_t EventLoopCount(const LoadConfig& config) {
 void StartClock(const LoadConfig& config, Shared* shared) {
   shared->start_ns = NowNs();
   shared->measure_ns = shared->start_ns + static_cast<uint64_t>(config.warmup_s * 1e9);
-  const uint64_t limit_ns =
-      shared->start_ns + static_cast<uint64_t>(config.time_limit_s * 1e9);
+  const uint64_t limit_ns = shared->start_ns + static_cast<uint64_t>(config.time_limit_s * 1e9);
   if (config.duration_s > 0) {
-    shared->deadline_ns =
-        shared->measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
+    shared->deadline_ns = shared->measure_ns + static_cast<uint64_t>(config.duration_s * 1e9);
   }
   if (limit_ns < shared->deadline_ns) {
     shared->deadline_ns = limit_ns;
@@ -460,8 +452,7 @@ void PrintProgress(const LoadConfig& config, const Shared& shared, uint64_t now,
                  static_cast<unsigned long long>(config.requests));
   } else {
     std::fprintf(stderr, "client: %.0f s of %.0f s, %llu requests\n", t,
-                 config.warmup_s + config.duration_s,
-                 static_cast<unsigned long long>(done));
+                 config.warmup_s + config.duration_s, static_cast<unsigned long long>(done));
   }
 }
 
@@ -473,8 +464,7 @@ void WaitForWorkers(const LoadConfig& config, Shared* shared,
   while (shared->running > 0) {
     shared->done_cv.wait_for(lock, std::chrono::milliseconds(250));
     const uint64_t now = NowNs();
-    if (config.progress && shared->running > 0 &&
-        now - shared->start_ns >= 3'000'000'000ULL &&
+    if (config.progress && shared->running > 0 && now - shared->start_ns >= 3'000'000'000ULL &&
         now - last_print >= 1'000'000'000ULL) {
       last_print = now;
       PrintProgress(config, *shared, now, workers);

@@ -58,10 +58,10 @@ struct LoadConfig {
   uint64_t requests = 1000;  // measured requests; 0 = no count bound
   double duration_s = 0;     // 0 = no time bound
   double warmup_s = 0;
-  double rate = 0;           // requests/s over all threads; 0 = closed loop
-  int timeout_ms = 5000;     // per connect, send and receive
-  double time_limit_s = 600; // no request is started after this (wall time)
-  bool progress = false;     // progress lines on stderr (long runs only)
+  double rate = 0;                // requests/s over all threads; 0 = closed loop
+  int timeout_ms = 5000;          // per connect, send and receive
+  double time_limit_s = 600;      // no request is started after this (wall time)
+  bool progress = false;          // progress lines on stderr (long runs only)
   uint64_t start_at_unix_ns = 0;  // CLOCK_REALTIME; the clock starts no earlier
 };
 
@@ -75,31 +75,29 @@ struct LoadResult {
   uint64_t ok = 0;
   std::array<uint64_t, kNumErrorKinds> errors{};  // indexed by ErrorKind
   uint64_t warmup_requests = 0;
-  double elapsed_s = 0;   // measurement window: warm-up end to last reply
-  LatencyHistogram latency;      // corrected in open loop; send->reply closed
-  LatencyHistogram uncorrected;  // open loop only: send->reply
-  double max_send_lag_us = 0;    // open loop: worst lateness of a send
+  double elapsed_s = 0;                 // measurement window: warm-up end to last reply
+  LatencyHistogram latency;             // corrected in open loop; send->reply closed
+  LatencyHistogram uncorrected;         // open loop only: send->reply
+  double max_send_lag_us = 0;           // open loop: worst lateness of a send
   std::vector<TimelinePoint> timeline;  // per second of the window
-  uint64_t answered = 0;  // requests with a whole reply, warm-up included
-  uint64_t connected = 0; // connections the server accepted
-  bool server_gone = false;  // a connect was refused; the run stopped there
-  bool time_limit_hit = false;  // stopped by time_limit_s, requests undone
-  std::string gone_detail;   // that connect's error, e.g. "connect ...: refused"
-  std::string first_error;   // first error's detail, for the user
+  uint64_t answered = 0;                // requests with a whole reply, warm-up included
+  uint64_t connected = 0;               // connections the server accepted
+  bool server_gone = false;             // a connect was refused; the run stopped there
+  bool time_limit_hit = false;          // stopped by time_limit_s, requests undone
+  std::string gone_detail;              // that connect's error, e.g. "connect ...: refused"
+  std::string first_error;              // first error's detail, for the user
 
   // A connect was refused and none was ever accepted: never reachable. (A
   // server that accepted connections and then died "went away".)
   bool unreachable() const { return server_gone && connected == 0; }
 
   uint64_t total_errors() const;
-  double throughput_rps() const {
-    return elapsed_s > 0 ? static_cast<double>(ok) / elapsed_s : 0;
-  }
+  double throughput_rps() const { return elapsed_s > 0 ? static_cast<double>(ok) / elapsed_s : 0; }
 };
 
 // Runs one load run. REQUIRES: config validated (threads >= 1, requests or
-// duration set, connections 0 or >= threads, time_limit_s > 0; all finite). Fills *result; never throws
-// on the request path.
+// duration set, connections 0 or >= threads, time_limit_s > 0; all finite). Fills *result; never
+// throws on the request path.
 void RunLoad(const LoadConfig& config, LoadResult* result);
 
 }  // namespace kv

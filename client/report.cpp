@@ -11,14 +11,13 @@ using nlohmann::json;
 double Us(uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 json LatencyJson(const LatencyHistogram& h) {
-  return json{{"mean", h.mean() / 1e3},         {"min", Us(h.min())},
-              {"p50", Us(h.Percentile(0.50))},  {"p90", Us(h.Percentile(0.90))},
-              {"p95", Us(h.Percentile(0.95))},  {"p99", Us(h.Percentile(0.99))},
+  return json{{"mean", h.mean() / 1e3},          {"min", Us(h.min())},
+              {"p50", Us(h.Percentile(0.50))},   {"p90", Us(h.Percentile(0.90))},
+              {"p95", Us(h.Percentile(0.95))},   {"p99", Us(h.Percentile(0.99))},
               {"p999", Us(h.Percentile(0.999))}, {"max", Us(h.max())}};
 }
 
-const char* const kLatencyKeys[] = {"mean", "min", "p50", "p90",
-                                    "p95",  "p99", "p999", "max"};
+const char* const kLatencyKeys[] = {"mean", "min", "p50", "p90", "p95", "p99", "p999", "max"};
 
 // Formats a JSON scalar for a CSV cell (null -> empty).
 std::string Cell(const json& v) {
@@ -60,16 +59,14 @@ std::vector<std::pair<std::string, std::string>> CsvColumns() {
       {"requests", "/results/requests"},
       {"ok", "/results/ok"},
   };
-  for (const char* e : {"total", "connect", "reset", "timeout", "error_reply",
-                        "short_reply", "other"}) {
-    cols.emplace_back(std::string("errors_") + e,
-                      std::string("/results/errors/") + e);
+  for (const char* e :
+       {"total", "connect", "reset", "timeout", "error_reply", "short_reply", "other"}) {
+    cols.emplace_back(std::string("errors_") + e, std::string("/results/errors/") + e);
   }
   cols.emplace_back("elapsed_s", "/results/elapsed_s");
   cols.emplace_back("throughput_rps", "/results/throughput_rps");
   for (const char* k : kLatencyKeys) {
-    cols.emplace_back(std::string("latency_us_") + k,
-                      std::string("/results/latency_us/") + k);
+    cols.emplace_back(std::string("latency_us_") + k, std::string("/results/latency_us/") + k);
   }
   for (const char* k : kLatencyKeys) {
     cols.emplace_back(std::string("uncorrected_latency_us_") + k,
@@ -87,8 +84,7 @@ std::vector<std::pair<std::string, std::string>> CsvColumns() {
 bool IsSaturated(const RunReport& run) {
   if (run.config.rate <= 0) return false;
   const LoadResult& r = run.result;
-  const double achieved =
-      r.elapsed_s > 0 ? static_cast<double>(r.requests) / r.elapsed_s : 0;
+  const double achieved = r.elapsed_s > 0 ? static_cast<double>(r.requests) / r.elapsed_s : 0;
   return achieved < 0.95 * run.config.rate;
 }
 
@@ -134,21 +130,18 @@ json ToJson(const RunReport& run) {
       {"warmup_requests", r.warmup_requests},
       {"server_gone", r.server_gone},
       {"time_limit_hit", r.time_limit_hit},
-      {"histogram", {{"kind", "log-linear"},
-                     {"relative_error", LatencyHistogram::kRelativeErrorBound}}},
+      {"histogram",
+       {{"kind", "log-linear"}, {"relative_error", LatencyHistogram::kRelativeErrorBound}}},
   };
   if (run.with_timeline) {
     json tl = json::array();
     for (std::size_t s = 0; s < r.timeline.size(); ++s) {
-      tl.push_back({{"t_s", s}, {"ok", r.timeline[s].ok},
-                    {"errors", r.timeline[s].errors}});
+      tl.push_back({{"t_s", s}, {"ok", r.timeline[s].ok}, {"errors", r.timeline[s].errors}});
     }
     results["timeline"] = tl;
   }
-  return json{{"tool", kToolName},
-              {"version", kToolVersion},
-              {"config", config},
-              {"results", results}};
+  return json{
+      {"tool", kToolName}, {"version", kToolVersion}, {"config", config}, {"results", results}};
 }
 
 std::string CsvHeader() {
@@ -184,19 +177,16 @@ void TextHeader(const RunReport& run, std::ostream& os) {
     target += " (port " + std::to_string(run.given_port) +
               " byte-swapped, as the kit does; --real-port to use it as is)";
   }
-  os << "lockbench client " << kToolVersion << ": n=" << c.workload.n << " -> "
-     << target << "\n";
+  os << "lockbench client " << kToolVersion << ": n=" << c.workload.n << " -> " << target << "\n";
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "  %s loop%s, %u threads, %s connections, read ratio %.2f, %s, "
-                "seed %llu\n",
-                open ? "open" : "closed",
-                open ? (" at " + std::to_string(static_cast<long long>(c.rate)) +
-                        " req/s").c_str()
-                     : "",
-                c.threads, c.keepalive ? "keep-alive" : "per-request",
-                c.workload.read_ratio, c.workload.dist.ToString().c_str(),
-                static_cast<unsigned long long>(c.workload.seed));
+  std::snprintf(
+      buf, sizeof buf,
+      "  %s loop%s, %u threads, %s connections, read ratio %.2f, %s, "
+      "seed %llu\n",
+      open ? "open" : "closed",
+      open ? (" at " + std::to_string(static_cast<long long>(c.rate)) + " req/s").c_str() : "",
+      c.threads, c.keepalive ? "keep-alive" : "per-request", c.workload.read_ratio,
+      c.workload.dist.ToString().c_str(), static_cast<unsigned long long>(c.workload.seed));
   os << buf;
 }
 
@@ -205,8 +195,7 @@ void TextCounts(const RunReport& run, std::ostream& os) {
   const LoadResult& r = run.result;
   char buf[256];
   std::snprintf(buf, sizeof buf, "  requests %llu, ok %llu, errors %llu",
-                static_cast<unsigned long long>(r.requests),
-                static_cast<unsigned long long>(r.ok),
+                static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.ok),
                 static_cast<unsigned long long>(r.total_errors()));
   os << buf;
   if (r.total_errors() > 0) {
@@ -221,11 +210,12 @@ void TextCounts(const RunReport& run, std::ostream& os) {
     os << ")";
   }
   os << "\n";
-  std::snprintf(buf, sizeof buf, "  elapsed %.3f s, throughput %.0f req/s%s\n",
-                r.elapsed_s, r.throughput_rps(),
-                run.config.warmup_s > 0 ? (" (after " + std::to_string(r.warmup_requests) +
-                                           " warm-up requests)").c_str()
-                                        : "");
+  std::snprintf(
+      buf, sizeof buf, "  elapsed %.3f s, throughput %.0f req/s%s\n", r.elapsed_s,
+      r.throughput_rps(),
+      run.config.warmup_s > 0
+          ? (" (after " + std::to_string(r.warmup_requests) + " warm-up requests)").c_str()
+          : "");
   os << buf;
 }
 
@@ -255,8 +245,7 @@ std::string ToText(const RunReport& run) {
     if (IsSaturated(run)) {
       char buf[128];
       std::snprintf(buf, sizeof buf, "  SATURATED: achieved %.0f of %.0f req/s target\n",
-                    r.elapsed_s > 0 ? static_cast<double>(r.requests) / r.elapsed_s : 0,
-                    c.rate);
+                    r.elapsed_s > 0 ? static_cast<double>(r.requests) / r.elapsed_s : 0, c.rate);
       os << buf;
     }
   }

@@ -25,7 +25,7 @@ inline constexpr const char* kToolVersion = "0.0.0";
 // One run point: what was asked and what happened.
 struct RunReport {
   LoadConfig config;
-  uint16_t given_port = 0;   // the port on the command line
+  uint16_t given_port = 0;  // the port on the command line
   bool with_timeline = false;
   LoadResult result;
 };

@@ -43,9 +43,9 @@ TEST(ReportTest, JsonHasTheContractFields) {
   EXPECT_EQ(j["tool"], "lockbench-client");
   EXPECT_TRUE(j["version"].is_string());
   const auto& c = j["config"];
-  for (const char* key : {"n", "host", "port", "connect_port", "mode", "connection",
-                          "threads", "requests", "duration_s", "warmup_s", "rate",
-                          "read_ratio", "distribution", "seed"}) {
+  for (const char* key :
+       {"n", "host", "port", "connect_port", "mode", "connection", "threads", "requests",
+        "duration_s", "warmup_s", "rate", "read_ratio", "distribution", "seed"}) {
     EXPECT_TRUE(c.contains(key)) << key;
   }
   EXPECT_EQ(c["port"], 3000);
@@ -54,13 +54,12 @@ TEST(ReportTest, JsonHasTheContractFields) {
   EXPECT_EQ(c["connection"], "per-request");
   EXPECT_EQ(c["distribution"], "uniform");
   const auto& r = j["results"];
-  for (const char* key : {"requests", "ok", "errors", "elapsed_s", "throughput_rps",
-                          "latency_us", "uncorrected_latency_us", "target_rate",
-                          "saturated"}) {
+  for (const char* key : {"requests", "ok", "errors", "elapsed_s", "throughput_rps", "latency_us",
+                          "uncorrected_latency_us", "target_rate", "saturated"}) {
     EXPECT_TRUE(r.contains(key)) << key;
   }
-  for (const char* key : {"total", "connect", "reset", "timeout", "error_reply",
-                          "short_reply", "other"}) {
+  for (const char* key :
+       {"total", "connect", "reset", "timeout", "error_reply", "short_reply", "other"}) {
     EXPECT_TRUE(r["errors"][key].is_number_unsigned()) << key;
   }
   EXPECT_EQ(r["errors"]["total"], 10);

@@ -38,8 +38,7 @@ std::string FormatDouble(double v) {
 // "Rejection-inversion to generate variates from monotone discrete
 // distributions", 1996; same formulation as Apache Commons RNG).
 double Helper1(double x) {  // log1p(x)/x
-  return std::fabs(x) > 1e-8 ? std::log1p(x) / x
-                             : 1 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
+  return std::fabs(x) > 1e-8 ? std::log1p(x) / x : 1 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
 }
 double Helper2(double x) {  // expm1(x)/x
   return std::fabs(x) > 1e-8 ? std::expm1(x) / x
@@ -66,10 +65,9 @@ Status Distribution::Parse(std::string_view text, Distribution* out) {
   }
   if (text.starts_with("zipf:")) {
     d.kind = Kind::kZipf;
-    if (!ParseDouble(text.substr(5), &d.zipf_s) || d.zipf_s <= 0 ||
-        d.zipf_s > 10) {
-      return Status::InvalidArgument("--dist zipf:S needs 0 < S <= 10, got '" +
-                                     std::string(text) + "'");
+    if (!ParseDouble(text.substr(5), &d.zipf_s) || d.zipf_s <= 0 || d.zipf_s > 10) {
+      return Status::InvalidArgument("--dist zipf:S needs 0 < S <= 10, got '" + std::string(text) +
+                                     "'");
     }
     *out = d;
     return Status::OK();
@@ -78,21 +76,21 @@ Status Distribution::Parse(std::string_view text, Distribution* out) {
     d.kind = Kind::kHotspot;
     std::string_view rest = text.substr(8);
     const std::size_t colon = rest.find(':');
-    if (colon == std::string_view::npos ||
-        !ParseDouble(rest.substr(0, colon), &d.hot_keys) ||
+    if (colon == std::string_view::npos || !ParseDouble(rest.substr(0, colon), &d.hot_keys) ||
         !ParseDouble(rest.substr(colon + 1), &d.hot_requests) ||
-        !(d.hot_keys > 0 && d.hot_keys <= 1) ||
-        !(d.hot_requests >= 0 && d.hot_requests <= 1)) {
+        !(d.hot_keys > 0 && d.hot_keys <= 1) || !(d.hot_requests >= 0 && d.hot_requests <= 1)) {
       return Status::InvalidArgument(
           "--dist hotspot:KEYFRAC:REQFRAC needs 0 < KEYFRAC <= 1 and "
-          "0 <= REQFRAC <= 1, got '" + std::string(text) + "'");
+          "0 <= REQFRAC <= 1, got '" +
+          std::string(text) + "'");
     }
     *out = d;
     return Status::OK();
   }
-  return Status::InvalidArgument("--dist must be uniform, zipf:S or "
-                                 "hotspot:KEYFRAC:REQFRAC, got '" +
-                                 std::string(text) + "'");
+  return Status::InvalidArgument(
+      "--dist must be uniform, zipf:S or "
+      "hotspot:KEYFRAC:REQFRAC, got '" +
+      std::string(text) + "'");
 }
 
 std::string Distribution::ToString() const {
@@ -102,8 +100,7 @@ std::string Distribution::ToString() const {
     case Kind::kZipf:
       return "zipf:" + FormatDouble(zipf_s);
     case Kind::kHotspot:
-      return "hotspot:" + FormatDouble(hot_keys) + ":" +
-             FormatDouble(hot_requests);
+      return "hotspot:" + FormatDouble(hot_keys) + ":" + FormatDouble(hot_requests);
   }
   return "?";
 }
@@ -118,8 +115,7 @@ Status TextLength::Parse(std::string_view text, TextLength* out) {
     t.kind = Kind::kFixed;
     std::string_view num = text.substr(6);
     auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), t.fixed);
-    if (ec != std::errc() || p != num.data() + num.size() || t.fixed < 1 ||
-        t.fixed > kMaxTextLen) {
+    if (ec != std::errc() || p != num.data() + num.size() || t.fixed < 1 || t.fixed > kMaxTextLen) {
       return Status::InvalidArgument("--text-len fixed:L needs 1 <= L <= 99, got '" +
                                      std::string(text) + "'");
     }
@@ -130,20 +126,19 @@ Status TextLength::Parse(std::string_view text, TextLength* out) {
     t.kind = Kind::kGamma;
     std::string_view rest = text.substr(6);
     const std::size_t colon = rest.find(':');
-    if (colon == std::string_view::npos ||
-        !ParseDouble(rest.substr(0, colon), &t.gamma_k) ||
+    if (colon == std::string_view::npos || !ParseDouble(rest.substr(0, colon), &t.gamma_k) ||
         !ParseDouble(rest.substr(colon + 1), &t.gamma_theta) ||
-        !(t.gamma_k > 0 && t.gamma_k <= 1000) ||
-        !(t.gamma_theta > 0 && t.gamma_theta <= 1000)) {
-      return Status::InvalidArgument(
-          "--text-len gamma:K:THETA needs 0 < K, THETA <= 1000, got '" +
-          std::string(text) + "'");
+        !(t.gamma_k > 0 && t.gamma_k <= 1000) || !(t.gamma_theta > 0 && t.gamma_theta <= 1000)) {
+      return Status::InvalidArgument("--text-len gamma:K:THETA needs 0 < K, THETA <= 1000, got '" +
+                                     std::string(text) + "'");
     }
     *out = t;
     return Status::OK();
   }
-  return Status::InvalidArgument("--text-len must be kit, fixed:L or "
-                                 "gamma:K:THETA, got '" + std::string(text) + "'");
+  return Status::InvalidArgument(
+      "--text-len must be kit, fixed:L or "
+      "gamma:K:THETA, got '" +
+      std::string(text) + "'");
 }
 
 std::string TextLength::ToString() const {
@@ -162,16 +157,13 @@ Workload::Workload(const WorkloadSpec& spec, uint32_t thread_index)
     : spec_(spec), thread_(thread_index) {
   kit_rng_ = spec_.dist.kind == Distribution::Kind::kUniform;
   uint64_t mix = spec_.seed ^ (0x9e3779b97f4a7c15ULL * (thread_index + 1ULL));
-  rand_r_seed_ = spec_.seed == 0 ? thread_index
-                                 : static_cast<unsigned int>(SplitMix64(&mix));
+  rand_r_seed_ = spec_.seed == 0 ? thread_index : static_cast<unsigned int>(SplitMix64(&mix));
   for (uint64_t& word : s_) word = SplitMix64(&mix);
   const double pct = spec_.read_ratio * 100.0;
-  read_percent_ = std::fabs(pct - std::round(pct)) < 1e-9
-                      ? static_cast<int>(std::lround(pct))
-                      : -1;
+  read_percent_ = std::fabs(pct - std::round(pct)) < 1e-9 ? static_cast<int>(std::lround(pct)) : -1;
   if (spec_.dist.kind == Distribution::Kind::kHotspot) {
-    hot_count_ = static_cast<uint64_t>(
-        std::ceil(spec_.dist.hot_keys * static_cast<double>(spec_.n)));
+    hot_count_ =
+        static_cast<uint64_t>(std::ceil(spec_.dist.hot_keys * static_cast<double>(spec_.n)));
     if (hot_count_ < 1) hot_count_ = 1;
     if (hot_count_ > spec_.n) hot_count_ = spec_.n;
   }
@@ -195,14 +187,11 @@ uint64_t Workload::NextU64() {
   return result;
 }
 
-double Workload::NextDouble() {
-  return static_cast<double>(NextU64() >> 11) * 0x1.0p-53;
-}
+double Workload::NextDouble() { return static_cast<double>(NextU64() >> 11) * 0x1.0p-53; }
 
 uint64_t Workload::UniformBelow(uint64_t bound) {
   // Lemire's multiply-shift; the bias is < bound / 2^64, negligible here.
-  return static_cast<uint64_t>(
-      (static_cast<Uint128>(NextU64()) * bound) >> 64);
+  return static_cast<uint64_t>((static_cast<Uint128>(NextU64()) * bound) >> 64);
 }
 
 uint64_t Workload::ZipfRank() {
@@ -292,14 +281,12 @@ uint32_t Workload::DrawTextLength() {
 
 void Workload::FillRequest(const Op& op, Frame* frame) {
   char* out = frame->data();
-  int head = std::snprintf(out, kFrameSize, "%llu-%d-",
-                           static_cast<unsigned long long>(op.pos),
+  int head = std::snprintf(out, kFrameSize, "%llu-%d-", static_cast<unsigned long long>(op.pos),
                            op.is_read ? 1 : 0);
   const std::size_t room = kMaxTextLen - static_cast<std::size_t>(head);
   std::size_t body;
   if (spec_.text.kind == TextLength::Kind::kKit) {
-    const int w = std::snprintf(out + head, room + 1,
-                                "String[%llu] has been modified by thread %u",
+    const int w = std::snprintf(out + head, room + 1, "String[%llu] has been modified by thread %u",
                                 static_cast<unsigned long long>(op.pos), thread_);
     body = static_cast<std::size_t>(w) < room ? static_cast<std::size_t>(w) : room;
   } else {
@@ -311,9 +298,7 @@ void Workload::FillRequest(const Op& op, Frame* frame) {
                                 static_cast<unsigned long long>(counter_));
     const std::size_t tag_len = static_cast<std::size_t>(t);
     for (std::size_t i = 0; i < want; ++i) {
-      out[head + i] = i < tag_len
-                          ? tag[i]
-                          : static_cast<char>('a' + (op.pos + counter_ + i) % 26);
+      out[head + i] = i < tag_len ? tag[i] : static_cast<char>('a' + (op.pos + counter_ + i) % 26);
     }
     body = want;
   }

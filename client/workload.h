@@ -30,9 +30,9 @@ namespace kv {
 struct Distribution {
   enum class Kind { kUniform, kZipf, kHotspot };
   Kind kind = Kind::kUniform;
-  double zipf_s = 0.0;       // kZipf: exponent s > 0 (rank r has weight r^-s)
-  double hot_keys = 0.0;     // kHotspot: fraction of positions that are hot
-  double hot_requests = 0.0; // kHotspot: fraction of requests that go to them
+  double zipf_s = 0.0;        // kZipf: exponent s > 0 (rank r has weight r^-s)
+  double hot_keys = 0.0;      // kHotspot: fraction of positions that are hot
+  double hot_requests = 0.0;  // kHotspot: fraction of requests that go to them
 
   // Parses "uniform", "zipf:S" (S > 0, <= 10) or "hotspot:KEYFRAC:REQFRAC"
   // (both in (0,1]). Returns InvalidArgument naming the problem otherwise.
@@ -44,9 +44,9 @@ struct Distribution {
 struct TextLength {
   enum class Kind { kKit, kFixed, kGamma };
   Kind kind = Kind::kKit;
-  uint32_t fixed = 0;     // kFixed: length L (capped at the frame's room)
-  double gamma_k = 0.0;   // kGamma: shape k > 0
-  double gamma_theta = 0; // kGamma: scale theta > 0
+  uint32_t fixed = 0;      // kFixed: length L (capped at the frame's room)
+  double gamma_k = 0.0;    // kGamma: shape k > 0
+  double gamma_theta = 0;  // kGamma: scale theta > 0
 
   // Parses "kit", "fixed:L" (L in 1..99) or "gamma:K:THETA" (both > 0).
   static Status Parse(std::string_view text, TextLength* out);
@@ -54,11 +54,11 @@ struct TextLength {
 };
 
 struct WorkloadSpec {
-  uint64_t n = 1;            // array size, 1..10,000,000
-  double read_ratio = 0.7;   // in [0,1]
+  uint64_t n = 1;           // array size, 1..10,000,000
+  double read_ratio = 0.7;  // in [0,1]
   Distribution dist;
   TextLength text;
-  uint64_t seed = 0;         // 0 = the kit's seeding (rand_r seed = thread)
+  uint64_t seed = 0;  // 0 = the kit's seeding (rand_r seed = thread)
 };
 
 struct Op {
@@ -92,12 +92,12 @@ class Workload {
 
   const WorkloadSpec spec_;
   const uint32_t thread_;
-  bool kit_rng_;             // use rand_r (uniform distribution)
+  bool kit_rng_;  // use rand_r (uniform distribution)
   unsigned int rand_r_seed_;
-  int read_percent_;         // >= 0 when read_ratio is a whole percentage
-  uint64_t s_[4] = {};       // xoshiro state
-  uint64_t counter_ = 0;     // requests generated, used in filler text
-  uint64_t hot_count_ = 0;   // kHotspot: number of hot positions
+  int read_percent_;        // >= 0 when read_ratio is a whole percentage
+  uint64_t s_[4] = {};      // xoshiro state
+  uint64_t counter_ = 0;    // requests generated, used in filler text
+  uint64_t hot_count_ = 0;  // kHotspot: number of hot positions
   // Zipf constants.
   double zipf_h_x1_ = 0, zipf_h_n_ = 0, zipf_s_param_ = 0;
 };

@@ -206,13 +206,12 @@ TEST(WorkloadTest, TextLengths) {
 TEST(WorkloadTest, ParseRejectsBadSpecs) {
   Distribution d;
   TextLength t;
-  for (const char* bad : {"", "zipf", "zipf:", "zipf:0", "zipf:-1", "zipf:x",
-                          "zipf:1x", "hotspot:0:0.5", "hotspot:0.5", "hotspot:0.5:2",
-                          "normal"}) {
+  for (const char* bad : {"", "zipf", "zipf:", "zipf:0", "zipf:-1", "zipf:x", "zipf:1x",
+                          "hotspot:0:0.5", "hotspot:0.5", "hotspot:0.5:2", "normal"}) {
     EXPECT_FALSE(Distribution::Parse(bad, &d).ok()) << bad;
   }
-  for (const char* bad : {"", "fixed:0", "fixed:100", "fixed:-1", "fixed:a",
-                          "gamma:1", "gamma:0:1", "gamma:1:0", "huge"}) {
+  for (const char* bad : {"", "fixed:0", "fixed:100", "fixed:-1", "fixed:a", "gamma:1", "gamma:0:1",
+                          "gamma:1:0", "huge"}) {
     EXPECT_FALSE(TextLength::Parse(bad, &t).ok()) << bad;
   }
   ASSERT_TRUE(Distribution::Parse("zipf:0.99", &d).ok());

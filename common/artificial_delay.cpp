@@ -14,8 +14,7 @@ thread_local int64_t t_slept_ns = 0;
 thread_local bool t_slack_set = false;
 
 timespec ToTimespec(int64_t ns) {
-  return timespec{static_cast<time_t>(ns / 1'000'000'000),
-                  static_cast<long>(ns % 1'000'000'000)};
+  return timespec{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
 }
 
 void SleepRelative(int64_t ns) {
@@ -45,8 +44,7 @@ void SleepUntilPrecise(int64_t deadline_ns) {
   if (MonotonicNanos() < wake_ns) {
     const timespec wake = ToTimespec(wake_ns);
     // Absolute deadline: an EINTR restart sleeps only what is left.
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nullptr) ==
-           EINTR) {
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nullptr) == EINTR) {
     }
   }
   while (MonotonicNanos() < deadline_ns) CpuRelax();

@@ -50,8 +50,7 @@ inline constexpr int64_t kPreciseSpinNs = 4'000;
 
 class ArtificialDelay {
  public:
-  explicit ArtificialDelay(std::chrono::microseconds nominal,
-                           DelayMode mode = DelayMode::kUsleep)
+  explicit ArtificialDelay(std::chrono::microseconds nominal, DelayMode mode = DelayMode::kUsleep)
       : nominal_(nominal), mode_(mode) {}
   ArtificialDelay(const ArtificialDelay&) = delete;
   ArtificialDelay& operator=(const ArtificialDelay&) = delete;

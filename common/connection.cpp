@@ -32,8 +32,7 @@ namespace {
 constexpr int64_t kQuietNs = 10'000'000;
 }  // namespace
 
-uint64_t ServeConnection(int fd, RequestHandler* handler,
-                         const ConnectionLimits& limits,
+uint64_t ServeConnection(int fd, RequestHandler* handler, const ConnectionLimits& limits,
                          const StopSignal* stop) {
   ConnectionCore core(limits, MonotonicNanos());
   const int stop_fd = stop != nullptr ? stop->fd() : -1;
@@ -44,8 +43,7 @@ uint64_t ServeConnection(int fd, RequestHandler* handler,
     }
     switch (core.Next(MonotonicNanos())) {
       case ConnectionCore::Action::kHandle:
-        handler->Handle(core.frame(), core.frame_received_ns(),
-                        core.reply_slot());
+        handler->Handle(core.frame(), core.frame_received_ns(), core.reply_slot());
         core.FrameDone();
         flushed = false;
         break;
@@ -54,8 +52,7 @@ uint64_t ServeConnection(int fd, RequestHandler* handler,
         core.FrameDone();
         break;
       case ConnectionCore::Action::kWrite: {
-        const ssize_t r = send(fd, core.out_data(), core.out_size(),
-                               MSG_NOSIGNAL | MSG_DONTWAIT);
+        const ssize_t r = send(fd, core.out_data(), core.out_size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r > 0) {
           core.OnWritten(static_cast<std::size_t>(r), MonotonicNanos());
         } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -66,8 +63,7 @@ uint64_t ServeConnection(int fd, RequestHandler* handler,
         break;
       }
       case ConnectionCore::Action::kRead: {
-        const ssize_t r =
-            recv(fd, core.in_space(), core.in_space_size(), MSG_DONTWAIT);
+        const ssize_t r = recv(fd, core.in_space(), core.in_space_size(), MSG_DONTWAIT);
         if (r > 0) {
           core.OnBytes(static_cast<std::size_t>(r), MonotonicNanos());
         } else if (r == 0) {

@@ -47,13 +47,11 @@ class StopSignal {
   int fd_ = -1;
 };
 
-
 // Serves fd until the peer is done or `stop` (may be null) is requested.
 // At a stop, a frame already whole is answered; one still incomplete is
 // dropped: not applied, not answered, counted only as cut_by_shutdown.
 // Returns the number of frames answered.
-uint64_t ServeConnection(int fd, RequestHandler* handler,
-                         const ConnectionLimits& limits,
+uint64_t ServeConnection(int fd, RequestHandler* handler, const ConnectionLimits& limits,
                          const StopSignal* stop = nullptr);
 
 }  // namespace kv

@@ -60,8 +60,7 @@ ConnectionCore::Action ConnectionCore::Next(int64_t now_ns) {
           reject_buf_, sizeof reject_buf_,
           "incomplete frame: %zu of %zu bytes within %lld ms of its first "
           "byte; closing",
-          Buffered(), kFrameSize,
-          static_cast<long long>(limits_.frame_timeout_ns / 1'000'000));
+          Buffered(), kFrameSize, static_cast<long long>(limits_.frame_timeout_ns / 1'000'000));
       reject_ = std::string_view(reject_buf_, static_cast<std::size_t>(len));
       close_after_flush_ = true;
       reject_pending_ = true;

@@ -114,9 +114,9 @@ class ConnectionCore {
   std::array<Frame, kBatch> out_;
   std::size_t out_count_ = 0, out_sent_ = 0;
 
-  int64_t idle_since_ns_;       // start of the wait for a new frame
-  int64_t frame_start_ns_ = 0;  // first byte of the unfinished frame
-  int64_t received_ns_ = 0;     // the read that completed the current frames
+  int64_t idle_since_ns_;           // start of the wait for a new frame
+  int64_t frame_start_ns_ = 0;      // first byte of the unfinished frame
+  int64_t received_ns_ = 0;         // the read that completed the current frames
   int64_t write_deadline_ns_ = -1;  // -1: nothing waiting to be written
   int64_t deadline_ns_ = 0;
 

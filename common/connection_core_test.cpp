@@ -45,11 +45,20 @@ class Harness {
     for (std::size_t i = 0; i < events.size(); ++i) {
       const Event& e = events[i];
       switch (e.op) {
-        case 'b': pending_ += e.bytes; break;
-        case 'e': eof_pending_ = true; break;
-        case 's': stop_pending_ = true; break;
-        case 'w': write_blocked_ = true; break;
-        default: break;
+        case 'b':
+          pending_ += e.bytes;
+          break;
+        case 'e':
+          eof_pending_ = true;
+          break;
+        case 's':
+          stop_pending_ = true;
+          break;
+        case 'w':
+          write_blocked_ = true;
+          break;
+        default:
+          break;
       }
       // Events at the same instant arrive together.
       if (i + 1 < events.size() && events[i + 1].t_ms == e.t_ms) continue;
@@ -149,18 +158,14 @@ TEST(ConnectionCore, Scripts) {
       {"one frame, then idle until the idle deadline",
        {{0, 'b', F("3-1-")}, {4999, 'p'}, {5000, 'p'}},
        "handle:3-1-|write:1|close"},
-      {"idle from the start",
-       {{4999, 'p'}, {5000, 'p'}},
-       "close"},
+      {"idle from the start", {{4999, 'p'}, {5000, 'p'}}, "close"},
       {"idle clock restarts when a reply leaves",
        {{0, 'b', F("1-1-")}, {4999, 'b', F("2-1-")}, {9998, 'p'}, {9999, 'p'}},
        "handle:1-1-|write:1|handle:2-1-|write:1|close"},
       {"half-closed short frame is a frame",
        {{0, 'b', "3-1-"}, {10, 'e'}},
        "handle:3-1-|write:1|close"},
-      {"half-close with nothing pending just closes",
-       {{0, 'e'}},
-       "close"},
+      {"half-close with nothing pending just closes", {{0, 'e'}}, "close"},
       {"whole frame plus a short one, then half-close",
        {{0, 'b', F("1-1-") + "2-1-"}, {0, 'e'}},
        "handle:1-1-|write:1|handle:2-1-|write:1|close"},
@@ -183,11 +188,8 @@ TEST(ConnectionCore, Scripts) {
        "handle:1-1-|handle:2-1-|handle:3-1-|write:3"},
       {"more frames than a batch: 16, then the rest",
        {{0, 'b', Frames(20)}},
-       Repeat("handle:1-1-", 16) + "|write:16|" + Repeat("handle:1-1-", 4) +
-           "|write:4"},
-      {"stop while idle",
-       {{0, 's'}},
-       "close"},
+       Repeat("handle:1-1-", 16) + "|write:16|" + Repeat("handle:1-1-", 4) + "|write:4"},
+      {"stop while idle", {{0, 's'}}, "close"},
       {"stop cuts an unfinished frame: dropped, not answered",
        {{0, 'b', "3-0-cut"}, {10, 's'}},
        "close cut"},

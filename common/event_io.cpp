@@ -29,9 +29,9 @@ struct EventIoModel::Loop {
   int epfd = -1;
   int wake_fd = -1;
   std::mutex mu;
-  std::vector<int> incoming;     // guarded by mu: new connections
-  std::vector<Conn*> returned;   // guarded by mu: back from a worker
-  bool quit = false;             // guarded by mu
+  std::vector<int> incoming;    // guarded by mu: new connections
+  std::vector<Conn*> returned;  // guarded by mu: back from a worker
+  bool quit = false;            // guarded by mu
   // Loop thread only:
   std::unordered_set<Conn*> conns;
   bool stop_applied = false;
@@ -51,9 +51,8 @@ void Arm(int epfd, int fd, void* ptr, uint32_t events, int op) {
 
 }  // namespace
 
-EventIoModel::EventIoModel(Mode mode, RequestHandler* handler,
-                           const ConnectionLimits& limits, std::size_t loops,
-                           std::size_t workers)
+EventIoModel::EventIoModel(Mode mode, RequestHandler* handler, const ConnectionLimits& limits,
+                           std::size_t loops, std::size_t workers)
     : mode_(mode), handler_(handler), limits_(limits) {
   if (mode_ == Mode::kPool) loops = 1;
   for (std::size_t i = 0; i < std::max<std::size_t>(loops, 1); ++i) {
@@ -143,8 +142,8 @@ void EventIoModel::DriveOnLoop(Loop* loop, Conn* conn, int64_t now) {
         ToWorkers(conn);  // the lock and the delay block: not on the loop
         return;
       case ConnectionCore::Action::kWrite: {
-        const ssize_t r = send(conn->fd, core.out_data(), core.out_size(),
-                               MSG_NOSIGNAL | MSG_DONTWAIT);
+        const ssize_t r =
+            send(conn->fd, core.out_data(), core.out_size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r > 0) {
           core.OnWritten(static_cast<std::size_t>(r), now);
         } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -158,8 +157,7 @@ void EventIoModel::DriveOnLoop(Loop* loop, Conn* conn, int64_t now) {
         break;
       }
       case ConnectionCore::Action::kRead: {
-        const ssize_t r =
-            recv(conn->fd, core.in_space(), core.in_space_size(), MSG_DONTWAIT);
+        const ssize_t r = recv(conn->fd, core.in_space(), core.in_space_size(), MSG_DONTWAIT);
         if (r > 0) {
           core.OnBytes(static_cast<std::size_t>(r), MonotonicNanos());
         } else if (r == 0) {
@@ -191,8 +189,7 @@ void EventIoModel::DriveOnWorker(Conn* conn) {
     switch (core.Next(now)) {
       case ConnectionCore::Action::kHandle: {
         const int64_t received = core.frame_received_ns();
-        handler_->Handle(core.frame(), received, core.reply_slot(),
-                         now - received);
+        handler_->Handle(core.frame(), received, core.reply_slot(), now - received);
         core.FrameDone();
         now = MonotonicNanos();
         continue;
@@ -203,8 +200,8 @@ void EventIoModel::DriveOnWorker(Conn* conn) {
         continue;
       case ConnectionCore::Action::kWrite:
         if (mode_ == Mode::kPool) {  // pool workers do their own I/O
-          const ssize_t r = send(conn->fd, core.out_data(), core.out_size(),
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+          const ssize_t r =
+              send(conn->fd, core.out_data(), core.out_size(), MSG_NOSIGNAL | MSG_DONTWAIT);
           if (r > 0) {
             core.OnWritten(static_cast<std::size_t>(r), MonotonicNanos());
             now = MonotonicNanos();
@@ -219,8 +216,7 @@ void EventIoModel::DriveOnWorker(Conn* conn) {
         break;  // the loop waits for the socket
       case ConnectionCore::Action::kRead:
         if (mode_ == Mode::kPool) {
-          const ssize_t r = recv(conn->fd, core.in_space(),
-                                 core.in_space_size(), MSG_DONTWAIT);
+          const ssize_t r = recv(conn->fd, core.in_space(), core.in_space_size(), MSG_DONTWAIT);
           if (r > 0) {
             now = MonotonicNanos();
             core.OnBytes(static_cast<std::size_t>(r), now);
@@ -280,9 +276,9 @@ void EventIoModel::LoopMain(Loop* loop) {
     int timeout_ms = -1;
     if (loop->next_scan != kNoDeadline) {
       const int64_t left = loop->next_scan - now;
-      timeout_ms = left <= 0 ? 0
-                             : static_cast<int>(std::min<int64_t>(
-                                   (left + 999'999) / 1'000'000, 3'600'000));
+      timeout_ms =
+          left <= 0 ? 0
+                    : static_cast<int>(std::min<int64_t>((left + 999'999) / 1'000'000, 3'600'000));
     }
     const int n = epoll_wait(loop->epfd, events, 64, timeout_ms);
     now = MonotonicNanos();
@@ -290,8 +286,7 @@ void EventIoModel::LoopMain(Loop* loop) {
       auto* conn = static_cast<Conn*>(events[i].data.ptr);
       if (conn == nullptr) {
         uint64_t count;
-        [[maybe_unused]] const ssize_t r =
-            read(loop->wake_fd, &count, sizeof count);
+        [[maybe_unused]] const ssize_t r = read(loop->wake_fd, &count, sizeof count);
         continue;
       }
       if (conn->busy) continue;

@@ -46,19 +46,14 @@ class EventIoModel final : public IoModel {
 
   // `loops` event loops (epoll; pool uses 1) and `workers` worker threads.
   // Returns with every thread started. `handler` must outlive the model.
-  EventIoModel(Mode mode, RequestHandler* handler,
-               const ConnectionLimits& limits, std::size_t loops,
-               std::size_t workers);
+  EventIoModel(Mode mode, RequestHandler* handler, const ConnectionLimits& limits,
+               std::size_t loops, std::size_t workers);
   ~EventIoModel() override;
 
-  std::string_view name() const override {
-    return mode_ == Mode::kEpoll ? "epoll" : "pool";
-  }
+  std::string_view name() const override { return mode_ == Mode::kEpoll ? "epoll" : "pool"; }
   bool Dispatch(int fd) override;
   std::size_t Drain(int64_t deadline_ns) override;
-  std::size_t open_connections() const override {
-    return open_.load(std::memory_order_relaxed);
-  }
+  std::size_t open_connections() const override { return open_.load(std::memory_order_relaxed); }
 
  private:
   struct Conn;

@@ -70,9 +70,7 @@ TEST(SanitizeBound, ErrorRepliesEchoABoundedSanitisedPartOfTheInput) {
 
 class SocketPair : public testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds_), 0);
-  }
+  void SetUp() override { ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds_), 0); }
   void TearDown() override {
     for (const int fd : fds_) {
       if (fd >= 0) close(fd);
@@ -92,8 +90,7 @@ TEST_F(SocketPair, TrickledFrameIsCutAtTheFrameDeadline) {
   std::size_t got = 0;
   const int64_t t0 = MonotonicNanos();
   // Idle limit 5 s, but the frame must be whole 150 ms after its first byte.
-  const FrameRead r = ReadFrameBounded(fds_[0], buf, &got, t0 + 5'000'000'000,
-                                       150'000'000);
+  const FrameRead r = ReadFrameBounded(fds_[0], buf, &got, t0 + 5'000'000'000, 150'000'000);
   const int64_t took = MonotonicNanos() - t0;
   loris.join();
   EXPECT_EQ(r, FrameRead::kTimeout);
@@ -125,8 +122,8 @@ TEST_F(SocketPair, LateButWholeFrameIsReadInFull) {
   });
   char buf[kFrameSize];
   std::size_t got = 0;
-  const FrameRead r = ReadFrameBounded(fds_[0], buf, &got,
-                                       MonotonicNanos() + 120'000'000, 300'000'000);
+  const FrameRead r =
+      ReadFrameBounded(fds_[0], buf, &got, MonotonicNanos() + 120'000'000, 300'000'000);
   late.join();
   EXPECT_EQ(r, FrameRead::kFrame);
   EXPECT_EQ(got, kFrameSize);
@@ -139,11 +136,9 @@ TEST_F(SocketPair, RefusedPeerGetsTheBusyReplyThenEof) {
   fds_[0] = -1;  // closed by RefuseConnection
   char buf[kFrameSize];
   std::size_t got = 0;
-  ASSERT_EQ(ReadFrame(fds_[1], buf, &got, MonotonicNanos() + 1'000'000'000),
-            FrameRead::kFrame);
+  ASSERT_EQ(ReadFrame(fds_[1], buf, &got, MonotonicNanos() + 1'000'000'000), FrameRead::kFrame);
   EXPECT_STREQ(buf, "ERROR server busy: test");
-  EXPECT_EQ(ReadFrame(fds_[1], buf, &got, MonotonicNanos() + 1'000'000'000),
-            FrameRead::kClosed);
+  EXPECT_EQ(ReadFrame(fds_[1], buf, &got, MonotonicNanos() + 1'000'000'000), FrameRead::kClosed);
 }
 
 }  // namespace

@@ -52,12 +52,10 @@ inline std::atomic<HazardRecord*> g_records{nullptr};
 inline std::atomic<std::size_t> g_record_count{0};
 
 inline HazardRecord* Acquire() {
-  for (HazardRecord* r = g_records.load(std::memory_order_acquire); r != nullptr;
-       r = r->next) {
+  for (HazardRecord* r = g_records.load(std::memory_order_acquire); r != nullptr; r = r->next) {
     bool expected = false;
     if (!r->in_use.load(std::memory_order_relaxed) &&
-        r->in_use.compare_exchange_strong(expected, true,
-                                          std::memory_order_acquire)) {
+        r->in_use.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
       return r;
     }
   }
@@ -143,8 +141,7 @@ class RetireList {
     MutexLock guard(&retire_mu_);
     retired_.push_back(p);
     const std::size_t threshold =
-        2 * hazard_internal::g_record_count.load(std::memory_order_relaxed) +
-        16;
+        2 * hazard_internal::g_record_count.load(std::memory_order_relaxed) + 16;
     if (retired_.size() >= threshold) ScanLocked();
   }
 
@@ -156,9 +153,8 @@ class RetireList {
  private:
   void ScanLocked() REQUIRES(retire_mu_) {
     hazards_.clear();
-    for (HazardRecord* r =
-             hazard_internal::g_records.load(std::memory_order_acquire);
-         r != nullptr; r = r->next) {
+    for (HazardRecord* r = hazard_internal::g_records.load(std::memory_order_acquire); r != nullptr;
+         r = r->next) {
       if (const void* h = r->hazard.load(std::memory_order_seq_cst)) {
         hazards_.push_back(h);
       }
@@ -166,8 +162,7 @@ class RetireList {
     std::sort(hazards_.begin(), hazards_.end());
     std::size_t kept = 0;
     for (const T* p : retired_) {
-      if (std::binary_search(hazards_.begin(), hazards_.end(),
-                             static_cast<const void*>(p))) {
+      if (std::binary_search(hazards_.begin(), hazards_.end(), static_cast<const void*>(p))) {
         retired_[kept++] = p;  // still being read: try again next scan
       } else {
         delete p;

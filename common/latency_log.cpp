@@ -34,20 +34,18 @@ std::string FileKind(mode_t mode) {
 
 }  // namespace
 
-int OpenRegularFile(const std::string& path, int extra_flags,
-                    std::string* error) {
+int OpenRegularFile(const std::string& path, int extra_flags, std::string* error) {
   // O_NONBLOCK: opening a FIFO for writing with no reader would block
   // forever (and ignore SIGTERM meanwhile); this way it fails with ENXIO.
-  const int fd = open(path.c_str(),
-                      O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | extra_flags,
-                      0644);
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | extra_flags, 0644);
   if (fd < 0) {
     *error = errno == ENXIO ? "is a FIFO (or device) with no reader, not a "
                               "regular file"
                             : std::string("open: ") + std::strerror(errno);
     return -1;
   }
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0) {
     *error = std::string("fstat: ") + std::strerror(errno);
     close(fd);
@@ -80,15 +78,16 @@ std::string AppendWholeLine(const std::string& path, std::string_view line) {
     // holds whole lines only.
     const off_t end = lseek(fd, 0, SEEK_CUR);
     if (end < put || ftruncate(fd, end - put) != 0) {
-      const std::string why = std::string("short write of ") +
-                              std::to_string(put) + " bytes, and cannot cut "
-                              "it off: " + std::strerror(errno);
+      const std::string why = std::string("short write of ") + std::to_string(put) +
+                              " bytes, and cannot cut "
+                              "it off: " +
+                              std::strerror(errno);
       close(fd);
       return why;
     }
     close(fd);
-    return "write: short write of " + std::to_string(put) + " of " +
-           std::to_string(line.size()) + " bytes (disk full?), cut off";
+    return "write: short write of " + std::to_string(put) + " of " + std::to_string(line.size()) +
+           " bytes (disk full?), cut off";
   }
   close(fd);
   return std::string("write: ") + std::strerror(write_errno);
@@ -96,8 +95,7 @@ std::string AppendWholeLine(const std::string& path, std::string_view line) {
 
 LatencyLog::LatencyLog(LatencyLogOptions options)
     : options_(std::move(options)),
-      warn_(std::make_unique<RateLimitedLog>(options_.program,
-                                             options_.warnings)) {}
+      warn_(std::make_unique<RateLimitedLog>(options_.program, options_.warnings)) {}
 
 LatencyLog::~LatencyLog() {
   FlushThread();
@@ -124,14 +122,11 @@ bool LatencyLog::Open(std::string* error) {
     }
     trace_ = fdopen(tfd, "w");
     if (trace_ == nullptr) {
-      *error = "--trace '" + options_.trace_file + "': fdopen: " +
-               std::strerror(errno);
+      *error = "--trace '" + options_.trace_file + "': fdopen: " + std::strerror(errno);
       close(tfd);
       return false;
     }
-    std::fputs(
-        "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns\n",
-        trace_);
+    std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns\n", trace_);
   }
   return true;
 }
@@ -155,8 +150,7 @@ void LatencyLog::Record(const RequestSample& s) {
   Shard& shard = AdoptShard();
   shard.samples[shard.count++] = s;
   if (shard.count == kShardSamples ||
-      shard.count + pending_.load(std::memory_order_relaxed) >=
-          options_.batch_size) {
+      shard.count + pending_.load(std::memory_order_relaxed) >= options_.batch_size) {
     HandOff(&shard);
   }
 }
@@ -188,14 +182,11 @@ void LatencyLog::HandOff(Shard* shard) {
       sum_cpu_wait_ns_ += static_cast<double>(s.cpu_wait_ns);
       ++totals_.cpu_wait_samples;
     }
-    if (trace_ != nullptr &&
-        (options_.trace_limit == 0 || trace_rows_ < options_.trace_limit)) {
+    if (trace_ != nullptr && (options_.trace_limit == 0 || trace_rows_ < options_.trace_limit)) {
       std::fprintf(trace_, "%llu,%d,%lld,%lld,%lld,%lld,%lld,",
                    static_cast<unsigned long long>(s.pos), s.is_read ? 1 : 0,
-                   static_cast<long long>(s.latency_ns),
-                   static_cast<long long>(s.wait_ns),
-                   static_cast<long long>(s.hold_ns),
-                   static_cast<long long>(s.queue_ns),
+                   static_cast<long long>(s.latency_ns), static_cast<long long>(s.wait_ns),
+                   static_cast<long long>(s.hold_ns), static_cast<long long>(s.queue_ns),
                    static_cast<long long>(s.delay_ns));
       if (s.cpu_wait_ns >= 0) {
         std::fprintf(trace_, "%lld", static_cast<long long>(s.cpu_wait_ns));
@@ -204,8 +195,7 @@ void LatencyLog::HandOff(Shard* shard) {
       ++trace_rows_;
     }
     if (batch_count_ == options_.batch_size) {
-      AppendBatchMeanLocked(batch_sum_ns_ /
-                            static_cast<double>(batch_count_) / 1e9);
+      AppendBatchMeanLocked(batch_sum_ns_ / static_cast<double>(batch_count_) / 1e9);
       batch_sum_ns_ = 0;
       batch_count_ = 0;
     }
@@ -217,9 +207,8 @@ void LatencyLog::HandOff(Shard* shard) {
 void LatencyLog::AppendBatchMeanLocked(double mean_s) {
   char line[64];
   const int len = std::snprintf(line, sizeof line, "%e\n", mean_s);
-  const std::string why = AppendWholeLine(
-      options_.time_file,
-      std::string_view(line, static_cast<std::size_t>(len)));
+  const std::string why =
+      AppendWholeLine(options_.time_file, std::string_view(line, static_cast<std::size_t>(len)));
   if (!why.empty()) {
     ++totals_.lines_lost;
     warn_->Warn("timing line lost (" + std::to_string(totals_.lines_lost) +
@@ -248,8 +237,7 @@ LatencyTotals LatencyLog::Totals() const {
     t.mean_delay_s = sum_delay_ns_ / n / 1e9;
   }
   if (t.cpu_wait_samples > 0) {
-    t.mean_cpu_wait_s =
-        sum_cpu_wait_ns_ / static_cast<double>(t.cpu_wait_samples) / 1e9;
+    t.mean_cpu_wait_s = sum_cpu_wait_ns_ / static_cast<double>(t.cpu_wait_samples) / 1e9;
   }
   return t;
 }

@@ -102,8 +102,8 @@ struct LatencyTotals {
 struct LatencyLogOptions {
   std::string time_file = "server_output_time_aggregated";
   uint64_t batch_size = 1000;
-  std::string trace_file;    // empty: no trace
-  uint64_t trace_limit = 0;  // 0: no limit
+  std::string trace_file;          // empty: no trace
+  uint64_t trace_limit = 0;        // 0: no limit
   std::string program = "server";  // prefix of warnings
   bool warnings = true;            // false: lost lines are only counted
 };
@@ -170,8 +170,7 @@ std::string AppendWholeLine(const std::string& path, std::string_view line);
 // Opens `path` for writing without blocking and checks it is a regular file.
 // Returns the fd (blocking mode, close-on-exec), or -1 with *error set to
 // "is a FIFO, not a regular file" / "open: <strerror>".
-int OpenRegularFile(const std::string& path, int extra_flags,
-                    std::string* error);
+int OpenRegularFile(const std::string& path, int extra_flags, std::string* error);
 
 }  // namespace kv
 

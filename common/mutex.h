@@ -72,9 +72,7 @@ concept SharedLockable = requires(L& lock) {
 template <typename L>
 class SCOPED_CAPABILITY ExclusiveGuard {
  public:
-  explicit ExclusiveGuard(L* lock) ACQUIRE(lock) : lock_(lock) {
-    lock_->Lock();
-  }
+  explicit ExclusiveGuard(L* lock) ACQUIRE(lock) : lock_(lock) { lock_->Lock(); }
   ~ExclusiveGuard() RELEASE() { lock_->Unlock(); }
   ExclusiveGuard(const ExclusiveGuard&) = delete;
   ExclusiveGuard& operator=(const ExclusiveGuard&) = delete;
@@ -87,9 +85,7 @@ class SCOPED_CAPABILITY ExclusiveGuard {
 template <SharedLockable L>
 class SCOPED_CAPABILITY SharedGuard {
  public:
-  explicit SharedGuard(L* lock) ACQUIRE_SHARED(lock) : lock_(lock) {
-    lock_->LockShared();
-  }
+  explicit SharedGuard(L* lock) ACQUIRE_SHARED(lock) : lock_(lock) { lock_->LockShared(); }
   ~SharedGuard() RELEASE() { lock_->UnlockShared(); }
   SharedGuard(const SharedGuard&) = delete;
   SharedGuard& operator=(const SharedGuard&) = delete;

@@ -46,8 +46,7 @@ int WaitReady(int fd, short events, int64_t deadline_ns, int stop_fd) {
   return WaitFor(fd, events, deadline_ns, stop_fd);
 }
 
-bool ParseSocketAddress(const std::string& ip, uint16_t port,
-                        SocketAddress* out) {
+bool ParseSocketAddress(const std::string& ip, uint16_t port, SocketAddress* out) {
   *out = SocketAddress{};
   auto* v4 = reinterpret_cast<sockaddr_in*>(&out->storage);
   if (inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
@@ -88,8 +87,7 @@ std::string FormatSocketAddress(const SocketAddress& address) {
 int ListenTcp(const SocketAddress& address, std::string* error, bool* in_use) {
   *in_use = false;
   const std::string where = FormatSocketAddress(address);
-  const int fd = socket(address.storage.ss_family,
-                        SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int fd = socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     *error = "socket " + where + ": " + std::strerror(errno);
     return -1;
@@ -105,8 +103,7 @@ int ListenTcp(const SocketAddress& address, std::string* error, bool* in_use) {
     // Bind exactly the address given, not the IPv4 twin too.
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
   }
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&address.storage),
-           address.length) != 0) {
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
     *in_use = errno == EADDRINUSE;
     *error = "bind " + where + ": " + std::strerror(errno);
     close(fd);
@@ -146,9 +143,8 @@ namespace {
 
 // The frame reader behind both public functions; `hard_deadline_ns` caps the
 // frame deadline (ReadFrame's single deadline for the whole frame).
-FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got,
-                        int64_t idle_deadline_ns, int64_t frame_timeout_ns,
-                        int64_t hard_deadline_ns, int stop_fd) {
+FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got, int64_t idle_deadline_ns,
+                        int64_t frame_timeout_ns, int64_t hard_deadline_ns, int stop_fd) {
   *got = 0;
   int64_t deadline_ns = idle_deadline_ns;
   while (*got < kFrameSize) {
@@ -159,8 +155,7 @@ FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got,
         // The frame has started: from now on only the frame bound counts,
         // so a legitimate client that spoke late still gets its full frame
         // time, and a trickling one cannot stretch it.
-        deadline_ns = std::min(MonotonicNanos() + frame_timeout_ns,
-                               hard_deadline_ns);
+        deadline_ns = std::min(MonotonicNanos() + frame_timeout_ns, hard_deadline_ns);
       }
       *got += static_cast<std::size_t>(r);
       continue;
@@ -178,23 +173,21 @@ FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got,
 
 }  // namespace
 
-FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got,
-                           int64_t idle_deadline_ns, int64_t frame_timeout_ns,
-                           int stop_fd) {
+FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got, int64_t idle_deadline_ns,
+                           int64_t frame_timeout_ns, int stop_fd) {
   return ReadFrameImpl(fd, buf, got, idle_deadline_ns, frame_timeout_ns,
                        std::numeric_limits<int64_t>::max(), stop_fd);
 }
 
 FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns) {
-  return ReadFrameImpl(fd, buf, got, deadline_ns,
-                       std::numeric_limits<int64_t>::max() / 2, deadline_ns, -1);
+  return ReadFrameImpl(fd, buf, got, deadline_ns, std::numeric_limits<int64_t>::max() / 2,
+                       deadline_ns, -1);
 }
 
 bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns) {
   std::size_t put = 0;
   while (put < frame.size()) {
-    const ssize_t r = send(fd, frame.data() + put, frame.size() - put,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t r = send(fd, frame.data() + put, frame.size() - put, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r > 0) {
       put += static_cast<std::size_t>(r);
       continue;

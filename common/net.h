@@ -32,8 +32,7 @@ struct SocketAddress {
 
 // Parses a numeric IPv4 or IPv6 address (no DNS) and a port.
 // Returns false if `ip` is not a numeric address.
-bool ParseSocketAddress(const std::string& ip, uint16_t port,
-                        SocketAddress* out);
+bool ParseSocketAddress(const std::string& ip, uint16_t port, SocketAddress* out);
 
 // "127.0.0.1:3000" or "[::1]:3000".
 std::string FormatSocketAddress(const SocketAddress& address);
@@ -77,9 +76,8 @@ FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns);
 // With `stop_fd` >= 0 (an eventfd/pipe that becomes readable at shutdown),
 // the read also ends with kStopped as soon as it has to wait while stop_fd is
 // readable: only the peer's own half-close (kShortFrame) makes a short frame.
-FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got,
-                           int64_t idle_deadline_ns, int64_t frame_timeout_ns,
-                           int stop_fd = -1);
+FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got, int64_t idle_deadline_ns,
+                           int64_t frame_timeout_ns, int stop_fd = -1);
 
 // Waits until fd has `events` (POLLIN/POLLOUT), `stop_fd` (if >= 0) is
 // readable, or `deadline_ns` passes. Returns 1 if fd is ready, 2 if stop_fd

@@ -57,9 +57,7 @@ std::size_t FirstBadTextByte(std::string_view s) {
 }
 
 bool AllDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return c >= '0' && c <= '9';
-  });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
@@ -94,11 +92,9 @@ Status ParseRequest(std::string_view frame, uint64_t n, Request* out) {
   if (pos_field.empty()) {
     // "-5-1-x": a negative position, or nothing at all before the dash.
     const std::string_view after = text.substr(1);
-    const std::string_view digits =
-        after.substr(0, std::min(after.find('-'), after.size()));
+    const std::string_view digits = after.substr(0, std::min(after.find('-'), after.size()));
     if (AllDigits(digits)) {
-      return Status::InvalidArgument("pos -" + Sanitize(digits) +
-                                     " is negative; allowed [0," +
+      return Status::InvalidArgument("pos -" + Sanitize(digits) + " is negative; allowed [0," +
                                      std::to_string(n) + ")");
     }
     return Status::InvalidArgument("pos is empty" + std::string(kShape));
@@ -111,15 +107,15 @@ Status ParseRequest(std::string_view frame, uint64_t n, Request* out) {
   const auto [ptr, ec] =
       std::from_chars(pos_field.data(), pos_field.data() + pos_field.size(), pos);
   if (ec == std::errc::result_out_of_range || (ec == std::errc() && pos >= n)) {
-    return Status::InvalidArgument("pos " + Sanitize(pos_field, 24) +
-                                   " out of range [0," + std::to_string(n) + ")");
+    return Status::InvalidArgument("pos " + Sanitize(pos_field, 24) + " out of range [0," +
+                                   std::to_string(n) + ")");
   }
 
   const std::string_view rest = text.substr(dash1 + 1);
   const std::size_t dash2 = rest.find('-');
   if (dash2 == std::string_view::npos) {
-    return Status::InvalidArgument("missing '-' after is_read in " +
-                                   Quoted(text) + std::string(kShape));
+    return Status::InvalidArgument("missing '-' after is_read in " + Quoted(text) +
+                                   std::string(kShape));
   }
   const std::string_view read_field = rest.substr(0, dash2);
   if (read_field != "0" && read_field != "1") {
@@ -128,14 +124,12 @@ Status ParseRequest(std::string_view frame, uint64_t n, Request* out) {
   }
 
   const std::string_view body = rest.substr(dash2 + 1);
-  if (const std::size_t bad = FirstBadTextByte(body);
-      bad != std::string_view::npos) {
+  if (const std::size_t bad = FirstBadTextByte(body); bad != std::string_view::npos) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02x",
                   static_cast<unsigned>(static_cast<unsigned char>(body[bad])));
-    return Status::InvalidArgument("text byte " + std::string(hex) +
-                                   " at offset " + std::to_string(bad) +
-                                   " is not printable UTF-8");
+    return Status::InvalidArgument("text byte " + std::string(hex) + " at offset " +
+                                   std::to_string(bad) + " is not printable UTF-8");
   }
 
   out->pos = pos;
@@ -156,15 +150,12 @@ void FillErrorFrame(std::string_view message, Frame* out) {
   FillFrame(text, out);
 }
 
-void FillRequestFrame(uint64_t pos, bool is_read, std::string_view text,
-                      Frame* out) {
+void FillRequestFrame(uint64_t pos, bool is_read, std::string_view text, Frame* out) {
   // snprintf cuts at kMaxTextLen and terminates; no allocation (client hot path).
-  const int len = std::snprintf(out->data(), kFrameSize, "%llu-%d-%.*s",
-                                static_cast<unsigned long long>(pos),
-                                is_read ? 1 : 0, static_cast<int>(text.size()),
-                                text.data());
-  const std::size_t used =
-      std::min(static_cast<std::size_t>(len < 0 ? 0 : len), kMaxTextLen);
+  const int len =
+      std::snprintf(out->data(), kFrameSize, "%llu-%d-%.*s", static_cast<unsigned long long>(pos),
+                    is_read ? 1 : 0, static_cast<int>(text.size()), text.data());
+  const std::size_t used = std::min(static_cast<std::size_t>(len < 0 ? 0 : len), kMaxTextLen);
   std::memset(out->data() + used, 0, kFrameSize - used);
 }
 

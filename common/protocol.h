@@ -22,7 +22,7 @@
 
 namespace kv {
 
-inline constexpr std::size_t kFrameSize = 100;        // COM_BUFF_SIZE of the kit
+inline constexpr std::size_t kFrameSize = 100;              // COM_BUFF_SIZE of the kit
 inline constexpr std::size_t kMaxTextLen = kFrameSize - 1;  // plus the NUL
 inline constexpr std::string_view kErrorPrefix = "ERROR ";
 
@@ -53,8 +53,7 @@ void FillFrame(std::string_view text, Frame* out);
 void FillErrorFrame(std::string_view message, Frame* out);
 
 // Fills *out with the request text "pos-is_read-text" (cut to fit).
-void FillRequestFrame(uint64_t pos, bool is_read, std::string_view text,
-                      Frame* out);
+void FillRequestFrame(uint64_t pos, bool is_read, std::string_view text, Frame* out);
 
 // True if a reply text is an error reply.
 inline bool IsErrorReply(std::string_view reply_text) {

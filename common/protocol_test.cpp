@@ -36,8 +36,7 @@ TEST_P(ParseRejects, WithExactMessage) {
 INSTANTIATE_TEST_SUITE_P(
     Malformed, ParseRejects,
     testing::Values(
-        BadCase{"EmptyFrame", KitFrame(""),
-                "empty request (expected pos-is_read-text)"},
+        BadCase{"EmptyFrame", KitFrame(""), "empty request (expected pos-is_read-text)"},
         BadCase{"ZeroBytes", "", "empty request (expected pos-is_read-text)"},
         BadCase{"NoDashes", KitFrame("hello"),
                 "missing '-' after pos in 'hello' (expected pos-is_read-text)"},
@@ -46,28 +45,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "pos-is_read-text)"},
         BadCase{"NonNumericPos", KitFrame("abc-1-x"),
                 "pos 'abc' is not a non-negative decimal integer"},
-        BadCase{"PlusSign", KitFrame("+5-1-x"),
-                "pos '+5' is not a non-negative decimal integer"},
-        BadCase{"SpaceInPos", KitFrame(" 5-1-x"),
-                "pos ' 5' is not a non-negative decimal integer"},
-        BadCase{"NegativePos", KitFrame("-5-1-x"),
-                "pos -5 is negative; allowed [0,1000)"},
-        BadCase{"EmptyPos", KitFrame("-x-1"),
-                "pos is empty (expected pos-is_read-text)"},
+        BadCase{"PlusSign", KitFrame("+5-1-x"), "pos '+5' is not a non-negative decimal integer"},
+        BadCase{"SpaceInPos", KitFrame(" 5-1-x"), "pos ' 5' is not a non-negative decimal integer"},
+        BadCase{"NegativePos", KitFrame("-5-1-x"), "pos -5 is negative; allowed [0,1000)"},
+        BadCase{"EmptyPos", KitFrame("-x-1"), "pos is empty (expected pos-is_read-text)"},
         BadCase{"OverflowPos", KitFrame("99999999999999999999999-1-x"),
                 "pos 99999999999999999999999 out of range [0,1000)"},
         BadCase{"HugePosIsCut", KitFrame(std::string(60, '9') + "-1-x"),
                 "pos 999999999999999999999999... out of range [0,1000)"},
-        BadCase{"PosEqualsN", KitFrame("1000-1-x"),
-                "pos 1000 out of range [0,1000)"},
-        BadCase{"PosAboveN", KitFrame("1200-0-x"),
-                "pos 1200 out of range [0,1000)"},
-        BadCase{"IsReadTwo", KitFrame("5-2-x"),
-                "is_read '2' must be 0 (write) or 1 (read)"},
-        BadCase{"IsReadEmpty", KitFrame("5--x"),
-                "is_read '' must be 0 (write) or 1 (read)"},
-        BadCase{"IsReadWord", KitFrame("5-yes-x"),
-                "is_read 'yes' must be 0 (write) or 1 (read)"},
+        BadCase{"PosEqualsN", KitFrame("1000-1-x"), "pos 1000 out of range [0,1000)"},
+        BadCase{"PosAboveN", KitFrame("1200-0-x"), "pos 1200 out of range [0,1000)"},
+        BadCase{"IsReadTwo", KitFrame("5-2-x"), "is_read '2' must be 0 (write) or 1 (read)"},
+        BadCase{"IsReadEmpty", KitFrame("5--x"), "is_read '' must be 0 (write) or 1 (read)"},
+        BadCase{"IsReadWord", KitFrame("5-yes-x"), "is_read 'yes' must be 0 (write) or 1 (read)"},
         BadCase{"BinaryInPos", KitFrame("\x01\x02-1-x"),
                 "pos '\\x01\\x02' is not a non-negative decimal integer"},
         BadCase{"ControlByteInText", KitFrame("5-0-ab\x07z"),
@@ -80,15 +70,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "text byte 0xc0 at offset 0 is not printable UTF-8"},
         BadCase{"NoNulInFullFrame", std::string(kFrameSize, '7'),
                 "frame has no NUL terminator in its 100 bytes"}),
-    [](const testing::TestParamInfo<BadCase>& param) {
-      return std::string(param.param.name);
-    });
+    [](const testing::TestParamInfo<BadCase>& param) { return std::string(param.param.name); });
 
 TEST(ParseRequest, KitReadWithGarbageAfterNul) {
   Request r;
-  ASSERT_TRUE(ParseRequest(KitFrame("42-1-String[42] has been modified by thread 7"),
-                           100, &r)
-                  .ok());
+  ASSERT_TRUE(
+      ParseRequest(KitFrame("42-1-String[42] has been modified by thread 7"), 100, &r).ok());
   EXPECT_EQ(r.pos, 42u);
   EXPECT_TRUE(r.is_read);
 }

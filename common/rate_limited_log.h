@@ -35,12 +35,12 @@ class RateLimitedLog {
     }
     last_ns_ = now;
     if (suppressed_ > 0) {
-      std::fprintf(stderr, "%s: %.*s (%llu similar lines suppressed)\n",
-                   program_.c_str(), static_cast<int>(what.size()), what.data(),
+      std::fprintf(stderr, "%s: %.*s (%llu similar lines suppressed)\n", program_.c_str(),
+                   static_cast<int>(what.size()), what.data(),
                    static_cast<unsigned long long>(suppressed_));
     } else {
-      std::fprintf(stderr, "%s: %.*s\n", program_.c_str(),
-                   static_cast<int>(what.size()), what.data());
+      std::fprintf(stderr, "%s: %.*s\n", program_.c_str(), static_cast<int>(what.size()),
+                   what.data());
     }
     suppressed_ = 0;
     return true;

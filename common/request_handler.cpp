@@ -8,20 +8,19 @@
 
 namespace kv {
 
-bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
-                            Frame* reply, int64_t queue_ns) {
+bool RequestHandler::Handle(std::string_view frame, int64_t received_ns, Frame* reply,
+                            int64_t queue_ns) {
   // CPU wait (schedstat run_delay) of a sampled request, see schedstat.h.
   SchedStat sched_before;
-  const bool cpu_sampled = log_ != nullptr && SampleCpuWait(received_ns) &&
-                           ReadThreadSchedStat(&sched_before);
+  const bool cpu_sampled =
+      log_ != nullptr && SampleCpuWait(received_ns) && ReadThreadSchedStat(&sched_before);
   ArtificialDelay::TakeThreadSleptNanos();  // the delay slept from here on
   Request request;
   Status status = ParseRequest(frame, store_->size(), &request);
   AccessTiming timing;
   if (status.ok()) {
-    status = request.is_read
-                 ? store_->Read(request.pos, reply, &timing)
-                 : store_->Write(request.pos, request.text, reply, &timing);
+    status = request.is_read ? store_->Read(request.pos, reply, &timing)
+                             : store_->Write(request.pos, request.text, reply, &timing);
   }
   if (!status.ok()) {
     CountRejected();
@@ -34,8 +33,8 @@ bool RequestHandler::Handle(std::string_view frame, int64_t received_ns,
   if (log_ == nullptr) {
     counters_->frames.fetch_add(1, std::memory_order_relaxed);
   } else {
-    RequestSample sample{request.pos, request.is_read, done_ns - received_ns,
-                         timing.wait_ns, timing.hold_ns, queue_ns};
+    RequestSample sample{request.pos,    request.is_read, done_ns - received_ns,
+                         timing.wait_ns, timing.hold_ns,  queue_ns};
     sample.delay_ns = ArtificialDelay::TakeThreadSleptNanos();
     SchedStat sched_after;
     if (cpu_sampled && ReadThreadSchedStat(&sched_after)) {
@@ -63,8 +62,7 @@ void RequestHandler::Reject(std::string_view message, Frame* reply) {
 
 void RequestHandler::LogReject(std::string_view message) const {
   // One write per line so lines from many threads do not interleave.
-  std::fprintf(stderr, "%.*s: rejected: %.*s\n",
-               static_cast<int>(program_.size()), program_.data(),
+  std::fprintf(stderr, "%.*s: rejected: %.*s\n", static_cast<int>(program_.size()), program_.data(),
                static_cast<int>(message.size()), message.data());
 }
 

@@ -47,8 +47,7 @@ class RequestHandler {
   // complete reply frame. Returns true for a valid request, false for a
   // rejected one. The lab's latency stays received -> reply ready, so it
   // includes queue_ns; queue_ns is also recorded on its own.
-  bool Handle(std::string_view frame, int64_t received_ns, Frame* reply,
-              int64_t queue_ns = 0);
+  bool Handle(std::string_view frame, int64_t received_ns, Frame* reply, int64_t queue_ns = 0);
 
   // With `on`, every rejected request is logged to stderr as
   // "<program>: rejected: <reason>" (the -v option).
@@ -68,9 +67,7 @@ class RequestHandler {
   }
 
   // Counts an unfinished frame dropped at shutdown (see RequestCounters).
-  void CountCutByShutdown() {
-    counters_->cut_by_shutdown.fetch_add(1, std::memory_order_relaxed);
-  }
+  void CountCutByShutdown() { counters_->cut_by_shutdown.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void LogReject(std::string_view message) const;

@@ -41,8 +41,7 @@ bool ParseSchedStat(std::string_view text, SchedStat* out) {
   const char* p = text.data();
   const char* end = p + text.size();
   uint64_t cpu = 0, delay = 0, slices = 0;
-  if (!NextNumber(&p, end, &cpu) || !NextNumber(&p, end, &delay) ||
-      !NextNumber(&p, end, &slices)) {
+  if (!NextNumber(&p, end, &cpu) || !NextNumber(&p, end, &delay) || !NextNumber(&p, end, &slices)) {
     return false;
   }
   while (p < end && (*p == ' ' || *p == '\n')) ++p;

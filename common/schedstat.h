@@ -51,8 +51,7 @@ bool ReadThreadSchedStatFresh(SchedStat* out);
 // One request in kCpuWaitSampleEvery (a power of two) has its CPU wait
 // measured.
 inline constexpr int kCpuWaitSampleShift = 4;
-inline constexpr uint64_t kCpuWaitSampleEvery = uint64_t{1}
-                                                << kCpuWaitSampleShift;
+inline constexpr uint64_t kCpuWaitSampleEvery = uint64_t{1} << kCpuWaitSampleShift;
 
 // Whether the request received at `received_ns` is sampled: a multiplicative
 // hash of the timestamp, so it works at any clock granularity.

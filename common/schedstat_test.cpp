@@ -46,8 +46,8 @@ TEST(ParseSchedStatTest, ThreeNumbers) {
 
 TEST(ParseSchedStatTest, RejectsAnythingElse) {
   SchedStat s{1, 2, 3};
-  for (const char* bad : {"", "\n", "1 2", "1 2 x", "1 2 3 4", "-1 2 3",
-                          "a b c", "1,2,3", "1 2 3\nextra"}) {
+  for (const char* bad :
+       {"", "\n", "1 2", "1 2 x", "1 2 3 4", "-1 2 3", "a b c", "1,2,3", "1 2 3\nextra"}) {
     EXPECT_FALSE(ParseSchedStat(bad, &s)) << "'" << bad << "'";
   }
   EXPECT_EQ(s.cpu_ns, 1);  // untouched

@@ -42,17 +42,15 @@ bool InstallSignals(std::string* error) {
     *error = std::string("pipe2: ") + std::strerror(errno);
     return false;
   }
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  struct sigaction ignore{};
+  struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
-  if (sigaction(SIGINT, &sa, nullptr) != 0 ||
-      sigaction(SIGTERM, &sa, nullptr) != 0 ||
-      sigaction(SIGHUP, &sa, nullptr) != 0 ||
-      sigaction(SIGPIPE, &ignore, nullptr) != 0) {
+  if (sigaction(SIGINT, &sa, nullptr) != 0 || sigaction(SIGTERM, &sa, nullptr) != 0 ||
+      sigaction(SIGHUP, &sa, nullptr) != 0 || sigaction(SIGPIPE, &ignore, nullptr) != 0) {
     *error = std::string("sigaction: ") + std::strerror(errno);
     return false;
   }
@@ -116,9 +114,8 @@ constexpr int64_t kAcceptPauseNs = 100'000'000;
 // the loop stop polling the listeners for 100 ms (the stop pipe is still
 // watched). Every case is counted and logged at most once a second; nothing
 // spins, nothing exits, and service resumes by itself as connections close.
-void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
-                std::size_t max_connections, const std::string& program,
-                bool warnings, AcceptStats* stats) {
+void AcceptLoop(const std::vector<int>& listeners, IoModel* io, std::size_t max_connections,
+                const std::string& program, bool warnings, AcceptStats* stats) {
   std::vector<pollfd> fds;
   fds.reserve(listeners.size() + 1);
   for (const int fd : listeners) fds.push_back({fd, POLLIN, 0});
@@ -136,8 +133,7 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
     }
     for (auto& p : fds) p.revents = 0;
     const int timeout_ms =
-        paused ? static_cast<int>((paused_until - now + 999'999) / 1'000'000)
-               : -1;
+        paused ? static_cast<int>((paused_until - now + 999'999) / 1'000'000) : -1;
     if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       log.Warn(std::string("poll: ") + std::strerror(errno));
@@ -158,22 +154,21 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
             // this is also how we learn that the queue is empty.
             spare.Release();
             conn = AcceptConnection(fds[i].fd);
-            const bool drained =
-                conn < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+            const bool drained = conn < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
             if (conn >= 0) {
-              RefuseConnection(conn, "server busy: out of file descriptors; "
-                                     "try again");
+              RefuseConnection(conn,
+                               "server busy: out of file descriptors; "
+                               "try again");
               ++stats->refused;
             }
             const bool again = spare.Acquire();
             log.Warn(std::string("accept: ") + std::strerror(err) +
-                         (again ? "; refusing new connections until some close"
-                                : "; pausing accepts for 100 ms"));
+                     (again ? "; refusing new connections until some close"
+                            : "; pausing accepts for 100 ms"));
             if (conn >= 0 && again) continue;  // the next queued connection
             if (drained && again) break;       // nothing more is waiting
           } else {
-            log.Warn(std::string("accept: ") + std::strerror(err) +
-                                  "; pausing accepts for 100 ms");
+            log.Warn(std::string("accept: ") + std::strerror(err) + "; pausing accepts for 100 ms");
           }
           paused_until = MonotonicNanos() + kAcceptPauseNs;
           break;
@@ -181,15 +176,14 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
         if (io->open_connections() >= max_connections) {
           RefuseConnection(conn, busy);
           ++stats->refused;
-          log.Warn("refusing connections: " +
-                                std::to_string(max_connections) +
-                                " open (--max-connections)");
+          log.Warn("refusing connections: " + std::to_string(max_connections) +
+                   " open (--max-connections)");
           continue;
         }
         if (!io->Dispatch(conn)) {  // Dispatch has refused it
           ++stats->refused;
-          log.Warn(std::string("cannot start a connection thread: ") +
-                                std::strerror(errno) + "; refusing connections");
+          log.Warn(std::string("cannot start a connection thread: ") + std::strerror(errno) +
+                   "; refusing connections");
           continue;
         }
         ++stats->accepted;
@@ -200,16 +194,14 @@ void AcceptLoop(const std::vector<int>& listeners, IoModel* io,
 
 }  // namespace
 
-int RunServer(const ServerOptions& options, const std::string& program,
-              const StoreMaker& factory) {
+int RunServer(const ServerOptions& options, const std::string& program, const StoreMaker& factory) {
   std::string error;
   if (!InstallSignals(&error)) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), error.c_str());
     return 1;
   }
   if (options.timer_slack_ns > 0 &&
-      prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(options.timer_slack_ns),
-            0, 0, 0) != 0) {
+      prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(options.timer_slack_ns), 0, 0, 0) != 0) {
     std::fprintf(stderr, "%s: prctl(PR_SET_TIMERSLACK): %s\n", program.c_str(),
                  std::strerror(errno));
     return 1;
@@ -240,10 +232,9 @@ int RunServer(const ServerOptions& options, const std::string& program,
     const int fd = ListenTcp(address, &error, &in_use);
     if (fd < 0) {
       std::fprintf(stderr, "%s: %s%s\n", program.c_str(), error.c_str(),
-                   port != options.port
-                       ? " (the byte-swapped twin of the port, where the kit "
-                         "client connects; --no-twin skips it)"
-                       : "");
+                   port != options.port ? " (the byte-swapped twin of the port, where the kit "
+                                          "client connects; --no-twin skips it)"
+                                        : "");
       for (const int l : listeners) close(l);
       return 1;
     }
@@ -251,12 +242,10 @@ int RunServer(const ServerOptions& options, const std::string& program,
     where.push_back(FormatSocketAddress(address));
   }
 
-  ArtificialDelay delay{std::chrono::microseconds(options.delay_us),
-                        options.delay_mode};
+  ArtificialDelay delay{std::chrono::microseconds(options.delay_us), options.delay_mode};
   std::unique_ptr<Store> store = factory(options.n, &delay);
   RequestCounters counters;
-  RequestHandler handler(store.get(), options.timing ? &log : nullptr,
-                         &counters);
+  RequestHandler handler(store.get(), options.timing ? &log : nullptr, &counters);
   handler.set_log_rejects(options.verbosity >= 2, program);
   ConnectionLimits limits;
   limits.idle_timeout_ns = options.idle_timeout_ms * 1'000'000;
@@ -268,8 +257,7 @@ int RunServer(const ServerOptions& options, const std::string& program,
   } else {
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     io_model = std::make_unique<EventIoModel>(
-        options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll
-                                     : EventIoModel::Mode::kPool,
+        options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll : EventIoModel::Mode::kPool,
         &handler, limits, cores > 0 ? static_cast<std::size_t>(cores) : 1,
         options.workers > 0 ? options.workers : kDefaultWorkers);
   }
@@ -286,8 +274,8 @@ int RunServer(const ServerOptions& options, const std::string& program,
   std::fflush(stdout);
 
   AcceptStats accept_stats;
-  AcceptLoop(listeners, io_model.get(), options.max_connections, program,
-             options.verbosity >= 1, &accept_stats);
+  AcceptLoop(listeners, io_model.get(), options.max_connections, program, options.verbosity >= 1,
+             &accept_stats);
   for (const int fd : listeners) close(fd);
   // Requests in flight finish; the whole stop must take under a second.
   const std::size_t left = io.Drain(MonotonicNanos() + 800'000'000);
@@ -303,11 +291,9 @@ int RunServer(const ServerOptions& options, const std::string& program,
       program.c_str(),
       static_cast<unsigned long long>(options.timing ? t.requests + t.rejected
                                                      : counters.frames.load()),
-      static_cast<unsigned long long>(options.timing ? t.rejected
-                                                     : counters.rejected.load()),
-      t.mean_latency_s, t.mean_wait_s, t.mean_hold_s, t.mean_queue_s,
-      delay.MeanSleptNanos() / 1e3, t.mean_delay_s, t.mean_cpu_wait_s,
-      static_cast<unsigned long long>(t.cpu_wait_samples),
+      static_cast<unsigned long long>(options.timing ? t.rejected : counters.rejected.load()),
+      t.mean_latency_s, t.mean_wait_s, t.mean_hold_s, t.mean_queue_s, delay.MeanSleptNanos() / 1e3,
+      t.mean_delay_s, t.mean_cpu_wait_s, static_cast<unsigned long long>(t.cpu_wait_samples),
       static_cast<unsigned long long>(accept_stats.accepted), left,
       static_cast<unsigned long long>(accept_stats.refused),
       static_cast<unsigned long long>(accept_stats.accept_errors),
@@ -322,12 +308,11 @@ int RunServer(const ServerOptions& options, const std::string& program,
   return 0;
 }
 
-int RunServerMain(int argc, char** argv, StoreFactory factory,
-                  std::string_view strategy) {
+int RunServerMain(int argc, char** argv, StoreFactory factory, std::string_view strategy) {
   const std::string program = BaseName(argc > 0 ? argv[0] : "server");
   ServerOptions options;
-  const ParseOutcome outcome = ParseServerOptions(
-      argc, argv, program, std::string(strategy), &options);
+  const ParseOutcome outcome =
+      ParseServerOptions(argc, argv, program, std::string(strategy), &options);
   if (outcome.action == ParseOutcome::Action::kExit) return outcome.exit_code;
   return RunServer(options, program, factory);
 }

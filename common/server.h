@@ -30,18 +30,15 @@ namespace kv {
 
 // Runs a server whose Store comes from `factory`. `argv[0]`'s base name is
 // the program name used in messages.
-int RunServerMain(int argc, char** argv, StoreFactory factory,
-                  std::string_view strategy);
+int RunServerMain(int argc, char** argv, StoreFactory factory, std::string_view strategy);
 
 // Builds the Store for RunServer(); unlike StoreFactory it may carry
 // run-time parameters (lockserver's --stripes), e.g. as a capturing lambda.
-using StoreMaker =
-    std::function<std::unique_ptr<Store>(std::size_t n, ArtificialDelay* delay)>;
+using StoreMaker = std::function<std::unique_ptr<Store>(std::size_t n, ArtificialDelay* delay)>;
 
 // Runs a server with already-parsed options (for tests and other front ends).
 // A StoreFactory converts to a StoreMaker.
-int RunServer(const ServerOptions& options, const std::string& program,
-              const StoreMaker& factory);
+int RunServer(const ServerOptions& options, const std::string& program, const StoreMaker& factory);
 
 template <typename StoreT>
 int ServerMain(int argc, char** argv) {

@@ -29,19 +29,20 @@ CLI::Validator Decimal(uint64_t min, uint64_t max) {
 
 const char* IoName(IoKind io) {
   switch (io) {
-    case IoKind::kThreadPerConnection: return "thread";
-    case IoKind::kPool: return "pool";
-    case IoKind::kEpoll: return "epoll";
+    case IoKind::kThreadPerConnection:
+      return "thread";
+    case IoKind::kPool:
+      return "pool";
+    case IoKind::kEpoll:
+      return "epoll";
   }
   return "?";
 }
 
 }  // namespace
 
-std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max,
-                         uint64_t* out) {
-  const std::string allowed =
-      "allowed " + std::to_string(min) + ".." + std::to_string(max);
+std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max, uint64_t* out) {
+  const std::string allowed = "allowed " + std::to_string(min) + ".." + std::to_string(max);
   if (text.empty()) return "is empty; " + allowed;
   for (const char c : text) {
     if (c < '0' || c > '9') {
@@ -49,10 +50,8 @@ std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max,
     }
   }
   uint64_t value = 0;
-  const auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < min ||
-      value > max) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
     return "is out of range; " + allowed;
   }
   *out = value;
@@ -60,43 +59,38 @@ std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max,
 }
 
 ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& program,
-                                const std::string& strategy,
-                                ServerOptions* o, GenericFlags* generic) {
-  CLI::App app{program + ": the ECE 420 Lab 2 shared-array server, strategy " +
-                   strategy + ".\nServes 100-byte requests 'pos-is_read-text' "
+                                const std::string& strategy, ServerOptions* o,
+                                GenericFlags* generic) {
+  CLI::App app{program + ": the ECE 420 Lab 2 shared-array server, strategy " + strategy +
+                   ".\nServes 100-byte requests 'pos-is_read-text' "
                    "from the course kit's client and attacker (and ours).",
                program};
   app.get_formatter()->column_width(34);
   int port = 0;
-  CLI::Option* n_opt =
-      app.add_option("n", o->n, "array size: number of strings")
-          ->transform(Decimal(1, kMaxArraySize));
-  CLI::Option* ip_opt =
-      app.add_option("ip", o->ip, "numeric IPv4 or IPv6 address to listen on")
-          ->check([](const std::string& ip) {
-            SocketAddress a;
-            return ParseSocketAddress(ip, 0, &a)
-                       ? std::string()
-                       : "'" + ip + "' is not a numeric IPv4/IPv6 address";
-          });
-  CLI::Option* port_opt =
-      app.add_option("port", port,
-                     "TCP port (decimal; 03000 is 3000); the server also "
-                     "listens on its byte-swapped twin, where the kit client "
-                     "connects")
-          ->transform(Decimal(1, 65535));
+  CLI::Option* n_opt = app.add_option("n", o->n, "array size: number of strings")
+                           ->transform(Decimal(1, kMaxArraySize));
+  CLI::Option* ip_opt = app.add_option("ip", o->ip, "numeric IPv4 or IPv6 address to listen on")
+                            ->check([](const std::string& ip) {
+                              SocketAddress a;
+                              return ParseSocketAddress(ip, 0, &a)
+                                         ? std::string()
+                                         : "'" + ip + "' is not a numeric IPv4/IPv6 address";
+                            });
+  CLI::Option* port_opt = app.add_option("port", port,
+                                         "TCP port (decimal; 03000 is 3000); the server also "
+                                         "listens on its byte-swapped twin, where the kit client "
+                                         "connects")
+                              ->transform(Decimal(1, 65535));
   if (generic == nullptr) {
     n_opt->required();
     ip_opt->required();
     port_opt->required();
   } else {
-    app.add_option("--strategy", generic->strategy,
-                   "locking strategy, one of: " + StrategyNames())
+    app.add_option("--strategy", generic->strategy, "locking strategy, one of: " + StrategyNames())
         ->check([](const std::string& name) {
           return FindStrategy(name) != nullptr
                      ? std::string()
-                     : "'" + name + "' is not a strategy; allowed: " +
-                           StrategyNames();
+                     : "'" + name + "' is not a strategy; allowed: " + StrategyNames();
         });
     app.add_option("--stripes", generic->stripes,
                    "lock stripes for striped-* strategies (default " +
@@ -122,8 +116,7 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
                "measurement switch: record nothing (no timing file lines, no "
                "trace, no latency split in the summary), to measure what "
                "timing costs");
-  app.add_option("--batch", o->log.batch_size,
-                 "requests per line of the timing file")
+  app.add_option("--batch", o->log.batch_size, "requests per line of the timing file")
       ->capture_default_str()
       ->transform(Decimal(1, 1'000'000'000));
   app.add_option("--time-file", o->log.time_file,
@@ -136,8 +129,7 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
                  "stop tracing after this many rows (0: no limit)")
       ->capture_default_str()
       ->transform(Decimal(0, 1'000'000'000'000));
-  app.add_flag("!--no-twin", o->kit_twin,
-               "do not listen on the byte-swapped kit port");
+  app.add_flag("!--no-twin", o->kit_twin, "do not listen on the byte-swapped kit port");
   app.add_option("--idle-timeout-ms", o->idle_timeout_ms,
                  "drop a connection that sends nothing for this long")
       ->capture_default_str()
@@ -167,8 +159,7 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
                  "loop per core, lock work on workers)")
       ->capture_default_str()
       ->check(CLI::IsMember({"thread", "pool", "epoll"}));
-  app.add_option("--workers", o->workers,
-                 "worker threads for --io pool/epoll (0: default, 64)")
+  app.add_option("--workers", o->workers, "worker threads for --io pool/epoll (0: default, 64)")
       ->capture_default_str()
       ->transform(Decimal(0, 4096));
   bool quiet = false;
@@ -187,8 +178,7 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
       "address cannot be bound or a later failure, 2 on bad arguments "
       "(including a timing/trace path that cannot work).");
   auto usage_error = [&](const std::string& what) {
-    std::cerr << program << ": error: " << what << " (see '" << program
-              << " --help')\n";
+    std::cerr << program << ": error: " << what << " (see '" << program << " --help')\n";
     return ParseOutcome{ParseOutcome::Action::kExit, 2};
   };
   try {
@@ -217,8 +207,7 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
           : io == "epoll" ? IoKind::kEpoll
                           : IoKind::kThreadPerConnection;
   o->port = static_cast<uint16_t>(port);
-  o->delay_mode =
-      delay_mode == "precise" ? DelayMode::kPrecise : DelayMode::kUsleep;
+  o->delay_mode = delay_mode == "precise" ? DelayMode::kPrecise : DelayMode::kUsleep;
   o->verbosity = quiet ? 0 : (verbose ? 2 : 1);
   return {};
 }

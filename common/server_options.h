@@ -33,29 +33,29 @@ struct ServerOptions {
   std::size_t n = 0;
   std::string ip;
   uint16_t port = 0;
-  bool kit_twin = true;         // also listen on the byte-swapped kit port
-  int64_t delay_us = 10;        // the kit's ART_DELAY
+  bool kit_twin = true;                       // also listen on the byte-swapped kit port
+  int64_t delay_us = 10;                      // the kit's ART_DELAY
   DelayMode delay_mode = DelayMode::kUsleep;  // --delay-mode
-  bool timing = true;  // false (--no-timing): no latency bookkeeping at all
+  bool timing = true;                         // false (--no-timing): no latency bookkeeping at all
   int64_t idle_timeout_ms = 5000;
-  int64_t frame_timeout_ms = 1000;  // a frame must be whole this long after
-                                    // its first byte (slowloris bound)
-  int64_t write_timeout_ms = 5000;  // a reply the peer does not take
+  int64_t frame_timeout_ms = 1000;     // a frame must be whole this long after
+                                       // its first byte (slowloris bound)
+  int64_t write_timeout_ms = 5000;     // a reply the peer does not take
   std::size_t max_connections = 4096;  // more are refused (accept, reply
                                        // "ERROR server busy", close)
-  int64_t timer_slack_ns = -1;  // -1: leave the kernel default (50 us)
-  int verbosity = 1;            // 0 quiet, 1 normal, 2 verbose
+  int64_t timer_slack_ns = -1;         // -1: leave the kernel default (50 us)
+  int verbosity = 1;                   // 0 quiet, 1 normal, 2 verbose
   IoKind io = IoKind::kThreadPerConnection;
-  std::size_t workers = 0;      // pool/epoll worker threads; 0: default
+  std::size_t workers = 0;  // pool/epoll worker threads; 0: default
   LatencyLogOptions log;
 };
 
 // lockserver's own flags, parsed by the same parser (pass a non-null
 // GenericFlags to ParseServerOptions to enable them).
 struct GenericFlags {
-  std::string strategy;      // --strategy NAME, checked against the registry
-  std::size_t stripes = 0;   // --stripes K (decimal, 1..kMaxStripes); 0: not given
-  bool list = false;         // --list-strategies (n, ip, port not needed)
+  std::string strategy;     // --strategy NAME, checked against the registry
+  std::size_t stripes = 0;  // --stripes K (decimal, 1..kMaxStripes); 0: not given
+  bool list = false;        // --list-strategies (n, ip, port not needed)
 };
 
 struct ParseOutcome {
@@ -70,15 +70,13 @@ struct ParseOutcome {
 // --list-strategies is given; with --list-strategies the caller prints the
 // list and n, ip, port may be omitted).
 ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& program,
-                                const std::string& strategy,
-                                ServerOptions* options,
+                                const std::string& strategy, ServerOptions* options,
                                 GenericFlags* generic = nullptr);
 
 // The decimal-only integer rule above, for one value: returns "" and sets
 // *out if `text` is one or more ASCII digits whose value is in [min, max];
 // otherwise a reason such as "not a decimal integer; allowed 1..65535".
-std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max,
-                         uint64_t* out);
+std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max, uint64_t* out);
 
 }  // namespace kv
 

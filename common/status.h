@@ -28,8 +28,7 @@ class Status {
     return Status(Code::kInvalidArgument, std::move(message));
   }
   // "<field> <value> out of range [0,<limit>)"
-  static Status OutOfRange(std::string_view field, uint64_t value,
-                           uint64_t limit) {
+  static Status OutOfRange(std::string_view field, uint64_t value, uint64_t limit) {
     std::string m(field);
     m += ' ';
     m += std::to_string(value);
@@ -46,8 +45,7 @@ class Status {
   std::string ToString() const { return ok() ? std::string("OK") : message_; }
 
  private:
-  Status(Code code, std::string message)
-      : code_(code), message_(std::move(message)) {}
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
 
   Code code_ = Code::kOk;
   std::string message_;

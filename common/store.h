@@ -41,8 +41,7 @@ struct AccessTiming {
 
 // Fills *timing for an access that asked for its lock at `asked_ns` and got
 // it at `got_ns` (MonotonicNanos()); call it right after releasing the lock.
-inline void RecordAccessTiming(int64_t asked_ns, int64_t got_ns,
-                               AccessTiming* timing) {
+inline void RecordAccessTiming(int64_t asked_ns, int64_t got_ns, AccessTiming* timing) {
   timing->wait_ns = got_ns - asked_ns;
   timing->hold_ns = MonotonicNanos() - got_ns;
 }
@@ -62,8 +61,7 @@ class Store {
 
 // Builds a Store of n slots whose artificial delay is `delay` (which must
 // outlive it).
-using StoreFactory =
-    std::unique_ptr<Store> (*)(std::size_t n, ArtificialDelay* delay);
+using StoreFactory = std::unique_ptr<Store> (*)(std::size_t n, ArtificialDelay* delay);
 
 }  // namespace kv
 

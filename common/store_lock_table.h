@@ -58,9 +58,7 @@ struct alignas(kCacheLineSize) Padded : T {};
 template <std::size_t N>
 struct StrategyName {
   // NOLINTNEXTLINE(google-explicit-constructor): converts string literals.
-  constexpr StrategyName(const char (&text)[N]) {
-    std::copy_n(text, N, chars);
-  }
+  constexpr StrategyName(const char (&text)[N]) { std::copy_n(text, N, chars); }
   constexpr std::string_view view() const { return {chars, N - 1}; }
   char chars[N] = {};
 };
@@ -83,12 +81,8 @@ class StripeIndex {
         shift_(Log2(k_)) {}
 
   std::size_t stripes() const { return k_; }
-  std::size_t StripeOf(std::size_t pos) const {
-    return pow2_ ? pos & mask_ : pos % k_;
-  }
-  std::size_t OffsetOf(std::size_t pos) const {
-    return pow2_ ? pos >> shift_ : pos / k_;
-  }
+  std::size_t StripeOf(std::size_t pos) const { return pow2_ ? pos & mask_ : pos % k_; }
+  std::size_t OffsetOf(std::size_t pos) const { return pow2_ ? pos >> shift_ : pos / k_; }
 
  private:
   static unsigned Log2(std::size_t k) {
@@ -111,9 +105,7 @@ struct LockAndValues {
   L lock;
   std::vector<Value> values GUARDED_BY(lock);
 
-  void GetLocked(std::size_t i, Value* out) const REQUIRES_SHARED(lock) {
-    *out = values[i];
-  }
+  void GetLocked(std::size_t i, Value* out) const REQUIRES_SHARED(lock) { *out = values[i]; }
   void SetLocked(std::size_t i, std::string_view text) REQUIRES(lock) {
     FillFrame(text, &values[i]);
   }
@@ -125,9 +117,7 @@ struct LockAndValue {
   L lock;
   Value value GUARDED_BY(lock);
 
-  void GetLocked(std::size_t /*i*/, Value* out) const REQUIRES_SHARED(lock) {
-    *out = value;
-  }
+  void GetLocked(std::size_t /*i*/, Value* out) const REQUIRES_SHARED(lock) { *out = value; }
   void SetLocked(std::size_t /*i*/, std::string_view text) REQUIRES(lock) {
     FillFrame(text, &value);
   }
@@ -168,9 +158,7 @@ class StripeTable {
 
   std::size_t stripes() const { return index_.stripes(); }
   Record& RecordOf(std::size_t pos) { return records_[index_.StripeOf(pos)]; }
-  std::size_t IndexInRecord(std::size_t pos) const {
-    return index_.OffsetOf(pos);
-  }
+  std::size_t IndexInRecord(std::size_t pos) const { return index_.OffsetOf(pos); }
 
  private:
   StripeIndex index_;
@@ -195,8 +183,7 @@ class PerSlot {
 
   // REQUIRES: n >= 1. The values are blank frames until LockedStore fills
   // them.
-  PerSlot(std::size_t n, std::size_t /*stripes*/)
-      : records_(std::make_unique<Record[]>(n)) {}
+  PerSlot(std::size_t n, std::size_t /*stripes*/) : records_(std::make_unique<Record[]>(n)) {}
 
   Record& RecordOf(std::size_t pos) { return records_[pos]; }
   static std::size_t IndexInRecord(std::size_t /*pos*/) { return 0; }
@@ -220,8 +207,7 @@ class LockedStore final : public Store {
     for (std::size_t pos = 0; pos < n; ++pos) {
       auto& record = table_.RecordOf(pos);
       WriteGuard<Lock> guard(&record.lock);  // see StripeTable()
-      record.SetLocked(table_.IndexInRecord(pos),
-                       StringArray::InitialValue(pos));
+      record.SetLocked(table_.IndexInRecord(pos), StringArray::InitialValue(pos));
     }
   }
 
@@ -236,8 +222,7 @@ class LockedStore final : public Store {
   Status Read(std::size_t pos, Value* out, AccessTiming* timing) override {
     return Access</*kWrite=*/false>(pos, {}, out, timing);
   }
-  Status Write(std::size_t pos, std::string_view text, Value* out,
-               AccessTiming* timing) override {
+  Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
     return Access</*kWrite=*/true>(pos, text, out, timing);
   }
 
@@ -249,8 +234,7 @@ class LockedStore final : public Store {
   // the kit's set and get (a delay before each) in one section. No lock is
   // held on return, so the caller does its socket I/O unlocked.
   template <bool kWrite>
-  Status Access(std::size_t pos, std::string_view text, Value* out,
-                AccessTiming* timing) {
+  Status Access(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) {
     if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
     auto& record = table_.RecordOf(pos);
     const std::size_t i = table_.IndexInRecord(pos);

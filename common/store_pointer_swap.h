@@ -59,8 +59,7 @@ class PointerSwapStore final : public Store {
   PointerSwapStore(std::size_t n, ArtificialDelay* delay)
       : n_(n), delay_(delay), slots_(std::make_unique<Slot[]>(n)) {
     for (std::size_t i = 0; i < n; ++i) {
-      slots_[i].current.store(MakeValue(StringArray::InitialValue(i)),
-                              std::memory_order_relaxed);
+      slots_[i].current.store(MakeValue(StringArray::InitialValue(i)), std::memory_order_relaxed);
     }
   }
   // REQUIRES: no thread is still using the store.
@@ -99,8 +98,7 @@ class PointerSwapStore final : public Store {
     return Status::OK();
   }
 
-  Status Write(std::size_t pos, std::string_view text, Value* out,
-               AccessTiming* timing) override {
+  Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
     if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
     Slot& slot = slots_[pos];
     const int64_t asked = MonotonicNanos();

@@ -103,8 +103,7 @@ class SeqLockPerSlotStore final : public Store {
     return Status::OK();
   }
 
-  Status Write(std::size_t pos, std::string_view text, Value* out,
-               AccessTiming* timing) override {
+  Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
     if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
     Slot& slot = slots_[pos];
     const int64_t asked = MonotonicNanos();
@@ -130,8 +129,8 @@ class SeqLockPerSlotStore final : public Store {
   using Words = uint64_t[kWords];
 
   struct alignas(64) Slot {
-    std::atomic<uint64_t> seq{0};  // odd while a writer is publishing
-    Mutex write_mu;                // serialises this slot's writers
+    std::atomic<uint64_t> seq{0};              // odd while a writer is publishing
+    Mutex write_mu;                            // serialises this slot's writers
     std::atomic<uint64_t> words[kWords] = {};  // the value, 8 bytes a word
   };
 
@@ -155,8 +154,7 @@ class SeqLockPerSlotStore final : public Store {
 
   // seq is written only here, so holding write_mu makes the relaxed
   // load-then-store of seq an increment no other writer can interleave.
-  static void PublishLocked(const Words& w, Slot* slot)
-      REQUIRES(slot->write_mu) {
+  static void PublishLocked(const Words& w, Slot* slot) REQUIRES(slot->write_mu) {
     const uint64_t seq = slot->seq.load(std::memory_order_relaxed);
     slot->seq.store(seq + 1, std::memory_order_relaxed);
     for (std::size_t k = 0; k < kWords; ++k) {

@@ -55,12 +55,11 @@ struct WithStripes {
 };
 
 using Strategies =
-    testing::Types<OneMutexStore, MutexPerSlotStore, OneRwLockStore,
-                   RwLockPerSlotStore, StripedMutexStore, StripedRwLockStore,
-                   WithStripes<StripedMutexStore, 2>,
+    testing::Types<OneMutexStore, MutexPerSlotStore, OneRwLockStore, RwLockPerSlotStore,
+                   StripedMutexStore, StripedRwLockStore, WithStripes<StripedMutexStore, 2>,
                    WithStripes<StripedRwLockStore, 3>, OneWriterPrefRwLockStore,
-                   WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore,
-                   SeqLockPerSlotStore, PointerSwapStore>;
+                   WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore, SeqLockPerSlotStore,
+                   PointerSwapStore>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {
@@ -191,8 +190,7 @@ TYPED_TEST(StoreTest, StressCountersNeverGoBackwards) {
       for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
         const std::size_t pos = i % kSlots;
         const uint64_t c = ++count[pos];
-        store->Write(pos, std::to_string(pos) + "." + std::to_string(w) + "." +
-                              std::to_string(c),
+        store->Write(pos, std::to_string(pos) + "." + std::to_string(w) + "." + std::to_string(c),
                      &v, &t);
         published[w][pos].store(c, std::memory_order_release);
       }
@@ -212,8 +210,7 @@ TYPED_TEST(StoreTest, StressCountersNeverGoBackwards) {
         unsigned long long c = 0;
         if (std::sscanf(got.c_str(), "%lu.%lu.%llu", &p, &w, &c) != 3 || p != pos ||
             w >= static_cast<unsigned long>(kWriters) ||
-            c > published[w][pos].load(std::memory_order_acquire) + 1 ||
-            c < last[w][pos]) {
+            c > published[w][pos].load(std::memory_order_acquire) + 1 || c < last[w][pos]) {
           violations.fetch_add(1);
           continue;
         }

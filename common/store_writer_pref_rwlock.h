@@ -44,8 +44,7 @@ class CAPABILITY("shared_mutex") WriterPreferringRwLock {
   WriterPreferringRwLock() {
     pthread_rwlockattr_t attr;
     Check(pthread_rwlockattr_init(&attr), "pthread_rwlockattr_init");
-    Check(pthread_rwlockattr_setkind_np(
-              &attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP),
+    Check(pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP),
           "pthread_rwlockattr_setkind_np");
     Check(pthread_rwlock_init(&rw_, &attr), "pthread_rwlock_init");
     pthread_rwlockattr_destroy(&attr);
@@ -56,9 +55,7 @@ class CAPABILITY("shared_mutex") WriterPreferringRwLock {
 
   // Only EDEADLK/EAGAIN can fail, both impossible without nesting or 2^31
   // readers; treat them as bugs.
-  void Lock() ACQUIRE() {
-    Check(pthread_rwlock_wrlock(&rw_), "pthread_rwlock_wrlock");
-  }
+  void Lock() ACQUIRE() { Check(pthread_rwlock_wrlock(&rw_), "pthread_rwlock_wrlock"); }
   void Unlock() RELEASE() { pthread_rwlock_unlock(&rw_); }
   void LockShared() ACQUIRE_SHARED() {
     Check(pthread_rwlock_rdlock(&rw_), "pthread_rwlock_rdlock");

@@ -18,11 +18,12 @@ namespace {
 
 // Stores whose lock table reads the stripe count (LockedStore<Stripes<L>>).
 template <typename StoreT>
-concept UsesStripes = requires { requires StoreT::kUsesStripes; };
+concept UsesStripes = requires {
+  requires StoreT::kUsesStripes;
+};
 
 template <typename StoreT>
-std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay,
-                              const StrategyConfig& config) {
+std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay, const StrategyConfig& config) {
   if constexpr (UsesStripes<StoreT>) {
     return std::make_unique<StoreT>(n, delay, config.stripes);
   } else {
@@ -33,35 +34,27 @@ std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay,
 // One registry line: the store's own name, a description, its factory.
 template <typename StoreT>
 constexpr StrategyInfo Entry(std::string_view description) {
-  return {StoreT::kStrategyName, description, UsesStripes<StoreT>,
-          &Create<StoreT>};
+  return {StoreT::kStrategyName, description, UsesStripes<StoreT>, &Create<StoreT>};
 }
 
 constexpr std::array kStrategies = {
-    Entry<OneMutexStore>(
-        "main1: one mutex for the whole array (everything serialised)"),
-    Entry<MutexPerSlotStore>(
-        "main2: one mutex per string (reads of one string serialised)"),
+    Entry<OneMutexStore>("main1: one mutex for the whole array (everything serialised)"),
+    Entry<MutexPerSlotStore>("main2: one mutex per string (reads of one string serialised)"),
     Entry<OneRwLockStore>("main3: one reader-preferring rwlock "
                           "(std::shared_mutex) for the array"),
-    Entry<RwLockPerSlotStore>(
-        "main4: one reader-preferring rwlock per string"),
+    Entry<RwLockPerSlotStore>("main4: one reader-preferring rwlock per string"),
     Entry<StripedMutexStore>("k mutexes (--stripes, default 16), string i "
                              "guarded by stripe i mod k"),
     Entry<StripedRwLockStore>("k reader-preferring rwlocks (--stripes, "
                               "default 16), string i guarded by stripe i mod k"),
-    Entry<OneWriterPrefRwLockStore>(
-        "one writer-preferring pthread rwlock for the array"),
-    Entry<WriterPrefRwLockPerSlotStore>(
-        "one writer-preferring pthread rwlock per string"),
+    Entry<OneWriterPrefRwLockStore>("one writer-preferring pthread rwlock for the array"),
+    Entry<WriterPrefRwLockPerSlotStore>("one writer-preferring pthread rwlock per string"),
     Entry<SpinLockPerSlotStore>("one test-and-test-and-set spinlock per "
                                 "string (yields after 128 spins)"),
-    Entry<SeqLockPerSlotStore>(
-        "one seqlock per string: readers copy optimistically and retry, "
-        "writers serialised by a per-string mutex"),
-    Entry<PointerSwapStore>(
-        "RCU-like: lock-free readers copy an immutable value (hazard "
-        "pointers), writers swap in a new one"),
+    Entry<SeqLockPerSlotStore>("one seqlock per string: readers copy optimistically and retry, "
+                               "writers serialised by a per-string mutex"),
+    Entry<PointerSwapStore>("RCU-like: lock-free readers copy an immutable value (hazard "
+                            "pointers), writers swap in a new one"),
 };
 
 }  // namespace
@@ -69,9 +62,8 @@ constexpr std::array kStrategies = {
 std::span<const StrategyInfo> AllStrategies() { return kStrategies; }
 
 const StrategyInfo* FindStrategy(std::string_view name) {
-  const auto it = std::find_if(
-      kStrategies.begin(), kStrategies.end(),
-      [name](const StrategyInfo& s) { return s.name == name; });
+  const auto it = std::find_if(kStrategies.begin(), kStrategies.end(),
+                               [name](const StrategyInfo& s) { return s.name == name; });
   return it == kStrategies.end() ? nullptr : &*it;
 }
 

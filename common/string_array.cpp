@@ -2,8 +2,7 @@
 
 namespace kv {
 
-StringArray::StringArray(std::size_t n, ArtificialDelay* delay)
-    : slots_(n), delay_(delay) {
+StringArray::StringArray(std::size_t n, ArtificialDelay* delay) : slots_(n), delay_(delay) {
   for (std::size_t i = 0; i < n; ++i) FillFrame(InitialValue(i), &slots_[i]);
 }
 

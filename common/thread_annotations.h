@@ -57,8 +57,7 @@
 #define REQUIRES(...) KV_THREAD_ANNOTATION_(requires_capability(__VA_ARGS__))
 #endif
 #ifndef REQUIRES_SHARED
-#define REQUIRES_SHARED(...) \
-  KV_THREAD_ANNOTATION_(requires_shared_capability(__VA_ARGS__))
+#define REQUIRES_SHARED(...) KV_THREAD_ANNOTATION_(requires_shared_capability(__VA_ARGS__))
 #endif
 
 // The function acquires / releases the capabilities (with no argument on a
@@ -67,30 +66,25 @@
 #define ACQUIRE(...) KV_THREAD_ANNOTATION_(acquire_capability(__VA_ARGS__))
 #endif
 #ifndef ACQUIRE_SHARED
-#define ACQUIRE_SHARED(...) \
-  KV_THREAD_ANNOTATION_(acquire_shared_capability(__VA_ARGS__))
+#define ACQUIRE_SHARED(...) KV_THREAD_ANNOTATION_(acquire_shared_capability(__VA_ARGS__))
 #endif
 #ifndef RELEASE
 #define RELEASE(...) KV_THREAD_ANNOTATION_(release_capability(__VA_ARGS__))
 #endif
 #ifndef RELEASE_SHARED
-#define RELEASE_SHARED(...) \
-  KV_THREAD_ANNOTATION_(release_shared_capability(__VA_ARGS__))
+#define RELEASE_SHARED(...) KV_THREAD_ANNOTATION_(release_shared_capability(__VA_ARGS__))
 #endif
 // Releases whichever way it is held (a scoped guard's destructor).
 #ifndef RELEASE_GENERIC
-#define RELEASE_GENERIC(...) \
-  KV_THREAD_ANNOTATION_(release_generic_capability(__VA_ARGS__))
+#define RELEASE_GENERIC(...) KV_THREAD_ANNOTATION_(release_generic_capability(__VA_ARGS__))
 #endif
 
 // The function acquires the capability when it returns `x` (true/false).
 #ifndef TRY_ACQUIRE
-#define TRY_ACQUIRE(...) \
-  KV_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
+#define TRY_ACQUIRE(...) KV_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
 #endif
 #ifndef TRY_ACQUIRE_SHARED
-#define TRY_ACQUIRE_SHARED(...) \
-  KV_THREAD_ANNOTATION_(try_acquire_shared_capability(__VA_ARGS__))
+#define TRY_ACQUIRE_SHARED(...) KV_THREAD_ANNOTATION_(try_acquire_shared_capability(__VA_ARGS__))
 #endif
 
 // The caller must NOT hold the capabilities (the function takes them).
@@ -104,8 +98,7 @@
 #define ASSERT_CAPABILITY(x) KV_THREAD_ANNOTATION_(assert_capability(x))
 #endif
 #ifndef ASSERT_SHARED_CAPABILITY
-#define ASSERT_SHARED_CAPABILITY(x) \
-  KV_THREAD_ANNOTATION_(assert_shared_capability(x))
+#define ASSERT_SHARED_CAPABILITY(x) KV_THREAD_ANNOTATION_(assert_shared_capability(x))
 #endif
 
 // The function returns (a reference to) the capability x.
@@ -116,8 +109,7 @@
 // Turns the analysis off for one function. Use only where the rule cannot
 // be expressed (and say why next to it).
 #ifndef NO_THREAD_SAFETY_ANALYSIS
-#define NO_THREAD_SAFETY_ANALYSIS \
-  KV_THREAD_ANNOTATION_(no_thread_safety_analysis)
+#define NO_THREAD_SAFETY_ANALYSIS KV_THREAD_ANNOTATION_(no_thread_safety_analysis)
 #endif
 
 // LevelDB's names for the same (port/thread_annotations.h), used by

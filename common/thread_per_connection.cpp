@@ -35,9 +35,7 @@ bool ThreadPerConnection::Dispatch(int fd) {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   auto* start = new (std::nothrow) ThreadStart{this, fd};
   pthread_t thread;
-  const int rc = start == nullptr
-                     ? ENOMEM
-                     : pthread_create(&thread, &attr, &ThreadMain, start);
+  const int rc = start == nullptr ? ENOMEM : pthread_create(&thread, &attr, &ThreadMain, start);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
     // Out of threads (RLIMIT_NPROC, threads-max) or memory for a stack: the
@@ -48,8 +46,9 @@ bool ThreadPerConnection::Dispatch(int fd) {
       std::lock_guard<std::mutex> guard(conn_mu_);
       open_fds_.erase(fd);
     }
-    RefuseConnection(fd, "server busy: cannot start a thread for this "
-                         "connection; try again");
+    RefuseConnection(fd,
+                     "server busy: cannot start a thread for this "
+                     "connection; try again");
     errno = rc;
     return false;
   }

@@ -62,8 +62,7 @@ void CheckOk(std::string_view frame, uint64_t n, const kv::Request& r) {
     kv::Frame again;
     kv::FillRequestFrame(r.pos, r.is_read, r.text, &again);
     kv::Request r2;
-    const kv::Status s2 =
-        kv::ParseRequest(std::string_view(again.data(), again.size()), n, &r2);
+    const kv::Status s2 = kv::ParseRequest(std::string_view(again.data(), again.size()), n, &r2);
     Check(s2.ok(), "round trip parses");
     Check(r2.pos == r.pos && r2.is_read == r.is_read && r2.text == r.text,
           "round trip is identical");
@@ -76,8 +75,7 @@ void CheckError(const kv::Status& s) {
   Check(PrintableAscii(s.message()), "error message is printable ASCII");
   kv::Frame reply;
   kv::FillErrorFrame(s.message(), &reply);
-  Check(std::memchr(reply.data(), '\0', reply.size()) != nullptr,
-        "error frame is NUL-terminated");
+  Check(std::memchr(reply.data(), '\0', reply.size()) != nullptr, "error frame is NUL-terminated");
   Check(kv::IsErrorReply(reply.data()), "error frame starts with ERROR");
 }
 
@@ -86,8 +84,8 @@ void CheckError(const kv::Status& s) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const std::string_view frame = input.substr(0, kv::kFrameSize);
-  for (const uint64_t n : {uint64_t{1}, uint64_t{10}, uint64_t{1000},
-                           uint64_t{10'000'000}, UINT64_MAX}) {
+  for (const uint64_t n :
+       {uint64_t{1}, uint64_t{10}, uint64_t{1000}, uint64_t{10'000'000}, UINT64_MAX}) {
     kv::Request request;
     const kv::Status s = kv::ParseRequest(frame, n, &request);
     if (s.ok()) {

@@ -46,8 +46,7 @@ void Check(bool ok, const char* what) {
 }
 
 std::string_view Text(const kv::Frame& f) {
-  Check(std::memchr(f.data(), '\0', f.size()) != nullptr,
-        "frame NUL-terminated within 100 bytes");
+  Check(std::memchr(f.data(), '\0', f.size()) != nullptr, "frame NUL-terminated within 100 bytes");
   return kv::FrameText(std::string_view(f.data(), f.size()));
 }
 
@@ -73,14 +72,14 @@ struct Lane {
 
 void RunFrames(std::string_view input, std::size_t n) {
   kv::ArtificialDelay delay{std::chrono::microseconds(0)};
-  const kv::StoreFactory factories[] = {
-      &kv::OneMutexStore::Create, &kv::MutexPerSlotStore::Create,
-      &kv::OneRwLockStore::Create, &kv::RwLockPerSlotStore::Create};
+  const kv::StoreFactory factories[] = {&kv::OneMutexStore::Create, &kv::MutexPerSlotStore::Create,
+                                        &kv::OneRwLockStore::Create,
+                                        &kv::RwLockPerSlotStore::Create};
   std::array<Lane, 4> lanes;
   for (std::size_t k = 0; k < lanes.size(); ++k) {
     lanes[k].store = factories[k](n, &delay);
-    lanes[k].handler = std::make_unique<kv::RequestHandler>(
-        lanes[k].store.get(), nullptr, &lanes[k].counters);
+    lanes[k].handler =
+        std::make_unique<kv::RequestHandler>(lanes[k].store.get(), nullptr, &lanes[k].counters);
   }
   for (std::size_t off = 0; off < input.size(); off += kv::kFrameSize) {
     const std::string_view frame = input.substr(off, kv::kFrameSize);
@@ -104,8 +103,7 @@ void RunFrames(std::string_view input, std::size_t n) {
       Check(reply_text == after[parsed.pos], "reply == what a read returns");
       if (!parsed.is_read) {
         Check(after[parsed.pos] ==
-                  parsed.text.substr(0, std::min(parsed.text.size(),
-                                                 kv::kMaxTextLen)),
+                  parsed.text.substr(0, std::min(parsed.text.size(), kv::kMaxTextLen)),
               "write stores its text");
       }
       for (std::size_t i = 0; i < n; ++i) {
@@ -121,8 +119,7 @@ void RunFrames(std::string_view input, std::size_t n) {
   for (Lane& lane : lanes) {
     Check(lane.counters.frames.load() == lane.frames, "frames counted");
     Check(lane.counters.rejected.load() == lane.rejected, "rejections counted");
-    Check(Snapshot(lane.store.get()) == reference,
-          "all strategies end with the same array");
+    Check(Snapshot(lane.store.get()) == reference, "all strategies end with the same array");
   }
 }
 

@@ -151,14 +151,17 @@ class Server {
  public:
   Server(const std::string& binary, std::size_t n, std::vector<std::string> extra = {}) {
     dir_ = std::filesystem::temp_directory_path() /
-           ("lockbench_abuse_" + std::to_string(::getpid()) + "_" +
-            std::to_string(counter_++));
+           ("lockbench_abuse_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     port_ = FreePortPair();
-    std::vector<std::string> args{"-c", "exec \"$0\" \"$@\" 2>stderr.txt",
-                                  BinaryPath(binary), std::to_string(n),
-                                  "127.0.0.1", std::to_string(port_), "--no-twin"};
+    std::vector<std::string> args{"-c",
+                                  "exec \"$0\" \"$@\" 2>stderr.txt",
+                                  BinaryPath(binary),
+                                  std::to_string(n),
+                                  "127.0.0.1",
+                                  std::to_string(port_),
+                                  "--no-twin"};
     args.insert(args.end(), extra.begin(), extra.end());
     ok_ = port_ != 0 && process_.Start("/bin/sh", args, dir_.string(), &output_);
   }
@@ -203,9 +206,7 @@ std::vector<std::string> ReadAll(uint16_t port, std::size_t n) {
   return out;
 }
 
-std::string Initial(std::size_t i) {
-  return "String " + std::to_string(i) + ": the initial value";
-}
+std::string Initial(std::size_t i) { return "String " + std::to_string(i) + ": the initial value"; }
 
 // Every slot still holds its initial value.
 void ExpectArrayInitial(uint16_t port, std::size_t n) {
@@ -226,8 +227,8 @@ TEST(Abuse, HoldsTwoThousandConnectionsThenReleasesThem) {
   const int want = Scaled(2000);
   const rlim_t limit = RaiseFileLimit();
   if (limit < static_cast<rlim_t>(want) + 200) {
-    GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << limit << " is below the "
-                 << want + 200 << " descriptors this test needs "
+    GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << limit << " is below the " << want + 200
+                 << " descriptors this test needs "
                  << "(raise it with ulimit -Hn)";
   }
   Server server("main2", 100, {"--delay-us", "0", "--idle-timeout-ms", "30000"});
@@ -257,15 +258,16 @@ TEST(Abuse, HoldsTwoThousandConnectionsThenReleasesThem) {
   // ... and the held connections still work.
   ASSERT_TRUE(conns[want / 2]->SendRequest("7-0-still here"));
   EXPECT_EQ(conns[want / 2]->ReadReply(), "still here");
-  std::printf("[ info ] %d connections: threads %ld -> %ld, VmRSS %ld -> %ld kB "
-              "(%.1f kB per connection)\n",
-              want, threads_idle, threads_busy, rss_idle, rss_busy,
-              static_cast<double>(rss_busy - rss_idle) / want);
+  std::printf(
+      "[ info ] %d connections: threads %ld -> %ld, VmRSS %ld -> %ld kB "
+      "(%.1f kB per connection)\n",
+      want, threads_idle, threads_busy, rss_idle, rss_busy,
+      static_cast<double>(rss_busy - rss_idle) / want);
 
   conns.clear();  // release them all
-  EXPECT_TRUE(Eventually(10'000, [&] {
-    return ProcStatus(server.pid(), "Threads") <= threads_idle + 2;
-  })) << "threads: " << ProcStatus(server.pid(), "Threads");
+  EXPECT_TRUE(
+      Eventually(10'000, [&] { return ProcStatus(server.pid(), "Threads") <= threads_idle + 2; }))
+      << "threads: " << ProcStatus(server.pid(), "Threads");
   EXPECT_EQ(OneShot(server.port(), "7-1-"), "still here");
   std::string out;
   EXPECT_EQ(server.Stop(&out), 0) << out;
@@ -277,8 +279,8 @@ TEST(Abuse, HoldsTwoThousandConnectionsThenReleasesThem) {
 TEST(Abuse, OverTheConnectionLimitClientsAreRefusedFastThenServiceResumes) {
   const int limit = 20;
   Server server("main1", 10,
-                {"--delay-us", "0", "--max-connections", std::to_string(limit),
-                 "--idle-timeout-ms", "30000"});
+                {"--delay-us", "0", "--max-connections", std::to_string(limit), "--idle-timeout-ms",
+                 "30000"});
   ASSERT_TRUE(server.ok()) << server.output();
   std::vector<std::unique_ptr<TestConnection>> held;
   for (int i = 0; i < limit; ++i) {
@@ -426,9 +428,8 @@ TEST(Abuse, ConnectAndCloseFloodLeavesNoTrace) {
   for (auto& f : flooders) f.join();
   EXPECT_EQ(good, 50);
   EXPECT_EQ(connected.load(), 4 * per_thread);
-  EXPECT_TRUE(Eventually(5000, [&] {
-    return ProcStatus(server.pid(), "Threads") <= threads_idle + 2;
-  }));
+  EXPECT_TRUE(
+      Eventually(5000, [&] { return ProcStatus(server.pid(), "Threads") <= threads_idle + 2; }));
   EXPECT_EQ(OneShot(server.port(), "9-1-"), Initial(9));
   std::string out;
   EXPECT_EQ(server.Stop(&out), 0) << out;
@@ -456,9 +457,9 @@ TEST(Abuse, ResetsMidRequestAndMidReplyHurtNobody) {
     if (i % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     ResetClose(&b);
   }
-  EXPECT_TRUE(Eventually(5000, [&] {
-    return ProcStatus(server.pid(), "Threads") <= threads_idle + 2;
-  })) << "threads: " << ProcStatus(server.pid(), "Threads");
+  EXPECT_TRUE(
+      Eventually(5000, [&] { return ProcStatus(server.pid(), "Threads") <= threads_idle + 2; }))
+      << "threads: " << ProcStatus(server.pid(), "Threads");
   // Slot 3 never got a whole frame; slot 4 holds one of the pipelined values.
   EXPECT_EQ(OneShot(server.port(), "3-1-"), Initial(3));
   const std::string four = OneShot(server.port(), "4-1-");
@@ -470,8 +471,7 @@ TEST(Abuse, ResetsMidRequestAndMidReplyHurtNobody) {
 
 TEST(Abuse, SlowlorisIsCutOffByTheFrameDeadline) {
   Server server("main3", 10,
-                {"--delay-us", "0", "--idle-timeout-ms", "2000",
-                 "--frame-timeout-ms", "500"});
+                {"--delay-us", "0", "--idle-timeout-ms", "2000", "--frame-timeout-ms", "500"});
   ASSERT_TRUE(server.ok()) << server.output();
   // 20 clients trickle a byte every 100 ms: each byte comes well within the
   // idle timeout, but no frame can be whole within 500 ms of its first byte.
@@ -648,8 +648,7 @@ TEST(Abuse, BadInputsMixedIntoValidLoadLeaveTheArrayIntact) {
           } else {  // a write of a value unique to (thread, i)
             // Built by appending: GCC 12's -Wrestrict misfires on "v" + string&&.
             std::string value = "v";
-            value += std::to_string(t) + "." + std::to_string(i) + " at " +
-                     std::to_string(pos);
+            value += std::to_string(t) + "." + std::to_string(i) + " at " + std::to_string(pos);
             {
               std::lock_guard<std::mutex> g(written_mu);
               written[pos].insert(value);
@@ -694,9 +693,8 @@ TEST(Abuse, BadInputsMixedIntoValidLoadLeaveTheArrayIntact) {
     if (std::filesystem::exists(BinaryPath("client"))) {
       std::string check;
       const int rc = RunCommand(BinaryPath("client"),
-                                {std::to_string(n), "127.0.0.1",
-                                 std::to_string(server.port()), "--check",
-                                 "--real-port", "--check-requests", "40"},
+                                {std::to_string(n), "127.0.0.1", std::to_string(server.port()),
+                                 "--check", "--real-port", "--check-requests", "40"},
                                 &check, 60'000);
       EXPECT_EQ(rc, 0) << check;
     }
@@ -805,8 +803,7 @@ std::vector<std::string> ListeningAddresses(pid_t pid, std::string* error) {
     socklen_t len = sizeof listening;
     SocketAddress a;
     a.length = sizeof a.storage;
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 &&
-        listening != 0 &&
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening != 0 &&
         getsockname(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.length) == 0) {
       out.push_back(FormatSocketAddress(a));
     }
@@ -831,8 +828,7 @@ TEST(Abuse, BindsOnlyTheAddressGiven) {
     const uint16_t port = FreePortPair();
     ServerProcess p;
     std::string out, error;
-    ASSERT_TRUE(p.Start(BinaryPath("main4"), {"10", "::1", std::to_string(port)}, "", &out))
-        << out;
+    ASSERT_TRUE(p.Start(BinaryPath("main4"), {"10", "::1", std::to_string(port)}, "", &out)) << out;
     std::vector<std::string> want{"[::1]:" + std::to_string(port),
                                   "[::1]:" + std::to_string(KitPortTwin(port))};
     std::sort(want.begin(), want.end());

@@ -47,9 +47,9 @@ ClientRun RunClient(const std::vector<std::string>& args, int timeout_ms = 30'00
   const std::size_t start = run.output.find_first_of("{[");
   if (start != std::string::npos) {
     const std::size_t end = run.output.find("\nclient: ", start);
-    run.parsed = json::parse(
-        run.output.substr(start, end == std::string::npos ? end : end - start), nullptr,
-        /*allow_exceptions=*/false);
+    run.parsed =
+        json::parse(run.output.substr(start, end == std::string::npos ? end : end - start), nullptr,
+                    /*allow_exceptions=*/false);
   }
   return run;
 }
@@ -57,14 +57,12 @@ ClientRun RunClient(const std::vector<std::string>& args, int timeout_ms = 30'00
 // A server binary running for the duration of a test.
 class RunningServer {
  public:
-  bool Start(const std::string& binary, uint64_t n,
-             std::vector<std::string> extra = {},
+  bool Start(const std::string& binary, uint64_t n, std::vector<std::string> extra = {},
              std::vector<std::string> env = {}, const std::string& ip = "127.0.0.1") {
     port_ = FreePortPair();
     if (port_ == 0) return false;
     dir_ = std::filesystem::temp_directory_path() /
-           ("lockbench_client_it_" + std::to_string(::getpid()) + "_" +
-            std::to_string(port_));
+           ("lockbench_client_it_" + std::to_string(::getpid()) + "_" + std::to_string(port_));
     std::filesystem::create_directories(dir_);
     std::vector<std::string> args{std::to_string(n), ip, std::to_string(port_)};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -94,7 +92,6 @@ class RunningServer {
   std::filesystem::path dir_;
   std::string startup_;
 };
-
 
 // Lines of `output` that start with "client: " (the client's own messages).
 int ClientLines(const std::string& output) {
@@ -129,8 +126,7 @@ bool Listening(uint16_t port) {
       std::istringstream fields(line);
       std::string slot, local, remote, state;
       fields >> slot >> local >> remote >> state;
-      if (state == "0A" && local.size() > 5 &&
-          local.compare(local.size() - 5, 5, want) == 0) {
+      if (state == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, want) == 0) {
         return true;
       }
     }
@@ -174,8 +170,7 @@ class KitServer {
     port_ = FreePortPair();
     if (port_ == 0) return false;
     const std::string binary = (dir_ / ("main" + std::to_string(k))).string();
-    std::vector<std::string> args{binary, std::to_string(n), "127.0.0.1",
-                                  std::to_string(port_)};
+    std::vector<std::string> args{binary, std::to_string(n), "127.0.0.1", std::to_string(port_)};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -241,8 +236,7 @@ TEST(ClientIntegrationTest, KitModeAgainstMain4) {
   // The default text output, as a person sees it.
   ClientRun text = RunClient({"100", "127.0.0.1", server.port_text()});
   ASSERT_EQ(text.exit_code, 0) << text.output;
-  EXPECT_NE(text.output.find("requests 1000, ok 1000, errors 0"), std::string::npos)
-      << text.output;
+  EXPECT_NE(text.output.find("requests 1000, ok 1000, errors 0"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("p95"), std::string::npos) << text.output;
 }
 
@@ -269,8 +263,7 @@ TEST(ClientIntegrationTest, KitStyleServerThatCrashesOnEmptyConnection) {
   ASSERT_TRUE(server.Start(1, 100));
   ClientRun run = RunClient({"100", "127.0.0.1", server.port_text()});
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("requests 1000, ok 1000, errors 0"), std::string::npos)
-      << run.output;
+  EXPECT_NE(run.output.find("requests 1000, ok 1000, errors 0"), std::string::npos) << run.output;
   EXPECT_TRUE(server.alive()) << "the kit-style server died during a kit run";
   server.Kill();
   ClientRun down = RunClient({"100", "127.0.0.1", server.port_text()}, 10'000);
@@ -299,8 +292,7 @@ TEST(ClientIntegrationTest, ServerDyingMidRunIsOneLineAndExit1) {
   killer.join();
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_EQ(ClientLines(run.output), 1) << run.output;
-  EXPECT_NE(run.output.find("client: the server went away during the run"),
-            std::string::npos)
+  EXPECT_NE(run.output.find("client: the server went away during the run"), std::string::npos)
       << run.output;
   // Stopped at once, long before the 20 s the workload would have taken.
   EXPECT_LT(took, std::chrono::seconds(10)) << run.output;
@@ -312,9 +304,9 @@ TEST(ClientIntegrationTest, ServerDyingMidRunIsOneLineAndExit1) {
 TEST(ClientIntegrationTest, KeepAliveEventLoopsMakeExactlyTheAskedTraffic) {
   RunningServer server;
   ASSERT_TRUE(server.Start("main4", 1000, {"--delay-us", "0"})) << server.startup();
-  ClientRun run = RunClient({"1000", "127.0.0.1", server.port_text(), "--connection",
-                             "keepalive", "--threads", "64", "--connections", "128",
-                             "--requests", "5000", "--format", "json"});
+  ClientRun run =
+      RunClient({"1000", "127.0.0.1", server.port_text(), "--connection", "keepalive", "--threads",
+                 "64", "--connections", "128", "--requests", "5000", "--format", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.parsed["results"]["ok"], 5000) << run.output;
   EXPECT_EQ(run.parsed["config"]["connections"], 128) << run.output;
@@ -327,14 +319,12 @@ TEST(ClientIntegrationTest, KeepAliveEventLoopsMakeExactlyTheAskedTraffic) {
 TEST(ClientIntegrationTest, KeepAliveEventLoopsTimeOutAndSeeDeath) {
   RunningServer slow;
   ASSERT_TRUE(slow.Start("main1", 10, {"--delay-us", "1000000"})) << slow.startup();
-  ClientRun stuck = RunClient({"10", "127.0.0.1", slow.port_text(), "--connection",
-                               "keepalive", "--threads", "4", "--requests", "1000000",
-                               "--timeout-ms", "200", "--time-limit", "1", "--quiet",
-                               "--format", "json"},
+  ClientRun stuck = RunClient({"10", "127.0.0.1", slow.port_text(), "--connection", "keepalive",
+                               "--threads", "4", "--requests", "1000000", "--timeout-ms", "200",
+                               "--time-limit", "1", "--quiet", "--format", "json"},
                               15'000);
   EXPECT_EQ(stuck.exit_code, 1) << stuck.output;
-  EXPECT_GT(stuck.parsed["results"]["errors"]["timeout"].get<uint64_t>(), 0u)
-      << stuck.output;
+  EXPECT_GT(stuck.parsed["results"]["errors"]["timeout"].get<uint64_t>(), 0u) << stuck.output;
   EXPECT_EQ(ClientLines(stuck.output), 1) << stuck.output;
 
   RunningServer dying;
@@ -346,14 +336,13 @@ TEST(ClientIntegrationTest, KeepAliveEventLoopsTimeOutAndSeeDeath) {
     std::this_thread::sleep_for(std::chrono::milliseconds(kSanitized ? 3000 : 500));
     ::kill(pid, SIGKILL);
   });
-  ClientRun run = RunClient({"10", "127.0.0.1", dying.port_text(), "--connection",
-                             "keepalive", "--threads", "8", "--requests", "100000"},
+  ClientRun run = RunClient({"10", "127.0.0.1", dying.port_text(), "--connection", "keepalive",
+                             "--threads", "8", "--requests", "100000"},
                             30'000);
   killer.join();
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_EQ(ClientLines(run.output), 1) << run.output;
-  EXPECT_NE(run.output.find("client: the server went away during the run"),
-            std::string::npos)
+  EXPECT_NE(run.output.find("client: the server went away during the run"), std::string::npos)
       << run.output;
 }
 
@@ -371,11 +360,11 @@ TEST(ClientIntegrationTest, FailedRequestsMakeExit1) {
 TEST(ClientIntegrationTest, KeepAliveTimedRunWithWarmupAndTimeline) {
   RunningServer server;
   ASSERT_TRUE(server.Start("main4", 1000, {"--no-twin"})) << server.startup();
-  ClientRun run = RunClient({"1000", "127.0.0.1", server.port_text(), "--real-port",
-                             "--connection", "keepalive", "--threads", "4",
-                             "--duration", "1", "--warmup", "0.3", "--timeline",
-                             "--dist", "zipf:0.99", "--text-len", "gamma:2:20",
-                             "--seed", "7", "--quiet", "--format", "json"});
+  ClientRun run = RunClient(
+      {"1000",       "127.0.0.1", server.port_text(), "--real-port", "--connection", "keepalive",
+       "--threads",  "4",         "--duration",       "1",           "--warmup",     "0.3",
+       "--timeline", "--dist",    "zipf:0.99",        "--text-len",  "gamma:2:20",   "--seed",
+       "7",          "--quiet",   "--format",         "json"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_TRUE(run.parsed.is_object()) << run.output;
   const json& r = run.parsed["results"];
@@ -394,9 +383,8 @@ TEST(ClientIntegrationTest, ThreadListGivesOneRunPerPoint) {
   RunningServer server;
   ASSERT_TRUE(server.Start("main4", 100, {"--delay-us", "0"})) << server.startup();
   for (const char* mode : {"per-request", "keepalive"}) {
-    ClientRun run = RunClient({"100", "127.0.0.1", server.port_text(), "--threads",
-                               "1,2,4", "--requests", "300", "--connection", mode,
-                               "--format", "json"});
+    ClientRun run = RunClient({"100", "127.0.0.1", server.port_text(), "--threads", "1,2,4",
+                               "--requests", "300", "--connection", mode, "--format", "json"});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     ASSERT_TRUE(run.parsed.is_array()) << run.output;
     ASSERT_EQ(run.parsed.size(), 3u);
@@ -406,8 +394,8 @@ TEST(ClientIntegrationTest, ThreadListGivesOneRunPerPoint) {
       EXPECT_EQ(run.parsed[i]["results"]["ok"], 300) << mode;
     }
   }
-  ClientRun csv = RunClient({"100", "127.0.0.1", server.port_text(), "--threads",
-                             "2,3", "--requests", "50", "--format", "csv"});
+  ClientRun csv = RunClient({"100", "127.0.0.1", server.port_text(), "--threads", "2,3",
+                             "--requests", "50", "--format", "csv"});
   ASSERT_EQ(csv.exit_code, 0) << csv.output;
   EXPECT_EQ(std::count(csv.output.begin(), csv.output.end(), '\n'), 3) << csv.output;
   EXPECT_EQ(csv.output.rfind("tool,version,n,", 0), 0u) << csv.output;
@@ -416,9 +404,9 @@ TEST(ClientIntegrationTest, ThreadListGivesOneRunPerPoint) {
 TEST(ClientIntegrationTest, OpenLoopKeepsItsRateAndRecordsBothLatencies) {
   RunningServer server;
   ASSERT_TRUE(server.Start("main4", 100)) << server.startup();
-  ClientRun run = RunClient({"100", "127.0.0.1", server.port_text(), "--rate", "1000",
-                             "--duration", "1", "--threads", "4", "--connection",
-                             "keepalive", "--format", "json", "--quiet"});
+  ClientRun run =
+      RunClient({"100", "127.0.0.1", server.port_text(), "--rate", "1000", "--duration", "1",
+                 "--threads", "4", "--connection", "keepalive", "--format", "json", "--quiet"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const json& r = run.parsed["results"];
   EXPECT_EQ(run.parsed["config"]["mode"], "open");
@@ -435,9 +423,9 @@ TEST(ClientIntegrationTest, OpenLoopAboveCapacityIsSaturatedAndQueues) {
   // One mutex, delay 1 ms: at most ~1000 req/s; ask for 3000 req/s.
   RunningServer server;
   ASSERT_TRUE(server.Start("main1", 10, {"--delay-us", "1000"})) << server.startup();
-  ClientRun run = RunClient({"10", "127.0.0.1", server.port_text(), "--rate", "3000",
-                             "--duration", "0.6", "--threads", "8", "--connection",
-                             "keepalive", "--format", "json", "--quiet"});
+  ClientRun run =
+      RunClient({"10", "127.0.0.1", server.port_text(), "--rate", "3000", "--duration", "0.6",
+                 "--threads", "8", "--connection", "keepalive", "--format", "json", "--quiet"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const json& r = run.parsed["results"];
   EXPECT_TRUE(r["saturated"].get<bool>()) << run.output;
@@ -452,8 +440,8 @@ TEST(ClientIntegrationTest, Ipv6Loopback) {
   if (!server.Start("main4", 100, {"--no-twin"}, {}, "::1")) {
     GTEST_SKIP() << "no IPv6 loopback here: " << server.startup();
   }
-  ClientRun run = RunClient({"100", "::1", server.port_text(), "--real-port",
-                             "--requests", "200", "--format", "json"});
+  ClientRun run = RunClient(
+      {"100", "::1", server.port_text(), "--real-port", "--requests", "200", "--format", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.parsed["config"]["host"], "::1");
   EXPECT_EQ(run.parsed["results"]["ok"], 200);
@@ -534,8 +522,7 @@ TEST(ClientIntegrationTest, EveryBadValueIsOneLineAndExit2) {
       {{"--connections", "0", "--connection", "keepalive"}, "--connections: '0'"},
       {{"--connections", "1.5", "--connection", "keepalive"}, "--connections: '1.5'"},
       {{"--connections", "65537", "--connection", "keepalive"}, "--connections: '65537'"},
-      {{"--connections", "4", "--threads", "8", "--connection", "keepalive"},
-       "--connections 4"},
+      {{"--connections", "4", "--threads", "8", "--connection", "keepalive"}, "--connections 4"},
       {{"--connections", "200"}, "--connections needs"},
       {{"--seed", "-1"}, "--seed"},
       {{"--seed", "1.5"}, "--seed: '1.5'"},
@@ -572,11 +559,12 @@ TEST(ClientIntegrationTest, EveryBadValueIsOneLineAndExit2) {
     for (const auto& a : args) joined += a + " ";
     ClientRun run = RunClient(args, 10'000);
     EXPECT_EQ(run.exit_code, 2) << joined << "\n" << run.output;
-    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1)
-        << joined << "\n" << run.output;
+    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << joined << "\n"
+                                                                         << run.output;
     EXPECT_EQ(run.output.rfind("client: ", 0), 0u) << joined << "\n" << run.output;
     EXPECT_NE(run.output.find(c.names), std::string::npos)
-        << joined << "\nwanted: " << c.names << "\n" << run.output;
+        << joined << "\nwanted: " << c.names << "\n"
+        << run.output;
   }
   ClientRun help = RunClient({"--help"}, 10'000);
   EXPECT_EQ(help.exit_code, 0) << help.output;
@@ -591,8 +579,8 @@ TEST(ClientIntegrationTest, LeadingZeroIsDecimal) {
   ASSERT_TRUE(server.Start("main4", 100, {"--delay-us", "0"})) << server.startup();
   std::string port = "0";
   port += server.port_text();  // (GCC 12 warns falsely on "0" + string)
-  ClientRun run = RunClient({"0100", "127.0.0.1", port, "--real-port",
-                             "--threads", "02", "--requests", "010", "--format", "json"});
+  ClientRun run = RunClient({"0100", "127.0.0.1", port, "--real-port", "--threads", "02",
+                             "--requests", "010", "--format", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.parsed["config"]["port"], server.port());
   EXPECT_EQ(run.parsed["config"]["n"], 100);
@@ -607,17 +595,16 @@ TEST(ClientIntegrationTest, EveryRunIsBoundedByItsTimeLimit) {
   RunningServer fast;
   ASSERT_TRUE(fast.Start("main4", 100, {"--delay-us", "0"})) << fast.startup();
   // 10^9 requests would take hours.
-  ClientRun many = RunClient({"100", "127.0.0.1", fast.port_text(), "--threads", "2",
-                              "--connection", "keepalive", "--requests", "1000000000",
-                              "--time-limit", "0.5", "--quiet"},
-                             15'000);
+  ClientRun many =
+      RunClient({"100", "127.0.0.1", fast.port_text(), "--threads", "2", "--connection",
+                 "keepalive", "--requests", "1000000000", "--time-limit", "0.5", "--quiet"},
+                15'000);
   EXPECT_EQ(many.exit_code, 1) << many.output;
   EXPECT_EQ(ClientLines(many.output), 1) << many.output;
   EXPECT_NE(many.output.find("time limit of 0.5 s"), std::string::npos) << many.output;
   // The checker with 10^7 requests per attacker thread.
-  ClientRun check = RunClient({"100", "127.0.0.1", fast.port_text(), "--check",
-                               "--connection", "keepalive", "--check-requests",
-                               "10000000", "--time-limit", "0.5"},
+  ClientRun check = RunClient({"100", "127.0.0.1", fast.port_text(), "--check", "--connection",
+                               "keepalive", "--check-requests", "10000000", "--time-limit", "0.5"},
                               15'000);
   EXPECT_EQ(check.exit_code, 1) << check.output;
   EXPECT_NE(check.output.find("time limit reached"), std::string::npos) << check.output;
@@ -626,9 +613,8 @@ TEST(ClientIntegrationTest, EveryRunIsBoundedByItsTimeLimit) {
   // 200 ms: the errors are counted and the run still ends at its limit.
   RunningServer slow;
   ASSERT_TRUE(slow.Start("main1", 10, {"--delay-us", "1000000"})) << slow.startup();
-  ClientRun stuck = RunClient({"10", "127.0.0.1", slow.port_text(), "--threads", "2",
-                               "--requests", "1000000", "--timeout-ms", "200",
-                               "--time-limit", "1", "--quiet"},
+  ClientRun stuck = RunClient({"10", "127.0.0.1", slow.port_text(), "--threads", "2", "--requests",
+                               "1000000", "--timeout-ms", "200", "--time-limit", "1", "--quiet"},
                               15'000);
   EXPECT_EQ(stuck.exit_code, 1) << stuck.output;
   EXPECT_EQ(ClientLines(stuck.output), 1) << stuck.output;
@@ -643,33 +629,31 @@ TEST_P(CheckerPassTest, Consistent) {
   const auto& [binary, n, connection] = GetParam();
   RunningServer server;
   ASSERT_TRUE(server.Start(binary, n)) << server.startup();
-  ClientRun run = RunClient({std::to_string(n), "127.0.0.1", server.port_text(),
-                             "--check", "--connection", connection},
-                            60'000);
+  ClientRun run = RunClient(
+      {std::to_string(n), "127.0.0.1", server.port_text(), "--check", "--connection", connection},
+      60'000);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("check: CONSISTENT"), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find("VIOLATION"), std::string::npos) << run.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Servers, CheckerPassTest,
-    testing::Values(std::make_tuple("main4", 1, "per-request"),
-                    std::make_tuple("main4", 10, "keepalive"),
-                    std::make_tuple("main4", 1000, "keepalive"),
-                    std::make_tuple("main1", 10, "per-request"),
-                    std::make_tuple("main2", 10, "keepalive"),
-                    std::make_tuple("main3", 1000, "keepalive")),
-    [](const auto& param_info) {
-      const auto& p = param_info.param;
-      return std::get<0>(p) + "_n" + std::to_string(std::get<1>(p)) + "_" +
-             (std::get<2>(p) == "keepalive" ? "keepalive" : "perrequest");
-    });
+INSTANTIATE_TEST_SUITE_P(Servers, CheckerPassTest,
+                         testing::Values(std::make_tuple("main4", 1, "per-request"),
+                                         std::make_tuple("main4", 10, "keepalive"),
+                                         std::make_tuple("main4", 1000, "keepalive"),
+                                         std::make_tuple("main1", 10, "per-request"),
+                                         std::make_tuple("main2", 10, "keepalive"),
+                                         std::make_tuple("main3", 1000, "keepalive")),
+                         [](const auto& param_info) {
+                           const auto& p = param_info.param;
+                           return std::get<0>(p) + "_n" + std::to_string(std::get<1>(p)) + "_" +
+                                  (std::get<2>(p) == "keepalive" ? "keepalive" : "perrequest");
+                         });
 
 TEST(CheckerJsonTest, ReportsConsistencyAsJson) {
   RunningServer server;
   ASSERT_TRUE(server.Start("main2", 10, {"--delay-us", "0"})) << server.startup();
-  ClientRun run = RunClient({"10", "127.0.0.1", server.port_text(), "--check",
-                             "--format", "json"});
+  ClientRun run = RunClient({"10", "127.0.0.1", server.port_text(), "--check", "--format", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_TRUE(run.parsed.is_object()) << run.output;
   EXPECT_EQ(run.parsed["mode"], "check");
@@ -693,10 +677,10 @@ TEST(CheckerFailTest, ReportsViolationAgainstUnlockedServer) {
     RunningServer server;
     ASSERT_TRUE(server.Start("unlocked_server", 4, {}, {"TSAN_OPTIONS=report_bugs=0"}))
         << server.startup();
-    ClientRun run = RunClient({"4", "127.0.0.1", server.port_text(), "--check",
-                               "--connection", "keepalive", "--check-requests",
-                               "2000", "--seed", std::to_string(rounds)},
-                              30'000);
+    ClientRun run =
+        RunClient({"4", "127.0.0.1", server.port_text(), "--check", "--connection", "keepalive",
+                   "--check-requests", "2000", "--seed", std::to_string(rounds)},
+                  30'000);
     last = run.output;
     if (run.output.find("VIOLATION") != std::string::npos) {
       found = true;

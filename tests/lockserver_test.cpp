@@ -31,8 +31,7 @@ class LockServerTest : public testing::TestWithParam<std::string> {
  protected:
   // Starts `lockserver --strategy GetParam()` (4 stripes where it has stripes)
   // with n strings and extra options on a free port; sets port_.
-  void StartLockServer(std::size_t n, std::vector<std::string> extra,
-                       std::string* out) {
+  void StartLockServer(std::size_t n, std::vector<std::string> extra, std::string* out) {
     const StrategyInfo* info = FindStrategy(GetParam());
     ASSERT_NE(info, nullptr);
     port_ = FreePortPair();
@@ -96,26 +95,25 @@ TEST_P(LockServerTest, CheckerFindsItConsistent) {
   std::string out;
   ASSERT_NO_FATAL_FAILURE(StartLockServer(10, {"-q"}, &out));
   std::string check;
-  EXPECT_EQ(RunCommand(BinaryPath("client"),
-                       {"10", "127.0.0.1", std::to_string(port_), "--check",
-                        "--connection", "keepalive"},
-                       &check, 120'000),
-            0)
+  EXPECT_EQ(
+      RunCommand(BinaryPath("client"),
+                 {"10", "127.0.0.1", std::to_string(port_), "--check", "--connection", "keepalive"},
+                 &check, 120'000),
+      0)
       << check;
   EXPECT_NE(check.find("check: CONSISTENT"), std::string::npos) << check;
   std::string summary;
   EXPECT_EQ(server_.Stop(SIGTERM, 3000, &summary), 0) << summary;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllStrategies, LockServerTest, testing::ValuesIn(StrategyNameList()),
-    [](const testing::TestParamInfo<std::string>& p) {
-      std::string name = p.param;
-      for (char& ch : name) {
-        if (ch == '-') ch = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(AllStrategies, LockServerTest, testing::ValuesIn(StrategyNameList()),
+                         [](const testing::TestParamInfo<std::string>& p) {
+                           std::string name = p.param;
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return name;
+                         });
 
 TEST(LockServerFlagsTest, ListsStrategies) {
   std::string out;
@@ -127,24 +125,20 @@ TEST(LockServerFlagsTest, ListsStrategies) {
 
 TEST(LockServerFlagsTest, UnknownOrMissingStrategyIsAUsageError) {
   std::string out;
-  EXPECT_EQ(RunCommand(BinaryPath("lockserver"),
-                       {"--strategy", "nope", "10", "127.0.0.1", "3000"}, &out),
-            2);
-  EXPECT_NE(out.find("--strategy: 'nope' is not a strategy"), std::string::npos)
-      << out;
-  EXPECT_EQ(RunCommand(BinaryPath("lockserver"), {"10", "127.0.0.1", "3000"}, &out),
-            2);
+  EXPECT_EQ(
+      RunCommand(BinaryPath("lockserver"), {"--strategy", "nope", "10", "127.0.0.1", "3000"}, &out),
+      2);
+  EXPECT_NE(out.find("--strategy: 'nope' is not a strategy"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(BinaryPath("lockserver"), {"10", "127.0.0.1", "3000"}, &out), 2);
   EXPECT_NE(out.find("--strategy is required"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(BinaryPath("lockserver"),
-                       {"--strategy", "striped-mutex", "--stripes", "0", "10",
-                        "127.0.0.1", "3000"},
+                       {"--strategy", "striped-mutex", "--stripes", "0", "10", "127.0.0.1", "3000"},
                        &out),
             2);
-  EXPECT_EQ(RunCommand(BinaryPath("lockserver"),
-                       {"--strategy", "one-mutex", "--stripes", "4", "10",
-                        "127.0.0.1", "3000"},
-                       &out),
-            2);
+  EXPECT_EQ(
+      RunCommand(BinaryPath("lockserver"),
+                 {"--strategy", "one-mutex", "--stripes", "4", "10", "127.0.0.1", "3000"}, &out),
+      2);
 }
 
 }  // namespace

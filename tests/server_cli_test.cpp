@@ -31,15 +31,15 @@ std::vector<BadCli> BadCases() {
       {{}, "n"},
       {{"10", "127.0.0.1"}, "port"},
   };
-  for (const char* n : {"0", "10000001", "ten", "1e3", "0x10", "1.5", "nan",
-                        "-1", " 5", "+5", ""}) {
+  for (const char* n :
+       {"0", "10000001", "ten", "1e3", "0x10", "1.5", "nan", "-1", " 5", "+5", ""}) {
     cases.push_back({{n, "127.0.0.1", "3000"}, std::string("n: '") + n + "'"});
   }
   for (const char* ip : {"localhost", "300.1.1.1", "127.0.0.1 "}) {
     cases.push_back({{"10", ip, "3000"}, std::string("'") + ip + "'"});
   }
-  for (const char* port : {"0", "65536", "0x0BB8", "3000.0", "inf", "-3000",
-                           "99999999999999999999"}) {
+  for (const char* port :
+       {"0", "65536", "0x0BB8", "3000.0", "inf", "-3000", "99999999999999999999"}) {
     cases.push_back({{"10", "127.0.0.1", port}, std::string("port: '") + port + "'"});
   }
   const std::vector<std::pair<std::string, std::vector<std::string>>> options = {
@@ -95,23 +95,21 @@ TEST_P(ServerCliTest, LeadingZerosAreDecimalLikeAtoi) {
   ASSERT_NE(port, 0);
   std::vector<std::string> args = Prefix();
   for (const char* a : {"010", "127.0.0.1"}) args.emplace_back(a);
-  std::string zero_port(1, '0');  // "03000" is port 3000; appended, not
+  std::string zero_port(1, '0');      // "03000" is port 3000; appended, not
   zero_port += std::to_string(port);  // "0" + ...: GCC 12 -Wrestrict
   args.push_back(zero_port);
   for (const char* a : {"--delay-us", "010", "--no-twin"}) args.emplace_back(a);
   ServerProcess server;
   std::string out;
   ASSERT_TRUE(server.Start(BinaryPath(GetParam()), args, "/tmp", &out)) << out;
-  EXPECT_NE(out.find("127.0.0.1:" + std::to_string(port) + " "), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("127.0.0.1:" + std::to_string(port) + " "), std::string::npos) << out;
   EXPECT_NE(out.find(" n=10 "), std::string::npos) << out;
   EXPECT_NE(out.find("delay_us=10"), std::string::npos) << out;
   EXPECT_EQ(server.Stop(SIGTERM, 3000, &out), 0) << out;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllServers, ServerCliTest,
-                         testing::Values("main1", "main2", "main3", "main4",
-                                         "lockserver"));
+                         testing::Values("main1", "main2", "main3", "main4", "lockserver"));
 
 TEST(LockServerCliTest, OwnFlagsUseTheSameDecimalRule) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {

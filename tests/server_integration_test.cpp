@@ -65,13 +65,11 @@ class ServerTest : public testing::TestWithParam<std::string> {
   void StartServer(std::size_t n, std::vector<std::string> extra = {}) {
     port_ = FreePortPair();
     ASSERT_NE(port_, 0);
-    std::vector<std::string> args{std::to_string(n), "127.0.0.1",
-                                  std::to_string(port_)};
+    std::vector<std::string> args{std::to_string(n), "127.0.0.1", std::to_string(port_)};
     args.insert(args.end(), extra.begin(), extra.end());
     for (const std::string& a : IoArgs()) args.push_back(a);
     std::string out;
-    ASSERT_TRUE(server_.Start(BinaryPath(Bin()), args, dir_.string(), &out))
-        << out;
+    ASSERT_TRUE(server_.Start(BinaryPath(Bin()), args, dir_.string(), &out)) << out;
     EXPECT_NE(out.find("127.0.0.1:" + std::to_string(port_)), std::string::npos);
   }
 
@@ -251,8 +249,7 @@ TEST_P(ServerTest, SigtermWithOpenConnectionsExitsPromptly) {
   std::string out;
   EXPECT_EQ(server_.Stop(SIGTERM, 3000, &out), 0) << out;
   // The promise is "exit within one second"; sanitized builds get twice that.
-  EXPECT_LT(MonotonicNanos() - t0,
-            testing_support::kSanitized ? 2'000'000'000 : 1'000'000'000);
+  EXPECT_LT(MonotonicNanos() - t0, testing_support::kSanitized ? 2'000'000'000 : 1'000'000'000);
   EXPECT_NE(out.find("summary requests=1 errors=0 "), std::string::npos) << out;
   EXPECT_NE(out.find("unfinished_connections=0"), std::string::npos) << out;
 }
@@ -260,17 +257,16 @@ TEST_P(ServerTest, SigtermWithOpenConnectionsExitsPromptly) {
 TEST_P(ServerTest, BadArgumentsExitTwoWithOneLine) {
   const std::string bin = BinaryPath(Bin());
   for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{
-           {},
-           {"0", "127.0.0.1", "3000"},
-           {"10000001", "127.0.0.1", "3000"},
-           {"ten", "127.0.0.1", "3000"},
-           {"10", "localhost", "3000"},
-           {"10", "300.1.1.1", "3000"},
-           {"10", "127.0.0.1", "0"},
-           {"10", "127.0.0.1", "65536"},
-           {"10", "127.0.0.1", "3000", "--delay-us", "-1"},
-           {"10", "127.0.0.1", "3000", "--bogus"}}) {
+       std::vector<std::vector<std::string>>{{},
+                                             {"0", "127.0.0.1", "3000"},
+                                             {"10000001", "127.0.0.1", "3000"},
+                                             {"ten", "127.0.0.1", "3000"},
+                                             {"10", "localhost", "3000"},
+                                             {"10", "300.1.1.1", "3000"},
+                                             {"10", "127.0.0.1", "0"},
+                                             {"10", "127.0.0.1", "65536"},
+                                             {"10", "127.0.0.1", "3000", "--delay-us", "-1"},
+                                             {"10", "127.0.0.1", "3000", "--bogus"}}) {
     std::string out;
     EXPECT_EQ(RunCommand(bin, args, &out, 10'000), 2) << out;
     EXPECT_NE(out.find(": error: "), std::string::npos) << out;
@@ -289,7 +285,7 @@ TEST_P(ServerTest, FrameCutOffByShutdownIsDropped) {
   StartServer(10, {"--batch", "1"});
   TestConnection c(port_);
   ASSERT_TRUE(c.ok());
-  ASSERT_TRUE(c.SendBytes("3-0-cut off by shutdown"));  // no half-close
+  ASSERT_TRUE(c.SendBytes("3-0-cut off by shutdown"));          // no half-close
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // server has it
   std::string out;
   EXPECT_EQ(server_.Stop(SIGTERM, 3000, &out), 0) << out;
@@ -309,8 +305,7 @@ TEST_P(ServerTest, SighupAndSigintStopGracefullyWithTheSummary) {
     std::string out;
     std::vector<std::string> args{"10", "127.0.0.1", std::to_string(port)};
     for (const std::string& a : IoArgs()) args.push_back(a);
-    ASSERT_TRUE(server.Start(BinaryPath(Bin()), args, dir_.string(), &out))
-        << out;
+    ASSERT_TRUE(server.Start(BinaryPath(Bin()), args, dir_.string(), &out)) << out;
     EXPECT_EQ(OneShot(port, "1-1-"), "String 1: the initial value");
     EXPECT_EQ(server.Stop(sig, 3000, &out), 0) << out;
     EXPECT_NE(out.find("summary requests=1 errors=0 "), std::string::npos) << out;
@@ -331,9 +326,7 @@ TEST_P(ServerTest, NonRegularTimingFileIsRefusedWithoutBlocking) {
     SCOPED_TRACE(option + " " + path);
     std::string out;
     const int64_t t0 = MonotonicNanos();
-    EXPECT_EQ(RunCommand(BinaryPath(Bin()),
-                         {"10", "127.0.0.1", "1", option, path}, &out, 5'000),
-              2)
+    EXPECT_EQ(RunCommand(BinaryPath(Bin()), {"10", "127.0.0.1", "1", option, path}, &out, 5'000), 2)
         << out;
     EXPECT_LT(MonotonicNanos() - t0, 3'000'000'000);
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
@@ -345,8 +338,7 @@ TEST_P(ServerTest, NonRegularTimingFileIsRefusedWithoutBlocking) {
 TEST_P(ServerTest, AddressInUseIsOneLineAndExitOne) {
   StartServer(10);
   std::string out;
-  EXPECT_EQ(RunCommand(BinaryPath(Bin()),
-                       {"10", "127.0.0.1", std::to_string(port_)}, &out, 10'000),
+  EXPECT_EQ(RunCommand(BinaryPath(Bin()), {"10", "127.0.0.1", std::to_string(port_)}, &out, 10'000),
             1);
   EXPECT_NE(out.find("Address already in use"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
@@ -358,8 +350,7 @@ TEST_P(ServerTest, ServesIpv6Loopback) {
   std::string out;
   std::vector<std::string> args{"10", "::1", std::to_string(port_), "--no-twin"};
   for (const std::string& a : IoArgs()) args.push_back(a);
-  ASSERT_TRUE(server_.Start(BinaryPath(Bin()), args, dir_.string(), &out))
-      << out;
+  ASSERT_TRUE(server_.Start(BinaryPath(Bin()), args, dir_.string(), &out)) << out;
   TestConnection c(port_, "::1");
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(c.SendRequest("9-1-"));
@@ -375,12 +366,10 @@ TEST_P(ServerTest, ServesIpv6Loopback) {
 TEST(TimingFile, FullDiskLosesWholeLinesOnlyAndCountsThem) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
   const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("lockbench_fulldisk_" + std::to_string(::getpid()));
+      std::filesystem::temp_directory_path() / ("lockbench_fulldisk_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  if (mount("lockbench", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-            "size=64k") != 0) {
+  if (mount("lockbench", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") != 0) {
     std::filesystem::remove_all(dir);
     GTEST_SKIP() << "cannot mount tmpfs: " << std::strerror(errno);
   }
@@ -397,9 +386,8 @@ TEST(TimingFile, FullDiskLosesWholeLinesOnlyAndCountsThem) {
   ServerProcess server;
   std::string out;
   ASSERT_TRUE(server.Start(BinaryPath("main4"),
-                           {"10", "127.0.0.1", std::to_string(port), "--no-twin",
-                            "--delay-us", "0", "--batch", "1", "--time-file",
-                            times.string()},
+                           {"10", "127.0.0.1", std::to_string(port), "--no-twin", "--delay-us", "0",
+                            "--batch", "1", "--time-file", times.string()},
                            "/tmp", &out))
       << out;
   TestConnection c(port);
@@ -434,8 +422,7 @@ TEST(TimingFile, FullDiskLosesWholeLinesOnlyAndCountsThem) {
   std::size_t lines = 0;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line); ++lines) {
-    ASSERT_TRUE(testing_support::IsPrintfE(line)) << "line " << lines << ": '"
-                                                  << line << "'";
+    ASSERT_TRUE(testing_support::IsPrintfE(line)) << "line " << lines << ": '" << line << "'";
   }
   const std::string key = "timing_lines_lost=";
   const std::size_t at = out.find(key);
@@ -456,20 +443,18 @@ TEST(IsPrintfE, AcceptsOnlyWhatPrintfEWrites) {
   EXPECT_FALSE(IsPrintfE(""));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFour, ServerTest,
-                         testing::Values("main1", "main2", "main3", "main4"));
+INSTANTIATE_TEST_SUITE_P(AllFour, ServerTest, testing::Values("main1", "main2", "main3", "main4"));
 
 // The same behaviour under every other I/O model (--io): same core, same
 // replies, deadlines, half-close and shutdown.
-INSTANTIATE_TEST_SUITE_P(
-    IoModels, ServerTest,
-    testing::Values("main1:pool", "main4:pool", "main1:epoll", "main2:epoll",
-                    "main3:pool", "main4:epoll"),
-    [](const testing::TestParamInfo<std::string>& param_info) {
-      std::string name = param_info.param;
-      std::replace(name.begin(), name.end(), ':', '_');
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(IoModels, ServerTest,
+                         testing::Values("main1:pool", "main4:pool", "main1:epoll", "main2:epoll",
+                                         "main3:pool", "main4:epoll"),
+                         [](const testing::TestParamInfo<std::string>& param_info) {
+                           std::string name = param_info.param;
+                           std::replace(name.begin(), name.end(), ':', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace kv

@@ -42,9 +42,8 @@ int ExitStatus(int status) {
   return -1;
 }
 
-pid_t Spawn(const std::string& binary, const std::vector<std::string>& args,
-            const std::string& cwd, int* out_fd, bool merge_stderr,
-            const std::vector<std::string>& extra_env) {
+pid_t Spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& cwd,
+            int* out_fd, bool merge_stderr, const std::vector<std::string>& extra_env) {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) return -1;
   std::vector<std::string> argv_s{binary};
@@ -65,8 +64,7 @@ pid_t Spawn(const std::string& binary, const std::vector<std::string>& args,
   if (merge_stderr) posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(),
-                             envp.data());
+  const int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   close(pipefd[1]);
   if (rc != 0) {
@@ -84,8 +82,7 @@ std::string BinaryPath(const std::string& name) {
 }
 
 uint16_t FreePortPair() {
-  std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
-                   static_cast<unsigned>(MonotonicNanos()));
+  std::mt19937 rng(static_cast<unsigned>(::getpid()) ^ static_cast<unsigned>(MonotonicNanos()));
   for (int attempt = 0; attempt < 1000; ++attempt) {
     const auto port = static_cast<uint16_t>(20000 + rng() % 30000);
     const uint16_t twin = KitPortTwin(port);
@@ -103,9 +100,7 @@ ServerProcess::~ServerProcess() {
   if (out_fd_ >= 0) close(out_fd_);
 }
 
-bool ServerProcess::running() const {
-  return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0;
-}
+bool ServerProcess::running() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
 
 void ServerProcess::ReadAvailable(int timeout_ms) {
   pollfd p{out_fd_, POLLIN, 0};
@@ -115,8 +110,7 @@ void ServerProcess::ReadAvailable(int timeout_ms) {
   if (r > 0) out_.append(buf, static_cast<std::size_t>(r));
 }
 
-bool ServerProcess::Start(const std::string& binary,
-                          const std::vector<std::string>& args,
+bool ServerProcess::Start(const std::string& binary, const std::vector<std::string>& args,
                           const std::string& cwd, std::string* output,
                           const std::vector<std::string>& extra_env) {
   pid_ = Spawn(binary, args, cwd, &out_fd_, /*merge_stderr=*/false, extra_env);
@@ -176,8 +170,8 @@ int ServerProcess::Stop(int signal, int timeout_ms, std::string* output) {
   return Wait(timeout_ms, output);
 }
 
-int RunCommand(const std::string& binary, const std::vector<std::string>& args,
-               std::string* output, int timeout_ms) {
+int RunCommand(const std::string& binary, const std::vector<std::string>& args, std::string* output,
+               int timeout_ms) {
   int fd = -1;
   const pid_t pid = Spawn(binary, args, "", &fd, /*merge_stderr=*/true, {});
   if (pid < 0) return -1;
@@ -229,8 +223,7 @@ TestConnection::~TestConnection() {
 }
 
 bool TestConnection::SendBytes(const std::string& bytes) {
-  return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-         static_cast<ssize_t>(bytes.size());
+  return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
 }
 
 bool TestConnection::SendRequest(const std::string& text) {
@@ -244,8 +237,7 @@ void TestConnection::HalfClose() { shutdown(fd_, SHUT_WR); }
 std::string TestConnection::ReadReply(int timeout_ms) {
   char buf[kFrameSize];
   std::size_t got = 0;
-  const FrameRead r = ReadFrame(fd_, buf, &got,
-                                MonotonicNanos() + int64_t{timeout_ms} * 1'000'000);
+  const FrameRead r = ReadFrame(fd_, buf, &got, MonotonicNanos() + int64_t{timeout_ms} * 1'000'000);
   switch (r) {
     case FrameRead::kFrame:
       return std::string(FrameText(std::string_view(buf, got)));
@@ -261,9 +253,7 @@ std::string TestConnection::ReadReply(int timeout_ms) {
   return "<?>";
 }
 
-bool TestConnection::WaitClosed(int timeout_ms) {
-  return ReadReply(timeout_ms) == "<closed>";
-}
+bool TestConnection::WaitClosed(int timeout_ms) { return ReadReply(timeout_ms) == "<closed>"; }
 
 bool IsPrintfE(std::string_view line) {
   auto digits = [&line](std::size_t from, std::size_t count) {

@@ -69,8 +69,8 @@ class ServerProcess {
 
 // Runs a command to completion (up to timeout_ms), capturing stdout+stderr.
 // Returns the exit status as in Stop().
-int RunCommand(const std::string& binary, const std::vector<std::string>& args,
-               std::string* output, int timeout_ms = 30'000);
+int RunCommand(const std::string& binary, const std::vector<std::string>& args, std::string* output,
+               int timeout_ms = 30'000);
 
 // A TCP client connection with timeouts, for raw protocol tests.
 class TestConnection {

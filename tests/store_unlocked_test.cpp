@@ -33,9 +33,8 @@ TEST(UnlockedStoreTest, StressPatternCatchesTornReads) {
   constexpr std::size_t kSlots = 3;
   ArtificialDelay no_delay{std::chrono::microseconds(0)};
   UnlockedStore store(kSlots, &no_delay);
-  const std::vector<std::string> pool = {
-      std::string(99, 'A'), std::string(99, 'B'), std::string(99, 'C'),
-      std::string(99, 'D')};
+  const std::vector<std::string> pool = {std::string(99, 'A'), std::string(99, 'B'),
+                                         std::string(99, 'C'), std::string(99, 'D')};
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> torn{0};
   std::vector<std::thread> threads;
@@ -44,8 +43,7 @@ TEST(UnlockedStoreTest, StressPatternCatchesTornReads) {
       Value v;
       AccessTiming t;
       for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
-        store.Write(i % kSlots, pool[(i + static_cast<uint64_t>(w)) % 4], &v,
-                    &t);
+        store.Write(i % kSlots, pool[(i + static_cast<uint64_t>(w)) % 4], &v, &t);
       }
     });
   }
@@ -53,8 +51,7 @@ TEST(UnlockedStoreTest, StressPatternCatchesTornReads) {
     threads.emplace_back([&, r] {
       Value v;
       AccessTiming t;
-      for (uint64_t i = static_cast<uint64_t>(r);
-           !stop.load(std::memory_order_relaxed); ++i) {
+      for (uint64_t i = static_cast<uint64_t>(r); !stop.load(std::memory_order_relaxed); ++i) {
         store.Read(i % kSlots, &v, &t);
         const std::string got(FrameText({v.data(), v.size()}));
         bool whole = got == StringArray::InitialValue(i % kSlots);

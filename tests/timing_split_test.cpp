@@ -60,13 +60,12 @@ std::vector<std::string> Split(const std::string& s) {
   return v;
 }
 
-class TimingSplitTest
-    : public testing::TestWithParam<std::tuple<std::string, std::string>> {
+class TimingSplitTest : public testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("lockbench_split_" + std::to_string(::getpid()) + "_" +
-            std::get<0>(GetParam()) + "_" + std::get<1>(GetParam()));
+           ("lockbench_split_" + std::to_string(::getpid()) + "_" + std::get<0>(GetParam()) + "_" +
+            std::get<1>(GetParam()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -77,14 +76,12 @@ class TimingSplitTest
   std::string Serve(std::vector<std::string> extra, int requests) {
     const uint16_t port = FreePortPair();
     EXPECT_NE(port, 0);
-    std::vector<std::string> args{"50", "127.0.0.1", std::to_string(port),
-                                  "--no-twin", "--delay-mode",
-                                  std::get<1>(GetParam())};
+    std::vector<std::string> args{"50",        "127.0.0.1",    std::to_string(port),
+                                  "--no-twin", "--delay-mode", std::get<1>(GetParam())};
     args.insert(args.end(), extra.begin(), extra.end());
     ServerProcess server;
     std::string out;
-    EXPECT_TRUE(server.Start(BinaryPath(std::get<0>(GetParam())), args,
-                             dir_.string(), &out))
+    EXPECT_TRUE(server.Start(BinaryPath(std::get<0>(GetParam())), args, dir_.string(), &out))
         << out;
     TestConnection c(port);
     EXPECT_TRUE(c.ok());
@@ -104,13 +101,12 @@ class TimingSplitTest
 
 TEST_P(TimingSplitTest, SummaryAndTraceSplitTheLabMetric) {
   const std::string trace = (dir_ / "trace.csv").string();
-  const std::string out =
-      Serve({"--delay-us", "30", "--trace", trace}, 480);
+  const std::string out = Serve({"--delay-us", "30", "--trace", trace}, 480);
   auto f = SummaryFields(out);
   ASSERT_EQ(f["requests"], "480") << out;
-  for (const char* key : {"mean_latency_s", "mean_wait_s", "mean_hold_s",
-                          "mean_queue_s", "mean_delay_s", "mean_cpu_wait_s",
-                          "cpu_wait_samples", "mean_delay_slept_us"}) {
+  for (const char* key :
+       {"mean_latency_s", "mean_wait_s", "mean_hold_s", "mean_queue_s", "mean_delay_s",
+        "mean_cpu_wait_s", "cpu_wait_samples", "mean_delay_slept_us"}) {
     ASSERT_TRUE(f.count(key)) << key << " missing in: " << out;
   }
   // A read pauses once, a write twice; every pause lasts at least 30 us.
@@ -127,8 +123,7 @@ TEST_P(TimingSplitTest, SummaryAndTraceSplitTheLabMetric) {
 
   const std::vector<std::string> rows = Lines(trace);
   ASSERT_EQ(rows.size(), 481u);
-  EXPECT_EQ(rows[0],
-            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns");
+  EXPECT_EQ(rows[0], "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns");
   uint64_t sampled = 0;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const std::vector<std::string> c = Split(rows[i]);
@@ -146,10 +141,9 @@ TEST_P(TimingSplitTest, SummaryAndTraceSplitTheLabMetric) {
 }
 
 TEST_P(TimingSplitTest, NoTimingRecordsNothingButServes) {
-  const std::string out = Serve({"--delay-us", "0", "--batch", "10",
-                                 "--trace", (dir_ / "t.csv").string(),
-                                 "--no-timing"},
-                                100);
+  const std::string out = Serve(
+      {"--delay-us", "0", "--batch", "10", "--trace", (dir_ / "t.csv").string(), "--no-timing"},
+      100);
   auto f = SummaryFields(out);
   EXPECT_EQ(f["requests"], "100") << out;
   EXPECT_EQ(std::stod(f["mean_latency_s"]), 0.0) << out;
@@ -158,18 +152,16 @@ TEST_P(TimingSplitTest, NoTimingRecordsNothingButServes) {
   EXPECT_TRUE(times.empty()) << times.size() << " timing lines";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Servers, TimingSplitTest,
-    testing::Combine(testing::Values("main1", "main4"),
-                     testing::Values("usleep", "precise")),
-    [](const auto& p) {
-      return std::get<0>(p.param) + "_" + std::get<1>(p.param);
-    });
+INSTANTIATE_TEST_SUITE_P(Servers, TimingSplitTest,
+                         testing::Combine(testing::Values("main1", "main4"),
+                                          testing::Values("usleep", "precise")),
+                         [](const auto& p) {
+                           return std::get<0>(p.param) + "_" + std::get<1>(p.param);
+                         });
 
 TEST(DelayModeOption, BadValueExitsTwoAndHelpNamesIt) {
   std::string out;
-  EXPECT_EQ(RunCommand(BinaryPath("main2"),
-                       {"10", "127.0.0.1", "3000", "--delay-mode", "spin"},
+  EXPECT_EQ(RunCommand(BinaryPath("main2"), {"10", "127.0.0.1", "3000", "--delay-mode", "spin"},
                        &out, 10'000),
             2)
       << out;

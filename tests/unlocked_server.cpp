@@ -5,6 +5,4 @@
 #include "common/server.h"
 #include "tests/store_unlocked.h"
 
-int main(int argc, char** argv) {
-  return kv::ServerMain<kv::UnlockedStore>(argc, argv);
-}
+int main(int argc, char** argv) { return kv::ServerMain<kv::UnlockedStore>(argc, argv); }
