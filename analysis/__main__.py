@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 from . import SERVERS, is_server_label
+from . import runner as R
 from .load import SWEEP_KINDS, LoadError
 from .procs import RunError
 from .progress import Progress, hms
-from . import runner as R
 
 PROG = "python -m analysis"
 QUICK_RUNS = 5
@@ -266,8 +266,10 @@ def _sweep_args(p, kinds_default):
                    "main1..main4)")
     g.add_argument("--base-n", type=int_in(1, MAX_N), default=1000, help="n at the base point")
     g.add_argument("--base-delay-us", type=delay_us, default=10.0, help="delay at the base point")
-    g.add_argument("--read-ratio", type=float_in(0, 1), default=0.7, help="read ratio at the base point")
-    g.add_argument("--threads", type=int_in(1, MAX_THREADS), default=64, help="client threads at the base point")
+    g.add_argument("--read-ratio", type=float_in(0, 1), default=0.7,
+                   help="read ratio at the base point")
+    g.add_argument("--threads", type=int_in(1, MAX_THREADS), default=64,
+                   help="client threads at the base point")
     g.add_argument("--connection", type=connection_mode, default="per-request",
                    help="connection mode at the base point")
     g.add_argument("--duration", type=float_in(0.01, 86400), default=None, metavar="S",

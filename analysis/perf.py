@@ -18,7 +18,8 @@ import pandas as pd
 # A selector is a dict of column -> value matched against the runs.
 REFERENCES = ("nullsrv_tpc", "nullsrv_epoll")
 SPLIT_PARTS = (("queue", "summary_mean_queue_s"), ("lock wait", "summary_mean_wait_s"),
-               ("lock hold", "summary_mean_hold_s"), ("of which delay slept", "summary_mean_delay_s"),
+               ("lock hold", "summary_mean_hold_s"),
+               ("of which delay slept", "summary_mean_delay_s"),
                ("CPU wait (sampled)", "summary_mean_cpu_wait_s"))
 
 
@@ -129,12 +130,13 @@ def targets(runs: pd.DataFrame) -> list:
     den = per_round(on, server="nullsrv_epoll", client="loadgen", mode="per-request", delay_us=0)
     best, best_cfg, best_sel = NO_RATIO, "", {}
     for server, io in lockbench_configs(on):
-        sel = dict(server=server, io=io, client="loadgen", mode="per-request", delay_us=0)
+        sel = {"server": server, "io": io, "client": "loadgen", "mode": "per-request",
+               "delay_us": 0}
         r = ratio(per_round(on, **sel), den)
         if r.rounds and (best.rounds == 0 or r.median > best.median):
             best, best_cfg, best_sel = r, config_label(server, io), sel
-    note = cpu_note(on, best_sel, dict(server="nullsrv_epoll", client="loadgen",
-                                       mode="per-request", delay_us=0)) if best_sel else ""
+    note = cpu_note(on, best_sel, {"server": "nullsrv_epoll", "client": "loadgen",
+                                   "mode": "per-request", "delay_us": 0}) if best_sel else ""
     out.append(Target("one connection per request, delay 0: best configuration / nullsrv_epoll",
                       ">= 1.0x", best, _met(best, at_least=1.0),
                       _join(f"best: {best_cfg}", note)))
@@ -147,13 +149,14 @@ def targets(runs: pd.DataFrame) -> list:
     best_io = max(m4, key=lambda k: m4[k].median() if len(m4[k]) else -1, default=None)
     m4ka = m4.get(best_io, pd.Series(dtype="float64"))
     io_note = f"main4 {best_io}" if best_io not in (None, "", "default") else "main4"
-    m4sel = dict(server="main4", io=best_io, client="loadgen", mode="keepalive", delay_us=0)
-    ref = dict(server="nullsrv_tpc", client="loadgen", mode="keepalive", delay_us=0)
+    m4sel = {"server": "main4", "io": best_io, "client": "loadgen", "mode": "keepalive",
+             "delay_us": 0}
+    ref = {"server": "nullsrv_tpc", "client": "loadgen", "mode": "keepalive", "delay_us": 0}
     r = ratio(m4ka, per_round(on, **ref))
     out.append(Target("keep-alive, delay 0: main4 / nullsrv_tpc -k", ">= 1.0x", r,
                       _met(r, at_least=1.0), _join(io_note, cpu_note(on, m4sel, ref))))
     for op in ("GET", "SET"):
-        ref = dict(server=f"redis-{op.lower()}", mode="keepalive", delay_us=0)
+        ref = {"server": f"redis-{op.lower()}", "mode": "keepalive", "delay_us": 0}
         r = ratio(m4ka, per_round(on, **ref))
         out.append(Target(f"keep-alive, delay 0: main4 / Redis {op} (redis-benchmark)", ">= 1.5x",
                           r, _met(r, at_least=1.5), _join(io_note, cpu_note(on, m4sel, ref))))

@@ -5,6 +5,7 @@ try/finally) stops any left over, so no server outlives the runner, even on Ctrl
 """
 
 import atexit
+import contextlib
 import json
 import os
 import queue
@@ -126,7 +127,7 @@ class Server:
 
     def start(self) -> "Server":
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_file, "a")
+        self._log = open(self.log_file, "a")  # noqa: SIM115 - open while it runs; stop() closes it
         self._log.write(f"# {' '.join(self.argv)}\n")
         self._log.flush()
         self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=subprocess.PIPE,
@@ -183,18 +184,13 @@ class Server:
         """SIGTERM to the server's process group (its own session: a wrapper and its
         children alike), wait, then SIGKILL whatever of the group is left."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:  # stragglers (children of a wrapper), or a leader that ignored SIGTERM
+        # stragglers (children of a wrapper), or a leader that ignored SIGTERM
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self.proc.wait()
         self.exit_code = self.proc.returncode
         _LIVE.discard(self)
@@ -263,7 +259,7 @@ class KitServer(Server):
     def start(self) -> "KitServer":
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self.cwd.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_file, "a")
+        self._log = open(self.log_file, "a")  # noqa: SIM115 - open while it runs; stop() closes it
         self._log.write(f"# {' '.join(self.argv)}\n# cwd={self.cwd}\n")
         self._log.flush()
         self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=self._log,
@@ -350,8 +346,8 @@ def run_client(binary: Path, n: int, port: int, args: list, timeout: float,
     """Runs the client with --format json; returns its JSON objects (one per run point)."""
     argv = [str(binary), str(n), ip, str(port), *args, "--format", "json", "--quiet"]
     try:
-        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           stdin=subprocess.DEVNULL, timeout=timeout)
+        p = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunError(f"client did not finish within {timeout:g} s: {' '.join(argv)}") from None
     # Exit 1 with a JSON result means the run finished but some requests failed: the

@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import datetime as dt
 import fcntl
+import functools
 import hashlib
 import json
 import math
@@ -24,13 +25,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import LOCKSERVER, SERVERS, server_command
-from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
-from .procs import (HOST, KIT_TIME_FILE, KitServer, RunError, Server, StartError, check_binary,
-                    move_lines, client_row, pick_port, port_free,
-                    run_client, twin)
-from .kernel_sockets import describe_exit
-from .progress import Progress
 from . import remote as RM
+from .kernel_sockets import describe_exit
+from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
+from .procs import (
+    HOST,
+    KIT_TIME_FILE,
+    KitServer,
+    RunError,
+    Server,
+    StartError,
+    check_binary,
+    client_row,
+    move_lines,
+    pick_port,
+    port_free,
+    run_client,
+    twin,
+)
+from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[1]
 LAB_N = (10, 100, 1000)
@@ -336,7 +349,7 @@ class CsvLog:
             if header != self.columns:
                 raise RunError(f"{path} has different columns than this version writes; "
                                "use a new results directory")
-        self.f = open(path, "a", newline="")
+        self.f = open(path, "a", newline="")  # noqa: SIM115 - appended to row by row; close()
         self.w = csv.DictWriter(self.f, self.columns, extrasaction="ignore", lineterminator="\n")
         if new:
             self.w.writeheader()
@@ -363,7 +376,7 @@ def fmt_value(v) -> str:
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ---- metadata -------------------------------------------------------------------------------
@@ -469,7 +482,7 @@ def claim_results_dir(path: Path | None, base: Path, stamp: str | None = None) -
     the same second took it (mkdir without exist_ok decides who). A given path must be new
     or empty; RunError if it is not, or if another runner locked it first."""
     if path is None:
-        stamp = stamp or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = stamp or dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         base.mkdir(parents=True, exist_ok=True)
         for i in range(1, 1000):
             cand = base / (stamp if i == 1 else f"{stamp}-{i}")
@@ -665,14 +678,17 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
         (ctx.results / sub).mkdir(exist_ok=True)
     rows = CsvLog(ctx.results / "lab.csv", LAB_COLUMNS)
     srows = CsvLog(ctx.results / "lab_servers.csv", SERVER_COLUMNS)
-    raw = open(ctx.results / "lab_client.jsonl", "a")
+    # closed in the finally below, with the two CSV logs
+    raw = open(ctx.results / "lab_client.jsonl", "a")  # noqa: SIM115
     try:
         for (s, n), reps in todo.items():
             trace = ctx.results / "traces" / f"{s}_n{n}.csv"
             want_trace = p.trace_limit > 0 and not (trace.exists() and trace.stat().st_size > 0)
             time_file = ctx.results / "time" / time_file_name(s, n)
-            srv = ctx.start_server(lambda port: ctx.make_server(
-                s, n, port, delay_us=p.delay_us, time_file=time_file,
+            # start_server calls make(port) at once (and on its retries), never later:
+            # partial binds this iteration's values explicitly.
+            srv = ctx.start_server(functools.partial(
+                ctx.make_server, s, n, delay_us=p.delay_us, time_file=time_file,
                 log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
                 trace=trace if want_trace else None, trace_limit=p.trace_limit))
             port = srv.port
@@ -780,13 +796,15 @@ def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
             if kind not in logs:
                 logs[kind] = (CsvLog(ctx.results / f"sweep_{kind}.csv", SWEEP_COLUMNS),
                               CsvLog(ctx.results / f"sweep_{kind}_servers.csv", SERVER_COLUMNS),
-                              open(ctx.results / f"sweep_{kind}_client.jsonl", "a"))
+                              # kept open across points; closed in the finally below
+                              open(ctx.results / f"sweep_{kind}_client.jsonl", "a"))  # noqa: SIM115
             rows, srows, raw = logs[kind]
             cfg = sweep_point(p, kind, v)
             value = fmt_value(v)
             tag = f"sweep_{kind}_{value}_{s}_rep{rep}"
-            srv = ctx.start_server(lambda port: ctx.make_server(
-                s, cfg["n"], port, delay_us=cfg["delay_us"], time_file=ctx.results / "time" / tag,
+            srv = ctx.start_server(functools.partial(
+                ctx.make_server, s, cfg["n"], delay_us=cfg["delay_us"],
+                time_file=ctx.results / "time" / tag,
                 log_file=ctx.results / "logs" / f"sweep_{kind}_{s}.log"))
             port = srv.port
             if srv.kind != "lockbench":

@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 
-
 _NS_PER_UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 

@@ -26,6 +26,7 @@ them. Every server is stopped at the end of its run, and on any exit (Ctrl-C inc
 """
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -37,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,10 +93,8 @@ def stop(proc: subprocess.Popen, timeout: float = 5.0) -> int:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait()
     _LIVE.discard(proc)
     return proc.returncode
@@ -114,10 +113,8 @@ def stop_measured(proc: subprocess.Popen, timeout: float = 5.0) -> tuple:
         if pid == proc.pid:
             break
         if time.monotonic() > deadline:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             pid, status, ru = os.wait4(proc.pid, 0)
             break
         time.sleep(0.01)
@@ -138,10 +135,8 @@ def parse_summary(text: str) -> dict:
         if ": summary " in line:
             for tok in line.split(": summary ", 1)[1].split():
                 k, _, v = tok.partition("=")
-                try:
+                with contextlib.suppress(ValueError):
                     out[f"summary_{k}"] = float(v)
-                except ValueError:
-                    pass
     return out
 
 
@@ -262,8 +257,9 @@ class Bench:
             argv = [self.redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                     "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
                     "--maxclients", "10000", "--logfile", ""]
-        out = open(self.logs / f"{tag}.server.out", "w")
-        err = open(self.logs / f"{tag}.server.err", "w")
+        # Both stay open for the server's life: run_cell closes them after stopping it.
+        out = open(self.logs / f"{tag}.server.out", "w")  # noqa: SIM115 - closed by run_cell
+        err = open(self.logs / f"{tag}.server.err", "w")  # noqa: SIM115 - closed by run_cell
         err.write("# " + " ".join(argv) + "\n")
         err.flush()
         proc = subprocess.Popen(argv, cwd=self.work, stdout=out, stderr=err,
@@ -532,7 +528,7 @@ def main(argv=None) -> int:
                 raise PerfError(f"binary not found: {bin_dir / b} (build first: cmake "
                                 "--preset release && cmake --build --preset release)")
         prepare_yardstick(args)
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         out = Path(args.out) if args.out else (
             ROOT / "results" / "perf" / started.strftime("%Y%m%dT%H%M%SZ"))
         bench = Bench(args, out)
@@ -554,35 +550,34 @@ def main(argv=None) -> int:
         progress.note(f"perf: {len(cells)} configurations x {args.rounds} rounds, about "
                       f"{total / 60:.0f} min; raw results in {out}")
         rows = []
-        jsonl = open(out / "runs.jsonl", "w")
-        for rnd in range(args.rounds):
-            order = [c for c in cells if c["kind"] != "timing"]
-            bench.rng.shuffle(order)
-            for conns in (CONNS, 2):  # each A B B A block stays together
-                at = bench.rng.randint(0, len(order))
-                order[at:at] = [c for c in cells
-                                if c["kind"] == "timing" and c["conns"] == conns]
-            for cell in order:
-                base = {k: cell[k] for k in ("kind", "server", "server_kind", "io", "client",
-                                             "mode", "delay_us", "timing", "delay_mode",
-                                             "workload")}
-                base["conns"] = cell.get("conns", CONNS)
-                base.update(round=rnd, cell=cell["id"])
-                try:
-                    got = bench.run_cell(cell, rnd)
-                except (PerfError, subprocess.TimeoutExpired) as exc:
-                    progress.note(f"perf: round {rnd} {cell['id']}: {exc}")
-                    got = [{"error": str(exc)[:300]}]
-                for g in got:
-                    row = {**base, **g}
-                    rows.append(row)
-                    jsonl.write(json.dumps(row) + "\n")
-                jsonl.flush()
-                progress.advance(estimate(cell, args.duration),
-                                 f"round {rnd + 1}/{args.rounds} {cell['id']}")
-        jsonl.close()
+        with open(out / "runs.jsonl", "w") as jsonl:
+            for rnd in range(args.rounds):
+                order = [c for c in cells if c["kind"] != "timing"]
+                bench.rng.shuffle(order)
+                for conns in (CONNS, 2):  # each A B B A block stays together
+                    at = bench.rng.randint(0, len(order))
+                    order[at:at] = [c for c in cells
+                                    if c["kind"] == "timing" and c["conns"] == conns]
+                for cell in order:
+                    base = {k: cell[k] for k in ("kind", "server", "server_kind", "io", "client",
+                                                 "mode", "delay_us", "timing", "delay_mode",
+                                                 "workload")}
+                    base["conns"] = cell.get("conns", CONNS)
+                    base.update(round=rnd, cell=cell["id"])
+                    try:
+                        got = bench.run_cell(cell, rnd)
+                    except (PerfError, subprocess.TimeoutExpired) as exc:
+                        progress.note(f"perf: round {rnd} {cell['id']}: {exc}")
+                        got = [{"error": str(exc)[:300]}]
+                    for g in got:
+                        row = {**base, **g}
+                        rows.append(row)
+                        jsonl.write(json.dumps(row) + "\n")
+                    jsonl.flush()
+                    progress.advance(estimate(cell, args.duration),
+                                     f"round {rnd + 1}/{args.rounds} {cell['id']}")
         write_rows(out / "runs.csv", rows)
-        meta["finished_utc"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        meta["finished_utc"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
         (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
         # The per-run logs (server and client output) are kept, packed.
@@ -591,6 +586,7 @@ def main(argv=None) -> int:
             tar.add(bench.logs, arcname="logs")
         shutil.rmtree(bench.logs)
         import pandas as pd
+
         from analysis import perf as perf_report
         runs = pd.read_csv(out / "runs.csv")
         for path in perf_report.write_section(runs, meta, out):

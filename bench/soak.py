@@ -201,7 +201,7 @@ def abuse_worker(tid, port, n, deadline, stats, published, timeout):
                     stats.add(kind)
                 else:
                     stats.add("connect_close")
-        except socket.timeout:
+        except TimeoutError:
             stats.add("unexpected:timeout_in_" + kind)
         except ConnectionRefusedError:
             stats.add("unexpected:connect_refused")
@@ -234,7 +234,7 @@ def slowloris(port, deadline, stats):
                             stats.add("slowloris_held_ms",
                                       int((time.monotonic() - t0) * 1000))
                             break
-                    except socket.timeout:
+                    except TimeoutError:
                         pass
                 else:
                     stats.add("unexpected:slowloris_frame_accepted")
@@ -343,7 +343,7 @@ def main():
     out, _ = server.communicate(timeout=10)
     figures["stop_seconds"] = round(time.monotonic() - t_stop, 3)
     figures["server_exit"] = server.returncode
-    summary = next((l for l in out.splitlines() if " summary " in l), "")
+    summary = next((ln for ln in out.splitlines() if " summary " in ln), "")
     figures["server_summary"] = dict(kv.split("=", 1) for kv in summary.split()
                                      if "=" in kv)
     figures["server_warning_lines"] = len(stderr_lines)
@@ -351,7 +351,7 @@ def main():
         lines = f.read().splitlines()
     figures["timing_lines"] = len(lines)
     figures["timing_lines_well_formed"] = all(
-        re.fullmatch(r"-?\d\.\d{6}e[-+]\d{2,3}", l) for l in lines)
+        re.fullmatch(r"-?\d\.\d{6}e[-+]\d{2,3}", ln) for ln in lines)
     figures["abuse"] = dict(sorted(stats.c.items()))
     unexpected = {k: v for k, v in stats.c.items() if k.startswith("unexpected:")}
     figures["unexpected"] = unexpected

@@ -9,15 +9,12 @@ import argparse
 import csv
 import html
 import json
-import os
-import shutil
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from ..progress import Progress, hms
+from ..progress import Progress
 from . import render, sandbox
 
 PROG = "python -m analysis grade"

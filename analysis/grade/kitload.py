@@ -11,7 +11,7 @@ import socket
 import string
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 FRAME = 100          # COM_BUFF_SIZE
 THREADS = 100        # COM_CLIENT_THREAD_COUNT
@@ -64,7 +64,7 @@ def exchange(port: int, payload: bytes, timeout: float, ip: str = "127.0.0.1"):
                 data += chunk
     except ConnectionRefusedError:
         return None, "connection refused"
-    except socket.timeout:
+    except TimeoutError:
         return None, f"no reply within {timeout:g} s"
     except OSError as e:
         return None, f"{type(e).__name__}: {e.strerror or e}"

@@ -54,7 +54,8 @@ def verdict(evidence: dict) -> tuple:
 
 
 def totals(scored: list) -> tuple:
-    return round(sum(c["points"] for c in scored), 2), round(sum(c["max_points"] for c in scored), 2)
+    return (round(sum(c["points"] for c in scored), 2),
+            round(sum(c["max_points"] for c in scored), 2))
 
 
 def _fmt(v):
@@ -99,7 +100,8 @@ def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
         out += [f"Grading error: {evidence['error']}", ""]
     out += ["| Check | Verdict | Points |", "|---|---|---|"]
     for c in scored:
-        out.append(f"| {c['title']} | {c['status'].upper()} | {c['points']:g} / {c['max_points']:g} |")
+        out.append(f"| {c['title']} | {c['status'].upper()} | "
+                   f"{c['points']:g} / {c['max_points']:g} |")
     out.append("")
     for c in scored:
         out += [f"## {c['title']}: {c['status'].upper()}", ""]
@@ -163,7 +165,8 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
     b = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
          f"<title>Lab 2 grade: {e(name)}</title><style>",
          "body{font-family:sans-serif;margin:1.5em;max-width:60em}"
-         "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #999;padding:.2em .5em}"
+         "table{border-collapse:collapse;margin:.5em 0}"
+         "td,th{border:1px solid #999;padding:.2em .5em}"
          ".pass{color:#070}.fail{color:#b00}.skip{color:#777}pre{background:#f4f4f4;padding:.5em;"
          "white-space:pre-wrap}",
          f"#verdict{{background:{colour};color:#fff;font-size:2em;padding:.4em .8em}}",
@@ -196,7 +199,8 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
         ref_t = (ref or {}).get("tables", {})
         sizes = sizes_of(evidence)
         for num, (key, what) in enumerate((("mean", "Mean"), ("median", "Median")), 1):
-            b.append(f"<h2>Table {num}: {what} memory access latency (s)</h2><table><tr><th>Server</th>"
+            b.append(f"<h2>Table {num}: {what} memory access latency (s)</h2>"
+                     "<table><tr><th>Server</th>"
                      + "".join(f"<th>n={n}</th><th>reference n={n}</th>" for n in sizes) + "</tr>")
             for r in table_rows(sub_t, ref_t, key, sizes):
                 b.append("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>")

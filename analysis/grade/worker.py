@@ -8,6 +8,7 @@ Every check yields {"id", "title", "status": pass|fail|skip, "evidence": text li
 step it happened in; grading carries on with the next one.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -69,7 +70,8 @@ class Server:
         argv = [f"/sub/bin/{name}", str(n), "127.0.0.1", str(self.asked)]
         cmd = S.inner({bin_dir: "/sub/bin"}, {self.run_dir: "/sub/run"}, "/sub/run", argv,
                       ctx.limits)
-        self.stderr = open(self.run_dir.parent / f"{tag}.stderr", "wb")
+        # The server's output file stays open while it runs; stop() closes it.
+        self.stderr = open(self.run_dir.parent / f"{tag}.stderr", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.stderr,
                                      stderr=self.stderr)
         self.port = None
@@ -81,10 +83,11 @@ class Server:
             self.port = ks.wait_listening([ks.twin(self.asked), self.asked], self.proc, timeout,
                                           poll_s=0.05)
             return ""
-        except ks.ProcessExited as e:
+        except ks.ProcessExited:
             return f"exited before listening ({self.death()})"
         except ks.ListenTimeout:
-            return f"not listening on port {ks.twin(self.asked)} (kit quirk) or {self.asked} within {timeout:g} s"
+            return (f"not listening on port {ks.twin(self.asked)} (kit quirk) or {self.asked} "
+                    f"within {timeout:g} s")
 
     @property
     def quirk(self) -> bool:
@@ -109,10 +112,8 @@ class Server:
         if not ended:
             self.stopped_by_us = True
             self.proc.kill()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
         self.stderr.close()
         return ended
 
@@ -154,10 +155,11 @@ def build(ctx: Ctx, src: Path, tag: str, extra_make: list, limits: S.Limits) -> 
     except subprocess.TimeoutExpired:
         return "fail", [f"make did not finish within {ctx.cfg['build_timeout_s']} s"], bdir
     out = (p.stdout + p.stderr).decode(errors="replace").splitlines()
-    took = f"make {' '.join(extra_make)} took {time.monotonic() - t0:.1f} s, exit status {p.returncode}"
+    took = (f"make {' '.join(extra_make)} took {time.monotonic() - t0:.1f} s, "
+            f"exit status {p.returncode}")
     if p.returncode != 0:
         return "fail", [took, *out[-15:]], bdir
-    return "pass", [took, *[l for l in out if "warning" in l][:5]], bdir
+    return "pass", [took, *[ln for ln in out if "warning" in ln][:5]], bdir
 
 
 # ---- checks -----------------------------------------------------------------------------
@@ -219,7 +221,8 @@ def describe_failure(s: Server, failed: list) -> str:
                 f"({len(inflight)} in flight)")
     timeouts = [r for r in failed if "no reply" in r.error]
     if timeouts:
-        return f"hangs: {len(timeouts)} request(s) got no reply within {ctx_timeout(timeouts)}, e.g. {first.describe()}"
+        return (f"hangs: {len(timeouts)} request(s) got no reply within "
+                f"{ctx_timeout(timeouts)}, e.g. {first.describe()}")
     return f"errors: {first.describe()}"
 
 
@@ -354,8 +357,8 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
                 initial[p] = got
         bad_here, unchecked = [], []
         for rnd in range(ctx.cfg["attack_rounds"]):
-            done, _ = K.drive(s.port, K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"]),
-                              ctx.cfg["request_timeout_s"])
+            plan = K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"])
+            done, _ = K.drive(s.port, plan, ctx.cfg["request_timeout_s"])
             failed = [q for q in done if not q.ok]
             if failed:  # a crash or hang is the workload check's finding; no verdict here
                 unchecked.append(f"attacker load: {len(failed)} request(s) failed ("
@@ -387,7 +390,8 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
                     if r.ok is False:
                         kit_bad.append((n_kit, slot, r))
                     elif r.ok is None:
-                        unchecked.append(f"kit run at n={n_kit}, slot {slot}: search {r.explanation}")
+                        unchecked.append(f"kit run at n={n_kit}, slot {slot}: "
+                                         f"search {r.explanation}")
         if bad_here or kit_bad:
             ok = False
             ev.append(f"{name}: NOT linearizable: {len(bad_here)} slot(s) under the attacker's "
@@ -485,12 +489,10 @@ def probe(ctx, bin_dir, name, what, payload, i) -> str:
         elif payload is not None:
             c.sendall(payload)
             c.settimeout(1)
-            try:
+            with contextlib.suppress(OSError):
                 c.recv(100)
-            except OSError:
-                pass
         c.close()
-    except OSError as e:
+    except OSError:
         pass
     time.sleep(0.15)
     after, err = K.exchange(s.port, K.frame("2-1-"), 2)
@@ -511,7 +513,7 @@ def check_robustness(ctx, bin_dir) -> dict:
     with ThreadPoolExecutor(len(MALFORMED)) as pool:  # independent fresh servers
         outs = list(pool.map(lambda a: probe(ctx, bin_dir, name, a[1][0], a[1][1], a[0]),
                              enumerate(MALFORMED)))
-    for (what, payload), out in zip(MALFORMED, outs):
+    for (what, _payload), out in zip(MALFORMED, outs):
         if out:
             ok = False
             findings.append(what)
@@ -528,7 +530,7 @@ def tables(wl) -> dict:
     out = {}
     for name, per_n in wl.items():
         for n, e in per_n.items():
-            vals = [parse_timing(l) for l in (e["timing"] or [])]
+            vals = [parse_timing(ln) for ln in (e["timing"] or [])]
             vals = [v for v in vals if v is not None and math.isfinite(v)
                     and v >= LATENCY_FLOOR_S]
             out.setdefault(name, {})[str(n)] = {
@@ -563,11 +565,11 @@ def race_check(ctx, src, servers) -> dict:
             races = log.count("WARNING: ThreadSanitizer: data race")
             if races:
                 ok = False
-                first = [l for l in log.splitlines() if l.strip().startswith("#")][:4]
+                first = [ln for ln in log.splitlines() if ln.strip().startswith("#")][:4]
                 ev.append(f"{name}: {races} data race report(s); first stack: " + " | ".join(first))
             elif "ThreadSanitizer" in log and "FATAL" in log:
                 ev.append(f"{name}: ThreadSanitizer could not run: "
-                          + next(l for l in log.splitlines() if "FATAL" in l))
+                          + next(ln for ln in log.splitlines() if "FATAL" in ln))
             else:
                 ev.append(f"{name}: no data race reported under one kit run (n=10)")
     finally:

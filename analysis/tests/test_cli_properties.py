@@ -281,6 +281,6 @@ def test_cli_end_to_end_property(e2e):
             assert len(errors) == 1, (argv, err)
         else:
             assert code in (0, 130, -signal.SIGINT), (argv, code, err)
-        assert not (REPO / "report").resolve() in [Path(fresh["NEWOUT"]).resolve()]
+        assert (REPO / "report").resolve() not in [Path(fresh["NEWOUT"]).resolve()]
         assert procs_of(env["bin"]) == [], argv
     prop()

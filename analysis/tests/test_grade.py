@@ -69,7 +69,7 @@ def test_correct_passes_every_check(graded):
 def test_crash_on_empty_connection_is_a_robustness_finding_with_its_signal(graded):
     c = checks(graded, "crash_on_empty")
     assert c["robustness"]["status"] == "fail"
-    line = next(l for l in c["robustness"]["evidence"] if l.startswith("empty connection"))
+    line = next(ln for ln in c["robustness"]["evidence"] if ln.startswith("empty connection"))
     assert "SIGSEGV" in line
     assert c["workload"]["status"] == "pass" and c["consistency"]["status"] == "pass"
 
@@ -118,7 +118,7 @@ def test_the_submission_runs_as_nobody_without_network_beyond_its_loopback(tmp_p
     assert p.returncode == 0, p.stderr
     built = out / "nosy" / "build"
     assert (built / "who").read_text().strip() == "65534"
-    ifaces = [l.split(":")[0].strip() for l in (built / "nets").read_text().splitlines()[2:]]
+    ifaces = [ln.split(":")[0].strip() for ln in (built / "nets").read_text().splitlines()[2:]]
     assert ifaces == ["lo"]
     assert "No such file" in (built / "seen").read_text()
     assert statuses(out, "nosy")["binaries"] == "fail"
@@ -176,5 +176,6 @@ def test_a_second_run_keeps_what_was_graded(graded):
 
 
 def test_only_robustness_findings_give_pass_with_findings(graded):
-    word, failed = render.verdict(json.loads((graded / "crash_on_empty" / "evidence.json").read_text()))
+    evidence = json.loads((graded / "crash_on_empty" / "evidence.json").read_text())
+    word, failed = render.verdict(evidence)
     assert (word, failed) == ("PASS WITH FINDINGS", ["robustness"])

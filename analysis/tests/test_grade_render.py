@@ -24,7 +24,8 @@ def test_points_follow_weights_and_fractions():
 
 def test_verdict_words():
     assert render.verdict(ev(build="pass"))[0] == "PASS"
-    assert render.verdict(ev(build="pass", robustness="fail")) == ("PASS WITH FINDINGS", ["robustness"])
+    assert render.verdict(ev(build="pass", robustness="fail")) == ("PASS WITH FINDINGS",
+                                                                   ["robustness"])
     assert render.verdict(ev(build="fail", robustness="fail"))[0] == "FAIL"
     assert render.verdict({"error": "x"})[0] == "FAIL"
 

@@ -9,9 +9,16 @@ import time
 
 import pytest
 
-from analysis.kernel_sockets import (ListenTimeout, ProcessExited, describe_exit,
-                                     listening_ports, parse_table, process_tree, twin,
-                                     wait_listening)
+from analysis.kernel_sockets import (
+    ListenTimeout,
+    ProcessExited,
+    describe_exit,
+    listening_ports,
+    parse_table,
+    process_tree,
+    twin,
+    wait_listening,
+)
 from analysis.procs import pick_port
 
 # A child that listens on argv[1] (after argv[2] seconds) until a line arrives on its
@@ -98,7 +105,8 @@ def test_exit_before_listening_names_status(procs):
 
 
 def test_killed_by_signal_names_it(procs):
-    p = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    p = subprocess.Popen([sys.executable, "-c",
+                          "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
     procs.append(p)
     with pytest.raises(ProcessExited) as e:
         wait_listening([pick_port()], p, timeout=10)
