@@ -582,8 +582,7 @@ def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) ->
 
 
 def cmd_report(results: Path, out: Path, microbench: Path | None = None) -> None:
-    from .report import build_report
-    from .report import latest_perf
+    from .report import build_report, latest_perf
     written = build_report(results, out, microbench=microbench, perf=latest_perf())
     print(f"wrote {len(written)} files; report: {out / 'REPORT.md'}", file=sys.stderr)
 
