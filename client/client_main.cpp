@@ -249,7 +249,19 @@ int RunClient(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // belt and braces: sends use MSG_NOSIGNAL
   ClientOptions options;
   if (kv::Status s = kv::ParseClientOptions(argc, argv, &options); !s.ok()) {
-    std::fprintf(stderr, "client: %s (client --help lists the options)\n", s.message().c_str());
+    // One line whatever the value held: control bytes (a newline in a value) are escaped.
+    std::string message;
+    for (const char c : s.message()) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x",
+                      static_cast<unsigned>(static_cast<unsigned char>(c)));
+        message += hex;
+      } else {
+        message += c;
+      }
+    }
+    std::fprintf(stderr, "client: %s (client --help lists the options)\n", message.c_str());
     return 2;
   }
   if (!options.show.empty()) {

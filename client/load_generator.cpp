@@ -29,12 +29,20 @@ namespace {
 // The project's monotonic clock (common/clock.h), unsigned for deadline maths.
 uint64_t NowNs() { return static_cast<uint64_t>(MonotonicNanos()); }
 
-void SleepUntilNs(uint64_t t) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(t / 1'000'000'000ULL);
-  ts.tv_nsec = static_cast<long>(t % 1'000'000'000ULL);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+// Sleeps until t, in slices of at most 5 ms so that a stop (the server went
+// away, the time limit) is seen at once. Returns false if stopped first.
+bool SleepUntilNs(uint64_t t, const std::atomic<bool>& stop) {
+  constexpr uint64_t kSliceNs = 5'000'000;
+  for (uint64_t now = NowNs(); now < t; now = NowNs()) {
+    if (stop.load(std::memory_order_relaxed)) return false;
+    const uint64_t until = t - now > kSliceNs ? now + kSliceNs : t;
+    timespec ts;
+    ts.tv_sec = static_cast<time_t>(until / 1'000'000'000ULL);
+    ts.tv_nsec = static_cast<long>(until % 1'000'000'000ULL);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
   }
+  return !stop.load(std::memory_order_relaxed);
 }
 
 struct alignas(64) Worker {
@@ -190,7 +198,7 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
     if (shared->stop.load(std::memory_order_relaxed)) break;
     uint64_t due = open_loop ? DueTime(*shared, t, k) : NowNs();
     if (PastDeadline(shared, due)) break;
-    if (open_loop && NowNs() < due) SleepUntilNs(due);
+    if (open_loop && NowNs() < due && !SleepUntilNs(due, shared->stop)) break;
     workload.FillRequest(workload.Next(), &request);
     const uint64_t sent = NowNs();
     if (!open_loop) due = sent;
