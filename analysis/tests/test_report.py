@@ -139,10 +139,11 @@ def test_a_new_section_is_one_function_and_one_line(tmp_path, monkeypatch):
 
 def test_sections_write_no_files(tmp_path, monkeypatch):
     """Sections are pure: run in an empty working directory they create nothing."""
-    from analysis.report import read_data
+    from analysis.report import latest_perf, read_data
     from analysis.sections import SECTIONS
 
-    data = read_data(SMALL, FIXTURES / "microbench_tiny.json")
+    assert latest_perf() is not None  # the committed bench/perf.py run
+    data = read_data(SMALL, FIXTURES / "microbench_tiny.json", perf=latest_perf())
     import pandas as pd  # load agents (runner --client-host): two agents and the merged row
     data.results["agents"] = pd.DataFrame(
         [{"experiment": "lab", "kind": None, "value": None, "server": "main1", "n": 10,
