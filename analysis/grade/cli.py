@@ -114,6 +114,8 @@ def config(a) -> dict:
                  "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
                  "max_states": 200_000,
                  "speed_ratio": float(weights["thresholds"].get("speed_ratio", 2.0)),
+                 "speed_ratio_client": float(weights["thresholds"].get("speed_ratio_client",
+                                                                       1.25)),
                  "timeout_s": a.timeout or (600.0 if a.quick else 3600.0)})
     return base
 
