@@ -284,11 +284,15 @@ Status ParseWhole(std::string_view option, std::string_view text, uint64_t min, 
   std::string_view digits = text;
   if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
   uint64_t v = 0;
+  // cppcheck 2.10 takes `text` for a view of a caller's loop-local string that is out of
+  // scope here (invalidLifetime); it is alive for the whole call.
+  // cppcheck-suppress invalidLifetime
   const char* end = digits.data() + digits.size();
   const bool all_digits =
       !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
-  auto [p, ec] = std::from_chars(digits.data(), end, v);
-  if (!all_digits || ec != std::errc() || p != end || v < min || v > max) {
+  // all_digits: from_chars consumes every byte unless the value overflows (ec says so).
+  const std::errc ec = std::from_chars(digits.data(), end, v).ec;
+  if (!all_digits || ec != std::errc() || v < min || v > max) {
     return Status::InvalidArgument(std::string(option) + ": '" + std::string(text) +
                                    "' is not a whole number in " + std::to_string(min) + ".." +
                                    std::to_string(max));

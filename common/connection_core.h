@@ -128,7 +128,7 @@ class ConnectionCore {
   bool reject_pending_ = false;
   bool cut_by_shutdown_ = false;
   uint64_t answered_ = 0;
-  char reject_buf_[128];
+  char reject_buf_[128] = {};
   std::string_view reject_;
 };
 

@@ -78,10 +78,10 @@ std::string AppendWholeLine(const std::string& path, std::string_view line) {
     // holds whole lines only.
     const off_t end = lseek(fd, 0, SEEK_CUR);
     if (end < put || ftruncate(fd, end - put) != 0) {
-      const std::string why = std::string("short write of ") + std::to_string(put) +
-                              " bytes, and cannot cut "
-                              "it off: " +
-                              std::strerror(errno);
+      std::string why = std::string("short write of ") + std::to_string(put) +
+                        " bytes, and cannot cut "
+                        "it off: " +
+                        std::strerror(errno);
       close(fd);
       return why;
     }
