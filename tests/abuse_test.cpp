@@ -755,7 +755,9 @@ TEST(Abuse, SigtermUnderLoadAnswersOrClosesCleanlyAndExitsFast) {
   stop = true;
   for (auto& c : clients) c.join();
   EXPECT_EQ(status, 0) << out;
-  EXPECT_LT(stop_ms, 1000) << out;
+  // The promise is "within a second" (checked in release); a sanitizer slows every
+  // step 5-15x, so there the bound only guards against a hang.
+  EXPECT_LT(stop_ms, kSanitized ? 3000 : 1000) << out;
   EXPECT_EQ(broken.load(), 0) << "e.g. '" << broken_samples[0] << "'";
   EXPECT_GT(answered.load(), 100);
   EXPECT_EQ(SummaryValue(out, "unfinished_connections"), 0) << out;
