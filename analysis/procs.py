@@ -93,6 +93,19 @@ def _stop_all() -> None:
 atexit.register(_stop_all)
 
 
+def last_complaint(log_file: Path) -> str:
+    """A server's own complaint in its log: its last line that says 'error', else its last
+    line (usage hints such as "Run 'main1 --help'" follow the error line); "" if none."""
+    try:
+        lines = [" ".join(ln.split()) for ln in
+                 Path(log_file).read_text(errors="replace").splitlines()
+                 if ln.strip() and not ln.startswith("# ")]
+    except OSError:
+        return ""
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or [""])[-1][:300]
+
+
 class Server:
     """One running lockbench server (mainN, or lockserver with its strategy arguments
     `pre`), given lockbench's own options (--delay-us, --time-file, -q, --trace); ready when
@@ -156,18 +169,9 @@ class Server:
                 return self
 
     def _last_log_line(self) -> str:
-        """The server's own complaint: its last line that says 'error', else its last
-        line (usage hints such as "Run 'main1 --help'" follow the error line)."""
         if not self._log.closed:
             self._log.flush()
-        try:
-            lines = [" ".join(ln.split()) for ln in
-                     self.log_file.read_text(errors="replace").splitlines()
-                     if ln.strip() and not ln.startswith("# ")]
-        except OSError:
-            return ""
-        errors = [ln for ln in lines if "error" in ln.lower()]
-        return (errors or lines or [""])[-1][:300]
+        return last_complaint(self.log_file)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

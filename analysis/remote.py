@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .kernel_sockets import parse_table, twin
-from .procs import _LIVE, KIT_TIME_FILE, RunError, StartError, parse_summary
+from .procs import _LIVE, KIT_TIME_FILE, RunError, StartError, last_complaint, parse_summary
 
 _LISTEN = "0A"
 HIST_MARK = "@@lockbench-histogram@@"
@@ -245,14 +245,7 @@ class RemoteServer:
             time.sleep(0.05)
 
     def _last_log_line(self) -> str:
-        try:
-            lines = [" ".join(ln.split()) for ln in
-                     self.log_file.read_text(errors="replace").splitlines()
-                     if ln.strip() and not ln.startswith("# ")]
-        except OSError:
-            return ""
-        errors = [ln for ln in lines if "error" in ln.lower()]
-        return (errors or lines or [""])[-1][:300]
+        return last_complaint(self.log_file)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
