@@ -30,12 +30,6 @@
 namespace kv {
 namespace {
 
-int64_t ThreadCpuNanos() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 void BM_ClockMonotonic(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
 }
@@ -105,9 +99,8 @@ void BM_LatencyLogRecord(benchmark::State& state) {
     LatencyLogOptions o;
     o.time_file = file;
     LatencyLog log(o);
-    std::string error;
-    if (!log.Open(&error)) {
-      state.SkipWithError(error.c_str());
+    if (const Status s = log.Open(); !s.ok()) {
+      state.SkipWithError(s.message().c_str());
       return;
     }
     RequestSample s{1, true, 5000, 100, 200};

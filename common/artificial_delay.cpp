@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "common/clock.h"
+#include "common/cpu_relax.h"
 
 namespace kv {
 namespace {
@@ -22,14 +23,6 @@ void SleepRelative(int64_t ns) {
   timespec left{};
   // Finish the sleep even if a signal (e.g. SIGTERM at shutdown) interrupts it.
   while (nanosleep(&want, &left) != 0 && errno == EINTR) want = left;
-}
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
 }
 
 // Sleeps until kPreciseSpinNs before `deadline_ns`, then spins to it.
@@ -67,15 +60,57 @@ void ArtificialDelay::Pause() {
   }
   const int64_t slept = MonotonicNanos() - start;
   t_slept_ns += slept;
-  pauses_.fetch_add(1, std::memory_order_relaxed);
-  slept_ns_.fetch_add(static_cast<uint64_t>(slept), std::memory_order_relaxed);
+  Shard* shard = ThreadShard();
+  // This thread is the shard's only writer: a load and a store, no
+  // read-modify-write, on a cache line no other thread writes.
+  shard->pauses.store(shard->pauses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  shard->slept_ns.store(
+      shard->slept_ns.load(std::memory_order_relaxed) + static_cast<uint64_t>(slept),
+      std::memory_order_relaxed);
 }
 
+ArtificialDelay::Shard* ArtificialDelay::ThreadShard() {
+  // One-entry cache per thread: the server has one delay, so it always hits;
+  // a thread alternating between delays (tests) looks its shard up again.
+  thread_local uint64_t t_owner_id = 0;
+  thread_local Shard* t_shard = nullptr;
+  if (t_owner_id == id_) return t_shard;
+  const std::thread::id me = std::this_thread::get_id();
+  MutexLock guard(&shards_mu_);
+  Shard* found = nullptr;
+  for (const std::unique_ptr<Shard>& s : shards_) {
+    if (s->owner == me) found = s.get();
+  }
+  if (found == nullptr) {
+    shards_.push_back(std::make_unique<Shard>());
+    found = shards_.back().get();
+    found->owner = me;
+  }
+  t_owner_id = id_;
+  t_shard = found;
+  return found;
+}
+
+ArtificialDelay::Totals ArtificialDelay::Sum() const {
+  Totals t;
+  MutexLock guard(&shards_mu_);
+  for (const std::unique_ptr<Shard>& s : shards_) {
+    t.pauses += s->pauses.load(std::memory_order_relaxed);
+    t.slept_ns += s->slept_ns.load(std::memory_order_relaxed);
+  }
+  return t;
+}
+
+uint64_t ArtificialDelay::pauses() const { return Sum().pauses; }
+
 double ArtificialDelay::MeanSleptNanos() const {
-  const uint64_t n = pauses();
-  return n == 0 ? 0.0
-                : static_cast<double>(slept_ns_.load(std::memory_order_relaxed)) /
-                      static_cast<double>(n);
+  const Totals t = Sum();
+  return t.pauses == 0 ? 0.0 : static_cast<double>(t.slept_ns) / static_cast<double>(t.pauses);
+}
+
+uint64_t ArtificialDelay::NextId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 int64_t ArtificialDelay::TakeThreadSleptNanos() {

@@ -24,17 +24,24 @@
 // MeanSleptNanos(), for the summary) and per thread (TakeThreadSleptNanos(),
 // for the per-request split of the lab metric).
 //
-// Thread safety: Pause() may be called from any number of threads at once; the
-// totals are relaxed atomics read on demand (written only when a pause is
-// taken, which costs far more than the shared write), the per-thread sum is
-// thread_local.
+// Thread safety: Pause() may be called from any number of threads at once. It
+// writes no shared memory: each thread counts its pauses in a shard of its
+// own (a cache line it alone writes, registered under a mutex on the
+// thread's first pause); pauses() and MeanSleptNanos() sum the shards when
+// read. The per-thread sum for the request split is thread_local.
 #ifndef KV_COMMON_ARTIFICIAL_DELAY_H_
 #define KV_COMMON_ARTIFICIAL_DELAY_H_
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 
 namespace kv {
 
@@ -51,7 +58,7 @@ inline constexpr int64_t kPreciseSpinNs = 4'000;
 class ArtificialDelay {
  public:
   explicit ArtificialDelay(std::chrono::microseconds nominal, DelayMode mode = DelayMode::kUsleep)
-      : nominal_(nominal), mode_(mode) {}
+      : nominal_(nominal), mode_(mode), id_(NextId()) {}
   ArtificialDelay(const ArtificialDelay&) = delete;
   ArtificialDelay& operator=(const ArtificialDelay&) = delete;
 
@@ -64,7 +71,8 @@ class ArtificialDelay {
   DelayMode mode() const { return mode_; }
   // Number of pauses taken and their mean real duration in nanoseconds
   // (0 when none was taken).
-  uint64_t pauses() const { return pauses_.load(std::memory_order_relaxed); }
+  // Both sum the per-thread shards (a mutex; for summaries, not per request).
+  uint64_t pauses() const;
   double MeanSleptNanos() const;
 
   // Nanoseconds the CALLING thread has paused (in any ArtificialDelay) since
@@ -73,10 +81,28 @@ class ArtificialDelay {
   static int64_t TakeThreadSleptNanos();
 
  private:
+  // One thread's counts; written by that thread only, read by Sum().
+  struct alignas(64) Shard {
+    std::thread::id owner;
+    std::atomic<uint64_t> pauses{0};
+    std::atomic<uint64_t> slept_ns{0};
+  };
+  struct Totals {
+    uint64_t pauses = 0;
+    uint64_t slept_ns = 0;
+  };
+
+  static uint64_t NextId();
+  // The calling thread's shard (created on its first pause).
+  Shard* ThreadShard() EXCLUDES(shards_mu_);
+  Totals Sum() const EXCLUDES(shards_mu_);
+
   const std::chrono::microseconds nominal_;
   const DelayMode mode_;
-  std::atomic<uint64_t> pauses_{0};
-  std::atomic<uint64_t> slept_ns_{0};
+  const uint64_t id_;  // unique per delay, for the threads' shard cache
+  mutable Mutex shards_mu_;
+  // Shards outlive their threads, so no count is lost when a thread ends.
+  std::vector<std::unique_ptr<Shard>> shards_ GUARDED_BY(shards_mu_);
 };
 
 }  // namespace kv

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "common/clock.h"
 
@@ -87,6 +88,28 @@ TEST(ArtificialDelayTest, PreciseModeSetsOneNanosecondSlackOnThePausingThread) {
   b.join();
   EXPECT_EQ(precise_slack, 1);
   EXPECT_EQ(usleep_slack, prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0));  // untouched
+}
+
+// The totals are per-thread shards merged when read: pauses of threads that
+// have ended still count, and two delays used by one thread keep apart.
+TEST(ArtificialDelayTest, TotalsMergeEveryThreadsPauses) {
+  ArtificialDelay a(microseconds(1));
+  ArtificialDelay b(microseconds(1));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        a.Pause();
+        b.Pause();
+        b.Pause();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  a.Pause();  // this thread too
+  EXPECT_EQ(a.pauses(), 41u);
+  EXPECT_EQ(b.pauses(), 80u);
+  EXPECT_GE(a.MeanSleptNanos(), 1'000.0);
 }
 
 TEST(ArtificialDelayTest, ModeNames) {

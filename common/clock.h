@@ -18,6 +18,13 @@ inline int64_t MonotonicNanos() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// CPU time the calling thread has used, in nanoseconds (CLOCK_THREAD_CPUTIME_ID).
+inline int64_t ThreadCpuNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 }  // namespace kv
 
 #endif  // KV_COMMON_CLOCK_H_

@@ -1,7 +1,9 @@
 // ServeConnection: the blocking driver of one client connection.
 //
 // The policy (framing, deadlines, half-close, shutdown) is ConnectionCore's
-// (connection_core.h); this loop only moves bytes with recv/send/poll.
+// (connection_core.h); this loop only moves bytes: a blocking recv bounded by
+// SO_RCVTIMEO (set only when the bound changes, not per request) and a
+// non-blocking send, so a keep-alive request costs one recv and one send.
 // Reads 100-byte request frames one after another (keep-alive) and answers
 // each with a 100-byte reply, until the peer closes. A frame cut short by the
 // peer's half-close is answered, then the loop ends. A peer that sends nothing
@@ -14,8 +16,9 @@
 // whole frames. A reset or a vanished reader just ends the loop. The caller
 // closes the fd.
 //
-// The same function serves every I/O model that gives a connection a thread
-// of its own (thread per connection, worker pool).
+// Thread per connection runs it (the pool and epoll models drive the same
+// core from event_io.cpp). The fd must be a blocking socket; its
+// SO_RCVTIMEO is changed.
 // Thread safety: one call per connection; calls on different fds run in
 // parallel.
 #ifndef KV_COMMON_CONNECTION_H_
@@ -29,22 +32,19 @@
 
 namespace kv {
 
-// Server shutdown as connections see it: an atomic flag (checked between
-// frames) plus an eventfd that becomes readable for good (wakes a blocked
-// read). Request() is called once; the rest only read.
+// Server shutdown as connections see it: an atomic flag, checked between
+// frames and when a read ends. Request() is called once; the rest only read.
+// It wakes no one by itself: whoever requests the stop also shuts down the
+// read side of every live connection (shutdown(fd, SHUT_RD)), which ends a
+// blocked recv at once; ServeConnection then takes the end of input for the
+// stop, not for the client's half-close.
 class StopSignal {
  public:
-  StopSignal();
-  ~StopSignal();
-  StopSignal(const StopSignal&) = delete;
-  StopSignal& operator=(const StopSignal&) = delete;
-  void Request();
+  void Request() { stop_.store(true, std::memory_order_release); }
   bool requested() const { return stop_.load(std::memory_order_acquire); }
-  int fd() const { return fd_; }
 
  private:
   std::atomic<bool> stop_{false};
-  int fd_ = -1;
 };
 
 // Serves fd until the peer is done or `stop` (may be null) is requested.

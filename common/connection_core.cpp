@@ -16,29 +16,9 @@ ConnectionCore::Action ConnectionCore::Next(int64_t now_ns) {
   if (reject_pending_) return Action::kReject;
   // 1. Frames already whole are handled while there is room for replies;
   //    also at a stop: they were received before it.
-  if (!close_after_flush_ && out_count_ < kBatch) {
-    if (Buffered() >= kFrameSize) {
-      current_len_ = kFrameSize;
-      return Action::kHandle;
-    }
-    // Only the peer's own half-close makes a short frame.
-    if (eof_ && Buffered() > 0) {
-      current_len_ = Buffered();
-      return Action::kHandle;
-    }
-  }
+  if (NextFrame()) return Action::kHandle;
   // 2. Replies leave before anything more is read.
-  if (out_count_ > 0) {
-    if (write_deadline_ns_ < 0) {
-      write_deadline_ns_ = now_ns + limits_.write_timeout_ns;
-    }
-    if (now_ns >= write_deadline_ns_) {  // the peer does not take its reply
-      closed_ = true;
-      return Action::kClose;
-    }
-    deadline_ns_ = write_deadline_ns_;
-    return Action::kWrite;
-  }
+  if (out_count_ > 0) return NextWrite(now_ns);
   // 3. Nothing more will come, or nothing more is wanted.
   if (close_after_flush_ || eof_) {
     closed_ = true;
@@ -51,6 +31,36 @@ ConnectionCore::Action ConnectionCore::Next(int64_t now_ns) {
     return Action::kClose;
   }
   // 4. Wait for bytes, within the idle or the frame deadline.
+  return NextRead(now_ns);
+}
+
+bool ConnectionCore::NextFrame() {
+  if (close_after_flush_ || out_count_ >= kBatch) return false;
+  if (Buffered() >= kFrameSize) {
+    current_len_ = kFrameSize;
+    return true;
+  }
+  // Only the peer's own half-close makes a short frame.
+  if (eof_ && Buffered() > 0) {
+    current_len_ = Buffered();
+    return true;
+  }
+  return false;
+}
+
+ConnectionCore::Action ConnectionCore::NextWrite(int64_t now_ns) {
+  if (write_deadline_ns_ < 0) {
+    write_deadline_ns_ = now_ns + limits_.write_timeout_ns;
+  }
+  if (now_ns >= write_deadline_ns_) {  // the peer does not take its reply
+    closed_ = true;
+    return Action::kClose;
+  }
+  deadline_ns_ = write_deadline_ns_;
+  return Action::kWrite;
+}
+
+ConnectionCore::Action ConnectionCore::NextRead(int64_t now_ns) {
   if (Buffered() > 0) {
     const int64_t deadline = frame_start_ns_ + limits_.frame_timeout_ns;
     if (now_ns >= deadline) {

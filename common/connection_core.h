@@ -107,6 +107,12 @@ class ConnectionCore {
 
  private:
   std::size_t Buffered() const { return in_end_ - in_begin_; }
+  // The steps of Next(): a whole frame to hand out (sets current_len_); the
+  // replies to write (or the write deadline passed); the wait for bytes
+  // (or the idle or frame deadline passed).
+  bool NextFrame();
+  Action NextWrite(int64_t now_ns);
+  Action NextRead(int64_t now_ns);
 
   const ConnectionLimits limits_;
   std::array<char, kBatch * kFrameSize> in_;

@@ -33,6 +33,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/mutex.h"
@@ -59,7 +61,11 @@ inline HazardRecord* Acquire() {
       return r;
     }
   }
-  auto* r = new HazardRecord;  // never freed: reused by later threads
+  // The one allocation of a record, never freed: records form a lock-free
+  // list that readers walk without a lock, so one cannot be unlinked safely;
+  // a thread's record is reused by later threads (at most one per thread
+  // ever alive at once).
+  HazardRecord* r = std::make_unique<HazardRecord>().release();
   r->in_use.store(true, std::memory_order_relaxed);
   HazardRecord* head = g_records.load(std::memory_order_relaxed);
   do {
@@ -129,17 +135,15 @@ class RetireList {
   RetireList() = default;
   RetireList(const RetireList&) = delete;
   RetireList& operator=(const RetireList&) = delete;
-  // REQUIRES: no thread still reads any retired object.
-  ~RetireList() {
-    for (const T* p : retired_) delete p;
-  }
+  // Frees what is left. REQUIRES: no thread still reads any retired object.
+  ~RetireList() = default;
 
   // Takes ownership of `p`, which the caller has already unlinked (with a
   // seq_cst exchange) so that no new reader can find it. Frees it, and any
   // earlier retired object, as soon as no hazard record points to it.
   void Retire(const T* p) EXCLUDES(retire_mu_) {
     MutexLock guard(&retire_mu_);
-    retired_.push_back(p);
+    retired_.emplace_back(p);
     const std::size_t threshold =
         2 * hazard_internal::g_record_count.load(std::memory_order_relaxed) + 16;
     if (retired_.size() >= threshold) ScanLocked();
@@ -161,19 +165,17 @@ class RetireList {
     }
     std::sort(hazards_.begin(), hazards_.end());
     std::size_t kept = 0;
-    for (const T* p : retired_) {
-      if (std::binary_search(hazards_.begin(), hazards_.end(), static_cast<const void*>(p))) {
-        retired_[kept++] = p;  // still being read: try again next scan
-      } else {
-        delete p;
+    for (std::unique_ptr<const T>& p : retired_) {
+      if (std::binary_search(hazards_.begin(), hazards_.end(), static_cast<const void*>(p.get()))) {
+        retired_[kept++] = std::move(p);  // still being read: try again next scan
       }
     }
-    retired_.resize(kept);
+    retired_.resize(kept);  // frees the rest
   }
 
   Mutex retire_mu_;
   // Unlinked, maybe still read.
-  std::vector<const T*> retired_ GUARDED_BY(retire_mu_);
+  std::vector<std::unique_ptr<const T>> retired_ GUARDED_BY(retire_mu_);
   // Scratch for ScanLocked().
   std::vector<const void*> hazards_ GUARDED_BY(retire_mu_);
 };

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -34,63 +33,55 @@ std::string FileKind(mode_t mode) {
 
 }  // namespace
 
-int OpenRegularFile(const std::string& path, int extra_flags, std::string* error) {
+Status OpenRegularFile(const std::string& path, int extra_flags, UniqueFd* out) {
   // O_NONBLOCK: opening a FIFO for writing with no reader would block
   // forever (and ignore SIGTERM meanwhile); this way it fails with ENXIO.
-  const int fd =
-      open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | extra_flags, 0644);
-  if (fd < 0) {
-    *error = errno == ENXIO ? "is a FIFO (or device) with no reader, not a "
-                              "regular file"
-                            : std::string("open: ") + std::strerror(errno);
-    return -1;
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | extra_flags, 0644));
+  if (!fd) {
+    if (errno == ENXIO) {
+      return Status::InvalidArgument("is a FIFO (or device) with no reader, not a regular file");
+    }
+    return Status::IOError("open", errno);
   }
   struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    *error = std::string("fstat: ") + std::strerror(errno);
-    close(fd);
-    return -1;
-  }
+  if (fstat(fd.get(), &st) != 0) return Status::IOError("fstat", errno);
   if (!S_ISREG(st.st_mode)) {
-    *error = "is " + FileKind(st.st_mode) + ", not a regular file";
-    close(fd);
-    return -1;
+    return Status::InvalidArgument("is " + FileKind(st.st_mode) + ", not a regular file");
   }
   // A regular file never blocks; clear the flag for ordinary stdio use.
-  const int flags = fcntl(fd, F_GETFL);
-  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  return fd;
+  const int flags = fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return Status::IOError("fcntl", errno);
+  }
+  *out = std::move(fd);
+  return Status::OK();
 }
 
-std::string AppendWholeLine(const std::string& path, std::string_view line) {
-  std::string error;
-  const int fd = OpenRegularFile(path, O_APPEND, &error);
-  if (fd < 0) return error;
-  const ssize_t put = write(fd, line.data(), line.size());
-  if (put == static_cast<ssize_t>(line.size())) {
-    if (close(fd) != 0) return std::string("close: ") + std::strerror(errno);
-    return "";
+namespace {
+
+// Cuts the `put` bytes of a short O_APPEND write back off the end of fd.
+Status CutShortWrite(int fd, ssize_t put, std::size_t wanted) {
+  // With O_APPEND the partial bytes end at the current offset.
+  const off_t end = lseek(fd, 0, SEEK_CUR);
+  if (end < put || ftruncate(fd, end - put) != 0) {
+    return Status::IOError(
+        "short write of " + std::to_string(put) + " bytes, and cannot cut it off", errno);
   }
-  const int write_errno = errno;
-  if (put > 0) {
-    // A short write (the disk filled up mid-line): with O_APPEND the partial
-    // bytes end at the current offset; cut them back off so the file still
-    // holds whole lines only.
-    const off_t end = lseek(fd, 0, SEEK_CUR);
-    if (end < put || ftruncate(fd, end - put) != 0) {
-      std::string why = std::string("short write of ") + std::to_string(put) +
-                        " bytes, and cannot cut "
-                        "it off: " +
-                        std::strerror(errno);
-      close(fd);
-      return why;
-    }
-    close(fd);
-    return "write: short write of " + std::to_string(put) + " of " + std::to_string(line.size()) +
-           " bytes (disk full?), cut off";
-  }
-  close(fd);
-  return std::string("write: ") + std::strerror(write_errno);
+  return Status::InvalidArgument("write: short write of " + std::to_string(put) + " of " +
+                                 std::to_string(wanted) + " bytes (disk full?), cut off");
+}
+
+}  // namespace
+
+Status AppendWholeLine(const std::string& path, std::string_view line) {
+  UniqueFd fd;
+  if (Status s = OpenRegularFile(path, O_APPEND, &fd); !s.ok()) return s;
+  const ssize_t put = write(fd.get(), line.data(), line.size());
+  if (put == static_cast<ssize_t>(line.size())) return fd.Close("close");
+  // A short write (the disk filled up mid-line): cut it back off so the file
+  // still holds whole lines only.
+  if (put > 0) return CutShortWrite(fd.get(), put, line.size());
+  return Status::IOError("write", errno);
 }
 
 LatencyLog::LatencyLog(LatencyLogOptions options)
@@ -101,34 +92,36 @@ LatencyLog::~LatencyLog() {
   FlushThread();
   Shard& shard = ThisThreadShard();
   if (shard.owner == this) shard.owner = nullptr;
-  if (trace_ != nullptr) std::fclose(trace_);
+  MutexLock guard(&log_mu_);
+  // The trace was written to: its last buffer goes out in fclose.
+  if (Status s = CloseFile(&trace_, "close"); !s.ok()) {
+    warn_->Warn("--trace '" + options_.trace_file + "': " + s.message());
+  }
 }
 
-bool LatencyLog::Open(std::string* error) {
+Status LatencyLog::Open() {
   // Fail at start-up, not after the first 1000 requests, if the timing file
   // cannot be written. Opening in append mode creates nothing new if it exists.
-  std::string why;
-  const int fd = OpenRegularFile(options_.time_file, O_APPEND, &why);
-  if (fd < 0) {
-    *error = "--time-file '" + options_.time_file + "': " + why;
-    return false;
+  UniqueFd fd;
+  if (Status s = OpenRegularFile(options_.time_file, O_APPEND, &fd); !s.ok()) {
+    return Status::InvalidArgument("--time-file '" + options_.time_file + "': " + s.message());
   }
-  close(fd);
-  if (!options_.trace_file.empty()) {
-    const int tfd = OpenRegularFile(options_.trace_file, O_TRUNC, &why);
-    if (tfd < 0) {
-      *error = "--trace '" + options_.trace_file + "': " + why;
-      return false;
-    }
-    trace_ = fdopen(tfd, "w");
-    if (trace_ == nullptr) {
-      *error = "--trace '" + options_.trace_file + "': fdopen: " + std::strerror(errno);
-      close(tfd);
-      return false;
-    }
-    std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns\n", trace_);
+  if (options_.trace_file.empty()) return Status::OK();
+  const std::string what = "--trace '" + options_.trace_file + "'";
+  UniqueFd trace_fd;
+  if (Status s = OpenRegularFile(options_.trace_file, O_TRUNC, &trace_fd); !s.ok()) {
+    return Status::InvalidArgument(what + ": " + s.message());
   }
-  return true;
+  UniqueFile trace(fdopen(trace_fd.get(), "w"));
+  if (trace == nullptr) return Status::IOError(what + ": fdopen", errno);
+  trace_fd.Release();  // now owned by the FILE
+  if (std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns\n",
+                 trace.get()) < 0) {
+    return Status::IOError(what + ": write", errno);
+  }
+  MutexLock guard(&log_mu_);
+  trace_ = std::move(trace);
+  return Status::OK();
 }
 
 LatencyLog::Shard& LatencyLog::ThisThreadShard() {
@@ -164,69 +157,77 @@ void LatencyLog::FlushThread() {
 
 void LatencyLog::HandOff(Shard* shard) {
   if (shard->count == 0 && shard->rejected == 0) return;
-  std::lock_guard<std::mutex> guard(log_mu_);
+  MutexLock guard(&log_mu_);
   totals_.rejected += shard->rejected;
   shard->rejected = 0;
-  for (uint32_t i = 0; i < shard->count; ++i) {
-    const RequestSample& s = shard->samples[i];
-    const auto latency = static_cast<double>(s.latency_ns);
-    batch_sum_ns_ += latency;
-    ++batch_count_;
-    ++totals_.requests;
-    sum_latency_ns_ += latency;
-    sum_wait_ns_ += static_cast<double>(s.wait_ns);
-    sum_hold_ns_ += static_cast<double>(s.hold_ns);
-    sum_queue_ns_ += static_cast<double>(s.queue_ns);
-    sum_delay_ns_ += static_cast<double>(s.delay_ns);
-    if (s.cpu_wait_ns >= 0) {
-      sum_cpu_wait_ns_ += static_cast<double>(s.cpu_wait_ns);
-      ++totals_.cpu_wait_samples;
-    }
-    if (trace_ != nullptr && (options_.trace_limit == 0 || trace_rows_ < options_.trace_limit)) {
-      std::fprintf(trace_, "%llu,%d,%lld,%lld,%lld,%lld,%lld,",
-                   static_cast<unsigned long long>(s.pos), s.is_read ? 1 : 0,
-                   static_cast<long long>(s.latency_ns), static_cast<long long>(s.wait_ns),
-                   static_cast<long long>(s.hold_ns), static_cast<long long>(s.queue_ns),
-                   static_cast<long long>(s.delay_ns));
-      if (s.cpu_wait_ns >= 0) {
-        std::fprintf(trace_, "%lld", static_cast<long long>(s.cpu_wait_ns));
-      }
-      std::fputc('\n', trace_);
-      ++trace_rows_;
-    }
-    if (batch_count_ == options_.batch_size) {
-      AppendBatchMeanLocked(batch_sum_ns_ / static_cast<double>(batch_count_) / 1e9);
-      batch_sum_ns_ = 0;
-      batch_count_ = 0;
-    }
-  }
+  for (uint32_t i = 0; i < shard->count; ++i) AddSampleLocked(shard->samples[i]);
   shard->count = 0;
   pending_.store(batch_count_, std::memory_order_relaxed);
+}
+
+void LatencyLog::AddSampleLocked(const RequestSample& s) {
+  const auto latency = static_cast<double>(s.latency_ns);
+  batch_sum_ns_ += latency;
+  ++batch_count_;
+  ++totals_.requests;
+  sum_latency_ns_ += latency;
+  sum_wait_ns_ += static_cast<double>(s.wait_ns);
+  sum_hold_ns_ += static_cast<double>(s.hold_ns);
+  sum_queue_ns_ += static_cast<double>(s.queue_ns);
+  sum_delay_ns_ += static_cast<double>(s.delay_ns);
+  if (s.cpu_wait_ns >= 0) {
+    sum_cpu_wait_ns_ += static_cast<double>(s.cpu_wait_ns);
+    ++totals_.cpu_wait_samples;
+  }
+  TraceSampleLocked(s);
+  if (batch_count_ == options_.batch_size) {
+    AppendBatchMeanLocked(batch_sum_ns_ / static_cast<double>(batch_count_) / 1e9);
+    batch_sum_ns_ = 0;
+    batch_count_ = 0;
+  }
+}
+
+void LatencyLog::TraceSampleLocked(const RequestSample& s) {
+  if (trace_ == nullptr || (options_.trace_limit != 0 && trace_rows_ >= options_.trace_limit)) {
+    return;
+  }
+  // Write errors stick in the stream's error flag and come out at fclose
+  // (see the destructor); a trace row is not worth a syscall check each.
+  std::FILE* f = trace_.get();
+  std::fprintf(f, "%llu,%d,%lld,%lld,%lld,%lld,%lld,", static_cast<unsigned long long>(s.pos),
+               s.is_read ? 1 : 0, static_cast<long long>(s.latency_ns),
+               static_cast<long long>(s.wait_ns), static_cast<long long>(s.hold_ns),
+               static_cast<long long>(s.queue_ns), static_cast<long long>(s.delay_ns));
+  if (s.cpu_wait_ns >= 0) std::fprintf(f, "%lld", static_cast<long long>(s.cpu_wait_ns));
+  std::fputc('\n', f);
+  ++trace_rows_;
 }
 
 void LatencyLog::AppendBatchMeanLocked(double mean_s) {
   char line[64];
   const int len = std::snprintf(line, sizeof line, "%e\n", mean_s);
-  const std::string why =
+  const Status s =
       AppendWholeLine(options_.time_file, std::string_view(line, static_cast<std::size_t>(len)));
-  if (!why.empty()) {
+  if (!s.ok()) {
     ++totals_.lines_lost;
     warn_->Warn("timing line lost (" + std::to_string(totals_.lines_lost) +
-                " so far): " + options_.time_file + ": " + why);
+                " so far): " + options_.time_file + ": " + s.message());
   } else {
     ++totals_.batches_written;
   }
-  if (trace_ != nullptr) std::fflush(trace_);
+  // Unchecked: a failed flush leaves the error flag set, reported at fclose.
+  if (trace_ != nullptr) static_cast<void>(std::fflush(trace_.get()));
 }
 
 void LatencyLog::Flush() {
   FlushThread();
-  std::lock_guard<std::mutex> guard(log_mu_);
-  if (trace_ != nullptr) std::fflush(trace_);
+  MutexLock guard(&log_mu_);
+  // Unchecked: a failed flush leaves the error flag set, reported at fclose.
+  if (trace_ != nullptr) static_cast<void>(std::fflush(trace_.get()));
 }
 
 LatencyTotals LatencyLog::Totals() const {
-  std::lock_guard<std::mutex> guard(log_mu_);
+  MutexLock guard(&log_mu_);
   LatencyTotals t = totals_;
   if (t.requests > 0) {
     const auto n = static_cast<double>(t.requests);

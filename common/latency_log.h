@@ -64,11 +64,15 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
+
+#include "common/mutex.h"
+#include "common/status.h"
+#include "common/thread_annotations.h"
+#include "common/unique_fd.h"
+#include "common/unique_file.h"
 
 namespace kv {
 
@@ -117,45 +121,50 @@ class LatencyLog {
 
   // Checks, without ever blocking, that the timing file is (or can be
   // created as) a regular file open for appending, and opens the trace
-  // likewise. Returns false and fills *error with one line naming the option
-  // and the path, e.g. "--time-file 'f': is a FIFO, not a regular file".
-  bool Open(std::string* error);
+  // likewise. Returns OK, or InvalidArgument/IOError with one line naming the
+  // option and the path, e.g. "--time-file 'f': is a FIFO, not a regular file".
+  Status Open() EXCLUDES(log_mu_);
 
   static constexpr uint32_t kShardSamples = 64;
 
   // Records one served request in this thread's shard; may hand the shard
   // off (and so append a line to the timing file).
-  void Record(const RequestSample& sample);
+  void Record(const RequestSample& sample) EXCLUDES(log_mu_);
 
   // Counts one rejected frame (never timed) in this thread's shard.
-  void CountRejected();
+  void CountRejected() EXCLUDES(log_mu_);
 
   // Hands this thread's shard off to the shared totals and the timing file.
-  void FlushThread();
+  void FlushThread() EXCLUDES(log_mu_);
 
   // FlushThread(), then flushes the trace.
-  void Flush();
+  void Flush() EXCLUDES(log_mu_);
 
-  LatencyTotals Totals() const;
+  LatencyTotals Totals() const EXCLUDES(log_mu_);
 
  private:
   struct Shard;
-  void AppendBatchMeanLocked(double mean_s);
-  void HandOff(Shard* shard);
+  void AppendBatchMeanLocked(double mean_s) REQUIRES(log_mu_);
+  void AddSampleLocked(const RequestSample& s) REQUIRES(log_mu_);
+  void TraceSampleLocked(const RequestSample& s) REQUIRES(log_mu_);
+  void HandOff(Shard* shard) EXCLUDES(log_mu_);
   static Shard& ThisThreadShard();
-  Shard& AdoptShard();  // this thread's shard, now recording into *this
+  Shard& AdoptShard() EXCLUDES(log_mu_);  // this thread's shard, now recording into *this
 
   const LatencyLogOptions options_;
-  std::unique_ptr<RateLimitedLog> warn_;
-  mutable std::mutex log_mu_;
-  // Guarded by log_mu_:
-  double batch_sum_ns_ = 0;
-  uint64_t batch_count_ = 0;
-  LatencyTotals totals_;
-  double sum_latency_ns_ = 0, sum_wait_ns_ = 0, sum_hold_ns_ = 0;
-  double sum_queue_ns_ = 0, sum_delay_ns_ = 0, sum_cpu_wait_ns_ = 0;
-  std::FILE* trace_ = nullptr;
-  uint64_t trace_rows_ = 0;
+  const std::unique_ptr<RateLimitedLog> warn_;  // used under log_mu_ only
+  mutable Mutex log_mu_;
+  double batch_sum_ns_ GUARDED_BY(log_mu_) = 0;
+  uint64_t batch_count_ GUARDED_BY(log_mu_) = 0;
+  LatencyTotals totals_ GUARDED_BY(log_mu_);
+  double sum_latency_ns_ GUARDED_BY(log_mu_) = 0;
+  double sum_wait_ns_ GUARDED_BY(log_mu_) = 0;
+  double sum_hold_ns_ GUARDED_BY(log_mu_) = 0;
+  double sum_queue_ns_ GUARDED_BY(log_mu_) = 0;
+  double sum_delay_ns_ GUARDED_BY(log_mu_) = 0;
+  double sum_cpu_wait_ns_ GUARDED_BY(log_mu_) = 0;
+  UniqueFile trace_ GUARDED_BY(log_mu_);
+  uint64_t trace_rows_ GUARDED_BY(log_mu_) = 0;
   // Valid requests in the batch being filled: written under log_mu_ at a
   // hand-off, read without the lock by Record() (see above).
   std::atomic<uint64_t> pending_{0};
@@ -163,14 +172,14 @@ class LatencyLog {
 
 // Appends `line` (which ends in '\n') to `path` whole or not at all: opens it
 // O_WRONLY|O_APPEND|O_CREAT|O_NONBLOCK, refuses a non-regular file, writes
-// with one write(2), cuts a short write back off, checks the close. Returns ""
-// on success, else the reason ("write: No space left on device").
-std::string AppendWholeLine(const std::string& path, std::string_view line);
+// with one write(2), cuts a short write back off, checks the close. Returns OK,
+// else the reason ("write: No space left on device").
+Status AppendWholeLine(const std::string& path, std::string_view line);
 
 // Opens `path` for writing without blocking and checks it is a regular file.
-// Returns the fd (blocking mode, close-on-exec), or -1 with *error set to
-// "is a FIFO, not a regular file" / "open: <strerror>".
-int OpenRegularFile(const std::string& path, int extra_flags, std::string* error);
+// Returns OK with *out owning the fd (blocking mode, close-on-exec), or
+// InvalidArgument("is a FIFO, not a regular file") / IOError("open: <strerror>").
+Status OpenRegularFile(const std::string& path, int extra_flags, UniqueFd* out);
 
 }  // namespace kv
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +21,12 @@ std::string Slurp(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A Status check that shows the message when it fails.
+testing::AssertionResult IsOk(const Status& s) {
+  if (s.ok()) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << s.message();
 }
 
 class LatencyLogTest : public testing::Test {
@@ -39,8 +47,7 @@ TEST_F(LatencyLogTest, OneLinePerBatchInKitFormat) {
   o.time_file = (dir_ / "times").string();
   o.batch_size = 4;
   LatencyLog log(o);
-  std::string error;
-  ASSERT_TRUE(log.Open(&error)) << error;
+  ASSERT_TRUE(IsOk(log.Open()));
   for (int i = 0; i < 9; ++i) {
     log.Record({1, true, 2000 + 1000 * (i % 4), 10, 20});  // 2,3,4,5 us
   }
@@ -60,8 +67,7 @@ TEST_F(LatencyLogTest, LineAppearsWhenTheBatchCompletes) {
   LatencyLogOptions o;
   o.time_file = (dir_ / "times").string();
   LatencyLog log(o);  // batch 1000
-  std::string error;
-  ASSERT_TRUE(log.Open(&error)) << error;
+  ASSERT_TRUE(IsOk(log.Open()));
   for (int i = 0; i < 999; ++i) log.Record({1, true, 1000, 0, 0});
   EXPECT_EQ(Slurp(o.time_file), "");
   log.Record({1, true, 1000, 0, 0});
@@ -75,8 +81,7 @@ TEST_F(LatencyLogTest, ShardsFromManyThreadsMakeExactBatches) {
   o.time_file = (dir_ / "times").string();
   o.batch_size = 100;
   LatencyLog log(o);
-  std::string error;
-  ASSERT_TRUE(log.Open(&error)) << error;
+  ASSERT_TRUE(IsOk(log.Open()));
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&log, t] {
@@ -102,8 +107,7 @@ TEST_F(LatencyLogTest, RenamedFileStartsAgain) {
   o.time_file = (dir_ / "server_output_time_aggregated").string();
   o.batch_size = 1;
   LatencyLog log(o);
-  std::string error;
-  ASSERT_TRUE(log.Open(&error)) << error;
+  ASSERT_TRUE(IsOk(log.Open()));
   log.Record({0, true, 1000, 0, 0});
   std::filesystem::rename(o.time_file, dir_ / "time_s1_n10");  // as test.sh does
   log.Record({0, true, 2000, 0, 0});
@@ -117,8 +121,7 @@ TEST_F(LatencyLogTest, TraceHasHeaderRowsAndLimit) {
   o.trace_file = (dir_ / "trace.csv").string();
   o.trace_limit = 2;
   LatencyLog log(o);
-  std::string error;
-  ASSERT_TRUE(log.Open(&error)) << error;
+  ASSERT_TRUE(IsOk(log.Open()));
   log.Record({7, false, 300, 100, 200, 5, 150, 40});
   log.Record({8, true, 30, 10, 20});  // CPU wait not sampled: empty field
   log.Record({9, true, 3, 1, 2});
@@ -132,8 +135,7 @@ TEST_F(LatencyLogTest, TotalsSplitTheMetricAndAverageCpuWaitOverSamples) {
   LatencyLogOptions o;
   o.time_file = (dir_ / "times").string();
   LatencyLog log(o);
-  std::string error;
-  ASSERT_TRUE(log.Open(&error)) << error;
+  ASSERT_TRUE(IsOk(log.Open()));
   log.Record({1, true, 1000, 100, 600, 200, 500, 300});
   log.Record({2, false, 3000, 300, 1800, 400, 1500, -1});  // not sampled
   log.Record({3, true, 2000, 200, 1200, 0, 1000, 100});
@@ -151,10 +153,24 @@ TEST_F(LatencyLogTest, UnwritableTimeFileFailsAtOpen) {
   LatencyLogOptions o;
   o.time_file = (dir_ / "no" / "such" / "dir" / "times").string();
   LatencyLog log(o);
-  std::string error;
-  EXPECT_FALSE(log.Open(&error));
-  EXPECT_NE(error.find("--time-file"), std::string::npos) << error;
-  EXPECT_NE(error.find("open: "), std::string::npos) << error;
+  const Status opened = log.Open();
+  EXPECT_FALSE(opened.ok());
+  EXPECT_NE(opened.message().find("--time-file"), std::string::npos) << opened.message();
+  EXPECT_NE(opened.message().find("open: "), std::string::npos) << opened.message();
+}
+
+// CloseFile reports the failed final flush of data written (here to
+// /dev/full, where every write fails with ENOSPC), and is OK when empty.
+TEST(UniqueFile, CloseFileReportsTheFailedFlush) {
+  UniqueFile empty;
+  EXPECT_TRUE(CloseFile(&empty, "close").ok());
+  UniqueFile full(std::fopen("/dev/full", "w"));
+  ASSERT_NE(full, nullptr);
+  ASSERT_GE(std::fputs("lost\n", full.get()), 0);  // buffered: nothing written yet
+  const Status s = CloseFile(&full, "close /dev/full");
+  EXPECT_EQ(full, nullptr);
+  EXPECT_EQ(s.code(), Status::Code::kIOError);
+  EXPECT_EQ(s.message(), std::string("close /dev/full: ") + std::strerror(ENOSPC));
 }
 
 }  // namespace

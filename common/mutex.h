@@ -20,6 +20,8 @@
 #ifndef KV_COMMON_MUTEX_H_
 #define KV_COMMON_MUTEX_H_
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
 
@@ -40,7 +42,38 @@ class CAPABILITY("mutex") Mutex {
   void AssertHeld() ASSERT_CAPABILITY(this) {}
 
  private:
+  friend class CondVar;
   std::mutex mu_;
+};
+
+// A condition variable used with a Mutex (LevelDB's port::CondVar, with the
+// mutex passed to the wait so the analysis can check it is held). The wait
+// takes the mutex held, releases it while blocked and holds it again on
+// return.
+class CondVar {
+ public:
+  CondVar() = default;
+  CondVar(const CondVar&) = delete;
+  CondVar& operator=(const CondVar&) = delete;
+
+  // Waits until notified (or a spurious wake-up), or `timeout` passes.
+  // Every waiter on one CondVar uses the same *mu.
+  void WaitFor(Mutex* mu, std::chrono::nanoseconds timeout) REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    cv_.wait_for(lock, timeout);
+    lock.release();  // still held: the caller's guard unlocks it
+  }
+  // Waits until notified (or a spurious wake-up).
+  void Wait(Mutex* mu) REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    cv_.wait(lock);
+    lock.release();
+  }
+  void Signal() { cv_.notify_one(); }
+  void SignalAll() { cv_.notify_all(); }
+
+ private:
+  std::condition_variable cv_;
 };
 
 // A reader/writer lock: std::shared_mutex, which libstdc++ builds on a

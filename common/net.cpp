@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <limits>
+#include <utility>
 
 #include "common/clock.h"
 
@@ -84,38 +84,26 @@ std::string FormatSocketAddress(const SocketAddress& address) {
   return formatted;
 }
 
-int ListenTcp(const SocketAddress& address, std::string* error, bool* in_use) {
-  *in_use = false;
+Status ListenTcp(const SocketAddress& address, UniqueFd* out) {
   const std::string where = FormatSocketAddress(address);
-  const int fd = socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    *error = "socket " + where + ": " + std::strerror(errno);
-    return -1;
-  }
+  UniqueFd fd(socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return Status::IOError("socket " + where, errno);
   const int one = 1;
   // Restarting a server must not wait for TIME_WAIT connections to expire.
-  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
-    *error = "setsockopt SO_REUSEADDR " + where + ": " + std::strerror(errno);
-    close(fd);
-    return -1;
+  if (setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+    return Status::IOError("setsockopt SO_REUSEADDR " + where, errno);
   }
-  if (address.storage.ss_family == AF_INET6) {
-    // Bind exactly the address given, not the IPv4 twin too.
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  // Bind exactly the address given, not the IPv4 twin too.
+  if (address.storage.ss_family == AF_INET6 &&
+      setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0) {
+    return Status::IOError("setsockopt IPV6_V6ONLY " + where, errno);
   }
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
-    *in_use = errno == EADDRINUSE;
-    *error = "bind " + where + ": " + std::strerror(errno);
-    close(fd);
-    return -1;
+  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
+    return Status::IOError("bind " + where, errno);
   }
-  if (listen(fd, SOMAXCONN) != 0) {
-    *in_use = errno == EADDRINUSE;
-    *error = "listen " + where + ": " + std::strerror(errno);
-    close(fd);
-    return -1;
-  }
-  return fd;
+  if (listen(fd.get(), SOMAXCONN) != 0) return Status::IOError("listen " + where, errno);
+  *out = std::move(fd);
+  return Status::OK();
 }
 
 int AcceptConnection(int listen_fd) {
@@ -127,6 +115,7 @@ int AcceptConnection(int listen_fd) {
 }
 
 void RefuseConnection(int fd, std::string_view message) {
+  const UniqueFd owned(fd);  // closed on return: FIN after the reply
   char sink[4 * kFrameSize];
   // Bounded: at most a few frames are discarded, never a blocking read.
   for (int i = 0; i < 4; ++i) {
@@ -134,9 +123,10 @@ void RefuseConnection(int fd, std::string_view message) {
   }
   Frame reply;
   FillErrorFrame(message, &reply);
+  // Deliberately unchecked: best effort (see net.h); a peer that cannot take
+  // the reply gets the close alone.
   [[maybe_unused]] const ssize_t sent =
       send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  close(fd);
 }
 
 namespace {

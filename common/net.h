@@ -1,8 +1,8 @@
 // Socket helpers for the lab protocol. No parsing here (see protocol.h).
 //
 // Every function checks its system calls and reports failures as values: a
-// listener returns -1 and fills *error with "<call> <address>: <strerror>",
-// frame I/O returns a result code. SIGPIPE is avoided with MSG_NOSIGNAL.
+// listener as a Status "<call> <address>: <strerror>", frame I/O as a result
+// code. SIGPIPE is avoided with MSG_NOSIGNAL.
 // Thread safety: reentrant; a given fd is used by one thread at a time.
 #ifndef KV_COMMON_NET_H_
 #define KV_COMMON_NET_H_
@@ -15,6 +15,8 @@
 #include <string_view>
 
 #include "common/protocol.h"
+#include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace kv {
 
@@ -37,10 +39,10 @@ bool ParseSocketAddress(const std::string& ip, uint16_t port, SocketAddress* out
 // "127.0.0.1:3000" or "[::1]:3000".
 std::string FormatSocketAddress(const SocketAddress& address);
 
-// Binds and listens (SO_REUSEADDR, backlog SOMAXCONN). Returns the listening
-// fd, or -1 with *error = "bind 127.0.0.1:3000: Address already in use" etc.
-// *in_use is set when the failure was EADDRINUSE.
-int ListenTcp(const SocketAddress& address, std::string* error, bool* in_use);
+// Binds and listens (SO_REUSEADDR, IPV6_V6ONLY for IPv6, backlog SOMAXCONN,
+// non-blocking, close-on-exec). Returns OK with *out owning the listening fd,
+// or IOError("bind 127.0.0.1:3000: Address already in use") etc.
+Status ListenTcp(const SocketAddress& address, UniqueFd* out);
 
 // Accepts one connection from a listening socket, retrying on EINTR and
 // ECONNABORTED. Returns the fd (close-on-exec), or -1 with errno set (EAGAIN

@@ -60,6 +60,34 @@ bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// The pos field: text[0, dash1), a decimal integer in [0, n).
+Status ParsePos(std::string_view text, std::size_t dash1, uint64_t n, uint64_t* out) {
+  const std::string_view pos_field = text.substr(0, dash1);
+  if (pos_field.empty()) {
+    // "-5-1-x": a negative position, or nothing at all before the dash.
+    const std::string_view after = text.substr(1);
+    const std::string_view digits = after.substr(0, std::min(after.find('-'), after.size()));
+    if (AllDigits(digits)) {
+      return Status::InvalidArgument("pos -" + Sanitize(digits) + " is negative; allowed [0," +
+                                     std::to_string(n) + ")");
+    }
+    return Status::InvalidArgument("pos is empty" + std::string(kShape));
+  }
+  if (!AllDigits(pos_field)) {
+    return Status::InvalidArgument("pos " + Quoted(pos_field) +
+                                   " is not a non-negative decimal integer");
+  }
+  uint64_t pos = 0;
+  const auto [ptr, ec] =
+      std::from_chars(pos_field.data(), pos_field.data() + pos_field.size(), pos);
+  if (ec == std::errc::result_out_of_range || (ec == std::errc() && pos >= n)) {
+    return Status::InvalidArgument("pos " + Sanitize(pos_field, 24) + " out of range [0," +
+                                   std::to_string(n) + ")");
+  }
+  *out = pos;
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string_view FrameText(std::string_view frame) {
@@ -88,28 +116,8 @@ Status ParseRequest(std::string_view frame, uint64_t n, Request* out) {
     return Status::InvalidArgument("missing '-' after pos in " + Quoted(text) +
                                    std::string(kShape));
   }
-  const std::string_view pos_field = text.substr(0, dash1);
-  if (pos_field.empty()) {
-    // "-5-1-x": a negative position, or nothing at all before the dash.
-    const std::string_view after = text.substr(1);
-    const std::string_view digits = after.substr(0, std::min(after.find('-'), after.size()));
-    if (AllDigits(digits)) {
-      return Status::InvalidArgument("pos -" + Sanitize(digits) + " is negative; allowed [0," +
-                                     std::to_string(n) + ")");
-    }
-    return Status::InvalidArgument("pos is empty" + std::string(kShape));
-  }
-  if (!AllDigits(pos_field)) {
-    return Status::InvalidArgument("pos " + Quoted(pos_field) +
-                                   " is not a non-negative decimal integer");
-  }
   uint64_t pos = 0;
-  const auto [ptr, ec] =
-      std::from_chars(pos_field.data(), pos_field.data() + pos_field.size(), pos);
-  if (ec == std::errc::result_out_of_range || (ec == std::errc() && pos >= n)) {
-    return Status::InvalidArgument("pos " + Sanitize(pos_field, 24) + " out of range [0," +
-                                   std::to_string(n) + ")");
-  }
+  if (Status s = ParsePos(text, dash1, n, &pos); !s.ok()) return s;
 
   const std::string_view rest = text.substr(dash1 + 1);
   const std::size_t dash2 = rest.find('-');

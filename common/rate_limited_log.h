@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/clock.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 
 namespace kv {
 
@@ -25,9 +27,9 @@ class RateLimitedLog {
 
   // Prints "<program>: <what>" unless a line was printed less than a second
   // ago. Returns true if it printed.
-  bool Warn(std::string_view what) {
+  bool Warn(std::string_view what) EXCLUDES(warn_mu_) {
     if (!enabled_) return false;
-    std::lock_guard<std::mutex> guard(warn_mu_);
+    MutexLock guard(&warn_mu_);
     const int64_t now = MonotonicNanos();
     if (now - last_ns_ < 1'000'000'000) {
       ++suppressed_;
@@ -49,9 +51,9 @@ class RateLimitedLog {
  private:
   const std::string program_;
   const bool enabled_;
-  std::mutex warn_mu_;
-  int64_t last_ns_ = -2'000'000'000;  // guarded by warn_mu_
-  uint64_t suppressed_ = 0;           // guarded by warn_mu_
+  Mutex warn_mu_;
+  int64_t last_ns_ GUARDED_BY(warn_mu_) = -2'000'000'000;
+  uint64_t suppressed_ GUARDED_BY(warn_mu_) = 0;
 };
 
 }  // namespace kv

@@ -5,6 +5,8 @@
 
 #include <charconv>
 
+#include "common/unique_fd.h"
+
 namespace kv {
 namespace {
 
@@ -27,11 +29,8 @@ bool ReadAt(int fd, SchedStat* out) {
 
 // The thread's descriptor: opened on first use, closed at thread exit.
 struct ThreadFile {
-  int fd = -1;
+  UniqueFd fd;
   bool failed = false;
-  ~ThreadFile() {
-    if (fd >= 0) close(fd);
-  }
 };
 thread_local ThreadFile t_file;
 
@@ -53,23 +52,20 @@ bool ParseSchedStat(std::string_view text, SchedStat* out) {
 }
 
 bool ReadThreadSchedStat(SchedStat* out) {
-  if (t_file.fd < 0) {
+  if (!t_file.fd) {
     if (t_file.failed) return false;
-    t_file.fd = open(kPath, O_RDONLY | O_CLOEXEC);
-    if (t_file.fd < 0) {
+    t_file.fd.Reset(open(kPath, O_RDONLY | O_CLOEXEC));
+    if (!t_file.fd) {
       t_file.failed = true;
       return false;
     }
   }
-  return ReadAt(t_file.fd, out);
+  return ReadAt(t_file.fd.get(), out);
 }
 
 bool ReadThreadSchedStatFresh(SchedStat* out) {
-  const int fd = open(kPath, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = ReadAt(fd, out);
-  close(fd);
-  return ok;
+  const UniqueFd fd(open(kPath, O_RDONLY | O_CLOEXEC));
+  return fd && ReadAt(fd.get(), out);
 }
 
 }  // namespace kv

@@ -17,12 +17,6 @@
 namespace kv {
 namespace {
 
-int64_t ThreadCpuNanos() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 // Spins until this thread has used `cpu_ns` of CPU (or 5 s of wall time).
 void BurnCpu(int64_t cpu_ns) {
   const int64_t start = ThreadCpuNanos();

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/artificial_delay.h"
@@ -21,26 +22,40 @@
 #include "common/net.h"
 #include "common/rate_limited_log.h"
 #include "common/request_handler.h"
+#include "common/status.h"
 #include "common/thread_per_connection.h"
+#include "common/unique_fd.h"
 
 namespace kv {
 namespace {
 
 // Shutdown: the signal handler writes a byte to this pipe, which the accept
 // loop polls alongside the listeners (wrk's "stop" flag, made wakeable).
+// Plain ints, not UniqueFds: the handler reads them, and the pipe lives as
+// long as the process (RunServer() runs once per process).
 int g_stop_pipe[2] = {-1, -1};
+
+// The signal mask the accept loop waits with (ppoll): the process's mask
+// without the stop signals. Everywhere else the stop signals are blocked, in
+// the main thread and in every thread it creates (they inherit the mask), so
+// a stop signal is delivered only while the accept loop waits. Delivered to
+// whichever thread happened to take it, the handler could be held back: under
+// TSan a signal to a thread inside an uninstrumented wait is deferred until
+// that wait ends, which left idle servers deaf to SIGTERM for seconds.
+sigset_t g_wait_mask;
 
 extern "C" void OnStopSignal(int) {
   const int saved = errno;
   const char byte = 1;
+  // Deliberately unchecked: a full pipe already holds a stop byte, and a
+  // signal handler has nowhere to report to.
   [[maybe_unused]] const ssize_t r = write(g_stop_pipe[1], &byte, 1);
   errno = saved;
 }
 
-bool InstallSignals(std::string* error) {
-  if (pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    *error = std::string("pipe2: ") + std::strerror(errno);
-    return false;
+Status InstallSignals() {
+  if (g_stop_pipe[0] < 0 && pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return Status::IOError("pipe2", errno);
   }
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
@@ -51,10 +66,16 @@ bool InstallSignals(std::string* error) {
   sigemptyset(&ignore.sa_mask);
   if (sigaction(SIGINT, &sa, nullptr) != 0 || sigaction(SIGTERM, &sa, nullptr) != 0 ||
       sigaction(SIGHUP, &sa, nullptr) != 0 || sigaction(SIGPIPE, &ignore, nullptr) != 0) {
-    *error = std::string("sigaction: ") + std::strerror(errno);
-    return false;
+    return Status::IOError("sigaction", errno);
   }
-  return true;
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
+  if (const int err = pthread_sigmask(SIG_BLOCK, &stop, &g_wait_mask); err != 0) {
+    return Status::IOError("pthread_sigmask", err);
+  }
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigdelset(&g_wait_mask, sig);
+  return Status::OK();
 }
 
 std::string BaseName(const char* path) {
@@ -69,22 +90,16 @@ std::string BaseName(const char* path) {
 class SpareFd {
  public:
   SpareFd() { Acquire(); }
-  ~SpareFd() { Release(); }
-  SpareFd(const SpareFd&) = delete;
-  SpareFd& operator=(const SpareFd&) = delete;
 
-  bool held() const { return fd_ >= 0; }
+  bool held() const { return fd_.valid(); }
   bool Acquire() {
-    if (fd_ < 0) fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    return fd_ >= 0;
+    if (!fd_) fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    return fd_.valid();
   }
-  void Release() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
+  void Release() { fd_.Reset(); }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 struct AcceptStats {
@@ -114,197 +129,284 @@ constexpr int64_t kAcceptPauseNs = 100'000'000;
 // the loop stop polling the listeners for 100 ms (the stop pipe is still
 // watched). Every case is counted and logged at most once a second; nothing
 // spins, nothing exits, and service resumes by itself as connections close.
-void AcceptLoop(const std::vector<int>& listeners, IoModel* io, std::size_t max_connections,
-                const std::string& program, bool warnings, AcceptStats* stats) {
-  std::vector<pollfd> fds;
-  fds.reserve(listeners.size() + 1);
-  for (const int fd : listeners) fds.push_back({fd, POLLIN, 0});
-  fds.push_back({g_stop_pipe[0], POLLIN, 0});
-  RateLimitedLog log(program, warnings);
-  SpareFd spare;
-  int64_t paused_until = 0;
-  const std::string busy = "server busy: " + std::to_string(max_connections) +
-                           " connections open (--max-connections); try again";
-  for (;;) {
-    const int64_t now = MonotonicNanos();
-    const bool paused = now < paused_until;
-    for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
-      fds[i].events = paused ? 0 : POLLIN;
-    }
-    for (auto& p : fds) p.revents = 0;
-    const int timeout_ms =
-        paused ? static_cast<int>((paused_until - now + 999'999) / 1'000'000) : -1;
-    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
-      if (errno == EINTR) continue;
-      log.Warn(std::string("poll: ") + std::strerror(errno));
-      paused_until = MonotonicNanos() + kAcceptPauseNs;
-      continue;
-    }
-    if (fds.back().revents != 0) return;
-    for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      for (int burst = 0; burst < kAcceptBurst; ++burst) {
-        int conn = AcceptConnection(fds[i].fd);
-        if (conn < 0) {
-          const int err = errno;
-          if (err == EAGAIN || err == EWOULDBLOCK) break;
-          ++stats->accept_errors;
-          if ((err == EMFILE || err == ENFILE) && spare.held()) {
-            // accept() fails with EMFILE before it looks at the queue, so
-            // this is also how we learn that the queue is empty.
-            spare.Release();
-            conn = AcceptConnection(fds[i].fd);
-            const bool drained = conn < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-            if (conn >= 0) {
-              RefuseConnection(conn,
-                               "server busy: out of file descriptors; "
-                               "try again");
-              ++stats->refused;
-            }
-            const bool again = spare.Acquire();
-            log.Warn(std::string("accept: ") + std::strerror(err) +
-                     (again ? "; refusing new connections until some close"
-                            : "; pausing accepts for 100 ms"));
-            if (conn >= 0 && again) continue;  // the next queued connection
-            if (drained && again) break;       // nothing more is waiting
-          } else {
-            log.Warn(std::string("accept: ") + std::strerror(err) + "; pausing accepts for 100 ms");
-          }
-          paused_until = MonotonicNanos() + kAcceptPauseNs;
-          break;
-        }
-        if (io->open_connections() >= max_connections) {
-          RefuseConnection(conn, busy);
-          ++stats->refused;
-          log.Warn("refusing connections: " + std::to_string(max_connections) +
-                   " open (--max-connections)");
-          continue;
-        }
-        if (!io->Dispatch(conn)) {  // Dispatch has refused it
-          ++stats->refused;
-          log.Warn(std::string("cannot start a connection thread: ") + std::strerror(errno) +
-                   "; refusing connections");
-          continue;
-        }
-        ++stats->accepted;
+class AcceptLoop {
+ public:
+  AcceptLoop(const std::vector<UniqueFd>& listeners, IoModel* io, std::size_t max_connections,
+             const std::string& program, bool warnings)
+      : io_(io),
+        max_connections_(max_connections),
+        log_(program, warnings),
+        busy_("server busy: " + std::to_string(max_connections) +
+              " connections open (--max-connections); try again") {
+    fds_.reserve(listeners.size() + 1);
+    for (const UniqueFd& fd : listeners) fds_.push_back({fd.get(), POLLIN, 0});
+    fds_.push_back({g_stop_pipe[0], POLLIN, 0});
+  }
+
+  // Returns when the stop pipe becomes readable.
+  AcceptStats Run() {
+    while (WaitForListeners()) {
+      for (std::size_t i = 0; i + 1 < fds_.size(); ++i) {
+        if (fds_[i].revents != 0) AcceptBurst(fds_[i].fd);
       }
     }
+    return stats_;
   }
-}
 
-}  // namespace
-
-int RunServer(const ServerOptions& options, const std::string& program, const StoreMaker& factory) {
-  std::string error;
-  if (!InstallSignals(&error)) {
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), error.c_str());
-    return 1;
+ private:
+  // Polls the listeners (unless paused) and the stop pipe. Returns false
+  // when the stop pipe fired.
+  bool WaitForListeners() {
+    for (;;) {
+      const int64_t now = MonotonicNanos();
+      const bool paused = now < paused_until_;
+      for (std::size_t i = 0; i + 1 < fds_.size(); ++i) fds_[i].events = paused ? 0 : POLLIN;
+      for (auto& p : fds_) p.revents = 0;
+      timespec pause_left{};
+      if (paused) {
+        pause_left.tv_sec = static_cast<time_t>((paused_until_ - now) / 1'000'000'000);
+        pause_left.tv_nsec = static_cast<long>((paused_until_ - now) % 1'000'000'000);
+      }
+      // The stop signals are unblocked only inside this wait (g_wait_mask).
+      if (ppoll(fds_.data(), fds_.size(), paused ? &pause_left : nullptr, &g_wait_mask) >= 0) {
+        return fds_.back().revents == 0;
+      }
+      if (errno == EINTR) continue;
+      log_.Warn(std::string("poll: ") + std::strerror(errno));
+      paused_until_ = MonotonicNanos() + kAcceptPauseNs;
+    }
   }
+
+  // Takes up to kAcceptBurst connections from one listener.
+  void AcceptBurst(int listener) {
+    for (int burst = 0; burst < kAcceptBurst; ++burst) {
+      UniqueFd conn(AcceptConnection(listener));
+      if (!conn) {
+        const int err = errno;
+        if (err == EAGAIN || err == EWOULDBLOCK) return;
+        ++stats_.accept_errors;
+        if (!RecoverFromAcceptError(listener, err)) return;
+        continue;
+      }
+      Admit(std::move(conn));
+    }
+  }
+
+  // After accept() failed with `err`: with EMFILE/ENFILE, refuses the
+  // connection at the head of the queue by way of the spare fd. Returns true
+  // if the burst may go on, false if it ends (and accepting may pause).
+  bool RecoverFromAcceptError(int listener, int err) {
+    if ((err != EMFILE && err != ENFILE) || !spare_.held()) {
+      log_.Warn(std::string("accept: ") + std::strerror(err) + "; pausing accepts for 100 ms");
+      paused_until_ = MonotonicNanos() + kAcceptPauseNs;
+      return false;
+    }
+    // accept() fails with EMFILE before it looks at the queue, so this is
+    // also how we learn that the queue is empty.
+    spare_.Release();
+    const int conn = AcceptConnection(listener);
+    const bool drained = conn < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    if (conn >= 0) {
+      RefuseConnection(conn, "server busy: out of file descriptors; try again");
+      ++stats_.refused;
+    }
+    const bool again = spare_.Acquire();
+    log_.Warn(
+        std::string("accept: ") + std::strerror(err) +
+        (again ? "; refusing new connections until some close" : "; pausing accepts for 100 ms"));
+    if (conn >= 0 && again) return true;  // the next queued connection
+    if (drained && again) return false;   // nothing more is waiting
+    paused_until_ = MonotonicNanos() + kAcceptPauseNs;
+    return false;
+  }
+
+  // Hands a new connection to the I/O model, or refuses it.
+  void Admit(UniqueFd conn) {
+    if (io_->open_connections() >= max_connections_) {
+      RefuseConnection(conn.Release(), busy_);
+      ++stats_.refused;
+      log_.Warn("refusing connections: " + std::to_string(max_connections_) +
+                " open (--max-connections)");
+      return;
+    }
+    if (!io_->Dispatch(conn.Release())) {  // Dispatch has refused it
+      ++stats_.refused;
+      log_.Warn(std::string("cannot start a connection thread: ") + std::strerror(errno) +
+                "; refusing connections");
+      return;
+    }
+    ++stats_.accepted;
+  }
+
+  IoModel* const io_;
+  const std::size_t max_connections_;
+  RateLimitedLog log_;
+  const std::string busy_;
+  std::vector<pollfd> fds_;  // the listeners, then the stop pipe
+  SpareFd spare_;
+  int64_t paused_until_ = 0;
+  AcceptStats stats_;
+};
+
+// Signals, then the timer slack: what the process needs before anything else.
+Status SetUpProcess(const ServerOptions& options) {
+  if (Status s = InstallSignals(); !s.ok()) return s;
   if (options.timer_slack_ns > 0 &&
       prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(options.timer_slack_ns), 0, 0, 0) != 0) {
-    std::fprintf(stderr, "%s: prctl(PR_SET_TIMERSLACK): %s\n", program.c_str(),
-                 std::strerror(errno));
-    return 1;
+    return Status::IOError("prctl(PR_SET_TIMERSLACK)", errno);
   }
+  return Status::OK();
+}
 
-  // The timing and trace files first: a path that cannot work (a FIFO, a
-  // missing folder) is a bad argument, refused before any socket exists.
-  LatencyLogOptions log_options = options.log;
-  log_options.program = program;
-  log_options.warnings = options.verbosity >= 1;
-  LatencyLog log(log_options);
-  if (!log.Open(&error)) {
-    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.c_str());
-    return 2;
-  }
+struct Listeners {
+  std::vector<UniqueFd> fds;
+  std::vector<std::string> where;  // "127.0.0.1:3000", one per fd
+};
 
-  // Then listen: a port in use is the commonest failure, report it at once.
+// Listens on the port and (unless --no-twin) its kit-client twin, in that
+// order: on failure out->fds says how far it got.
+Status Listen(const ServerOptions& options, Listeners* out) {
   std::vector<uint16_t> ports{options.port};
   if (options.kit_twin && KitPortTwin(options.port) != options.port) {
     ports.push_back(KitPortTwin(options.port));
   }
-  std::vector<int> listeners;
-  std::vector<std::string> where;
   for (const uint16_t port : ports) {
     SocketAddress address;
-    ParseSocketAddress(options.ip, port, &address);  // validated by the parser
-    bool in_use = false;
-    const int fd = ListenTcp(address, &error, &in_use);
-    if (fd < 0) {
-      std::fprintf(stderr, "%s: %s%s\n", program.c_str(), error.c_str(),
-                   port != options.port ? " (the byte-swapped twin of the port, where the kit "
-                                          "client connects; --no-twin skips it)"
-                                        : "");
-      for (const int l : listeners) close(l);
-      return 1;
+    if (!ParseSocketAddress(options.ip, port, &address)) {  // the parser has checked it
+      return Status::InvalidArgument("--ip '" + options.ip + "': not a numeric address");
     }
-    listeners.push_back(fd);
-    where.push_back(FormatSocketAddress(address));
+    UniqueFd fd;
+    if (Status s = ListenTcp(address, &fd); !s.ok()) return s;
+    out->fds.push_back(std::move(fd));
+    out->where.push_back(FormatSocketAddress(address));
   }
+  return Status::OK();
+}
 
-  ArtificialDelay delay{std::chrono::microseconds(options.delay_us), options.delay_mode};
-  std::unique_ptr<Store> store = factory(options.n, &delay);
-  RequestCounters counters;
-  RequestHandler handler(store.get(), options.timing ? &log : nullptr, &counters);
-  handler.set_log_rejects(options.verbosity >= 2, program);
+ConnectionLimits LimitsOf(const ServerOptions& options) {
   ConnectionLimits limits;
   limits.idle_timeout_ns = options.idle_timeout_ms * 1'000'000;
   limits.frame_timeout_ns = options.frame_timeout_ms * 1'000'000;
   limits.write_timeout_ns = options.write_timeout_ms * 1'000'000;
-  std::unique_ptr<IoModel> io_model;
-  if (options.io == IoKind::kThreadPerConnection) {
-    io_model = std::make_unique<ThreadPerConnection>(&handler, limits);
-  } else {
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    io_model = std::make_unique<EventIoModel>(
-        options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll : EventIoModel::Mode::kPool,
-        &handler, limits, cores > 0 ? static_cast<std::size_t>(cores) : 1,
-        options.workers > 0 ? options.workers : kDefaultWorkers);
-  }
-  IoModel& io = *io_model;
+  return limits;
+}
 
-  std::printf("%s: listening on %s", program.c_str(), where[0].c_str());
-  if (where.size() > 1) {
-    std::printf(" and %s (kit client port)", where[1].c_str());
+std::unique_ptr<IoModel> MakeIoModel(const ServerOptions& options, RequestHandler* handler) {
+  const ConnectionLimits limits = LimitsOf(options);
+  if (options.io == IoKind::kThreadPerConnection) {
+    return std::make_unique<ThreadPerConnection>(handler, limits);
+  }
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);  // -1 on error: then one core
+  return std::make_unique<EventIoModel>(
+      options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll : EventIoModel::Mode::kPool,
+      handler, limits, cores > 0 ? static_cast<std::size_t>(cores) : 1,
+      options.workers > 0 ? options.workers : kDefaultWorkers);
+}
+
+void PrintReady(const std::string& program, const Listeners& listeners,
+                const ServerOptions& options, const Store& store, const IoModel& io) {
+  std::printf("%s: listening on %s", program.c_str(), listeners.where[0].c_str());
+  if (listeners.where.size() > 1) {
+    std::printf(" and %s (kit client port)", listeners.where[1].c_str());
   }
   std::printf(" n=%zu strategy=%.*s io=%.*s delay_us=%lld\n", options.n,
-              static_cast<int>(store->name().size()), store->name().data(),
+              static_cast<int>(store.name().size()), store.name().data(),
               static_cast<int>(io.name().size()), io.name().data(),
               static_cast<long long>(options.delay_us));
   std::fflush(stdout);
+}
 
-  AcceptStats accept_stats;
-  AcceptLoop(listeners, io_model.get(), options.max_connections, program, options.verbosity >= 1,
-             &accept_stats);
-  for (const int fd : listeners) close(fd);
-  // Requests in flight finish; the whole stop must take under a second.
-  const std::size_t left = io.Drain(MonotonicNanos() + 800'000'000);
-  log.Flush();
+// What the summary line reports, gathered after the drain.
+struct RunResult {
+  LatencyTotals totals;
+  AcceptStats accepts;
+  std::size_t unfinished = 0;
+  double mean_delay_slept_us = 0;
+  uint64_t frames = 0;           // frames read (requests), when not --timing
+  uint64_t rejected = 0;         // of which rejected, when not --timing
+  uint64_t cut_by_shutdown = 0;  // frames cut short by the stop
+};
 
-  const LatencyTotals t = log.Totals();
+void PrintSummary(const std::string& program, bool timing, const RunResult& r) {
+  const LatencyTotals& t = r.totals;
   std::printf(
       "%s: summary requests=%llu errors=%llu mean_latency_s=%e mean_wait_s=%e "
       "mean_hold_s=%e mean_queue_s=%e mean_delay_slept_us=%.2f "
       "mean_delay_s=%e mean_cpu_wait_s=%e cpu_wait_samples=%llu connections=%llu "
       "unfinished_connections=%zu refused=%llu accept_errors=%llu "
       "timing_lines_lost=%llu frames_cut_by_shutdown=%llu\n",
-      program.c_str(),
-      static_cast<unsigned long long>(options.timing ? t.requests + t.rejected
-                                                     : counters.frames.load()),
-      static_cast<unsigned long long>(options.timing ? t.rejected : counters.rejected.load()),
-      t.mean_latency_s, t.mean_wait_s, t.mean_hold_s, t.mean_queue_s, delay.MeanSleptNanos() / 1e3,
-      t.mean_delay_s, t.mean_cpu_wait_s, static_cast<unsigned long long>(t.cpu_wait_samples),
-      static_cast<unsigned long long>(accept_stats.accepted), left,
-      static_cast<unsigned long long>(accept_stats.refused),
-      static_cast<unsigned long long>(accept_stats.accept_errors),
+      program.c_str(), static_cast<unsigned long long>(timing ? t.requests + t.rejected : r.frames),
+      static_cast<unsigned long long>(timing ? t.rejected : r.rejected), t.mean_latency_s,
+      t.mean_wait_s, t.mean_hold_s, t.mean_queue_s, r.mean_delay_slept_us, t.mean_delay_s,
+      t.mean_cpu_wait_s, static_cast<unsigned long long>(t.cpu_wait_samples),
+      static_cast<unsigned long long>(r.accepts.accepted), r.unfinished,
+      static_cast<unsigned long long>(r.accepts.refused),
+      static_cast<unsigned long long>(r.accepts.accept_errors),
       static_cast<unsigned long long>(t.lines_lost),
-      static_cast<unsigned long long>(counters.cut_by_shutdown.load()));
+      static_cast<unsigned long long>(r.cut_by_shutdown));
   std::fflush(stdout);
-  if (left > 0) {
+}
+
+// Serves on `listeners` until a stop signal, then drains and summarises.
+void Serve(const ServerOptions& options, const std::string& program, const StoreMaker& factory,
+           Listeners listeners, LatencyLog* log) {
+  ArtificialDelay delay{std::chrono::microseconds(options.delay_us), options.delay_mode};
+  std::unique_ptr<Store> store = factory(options.n, &delay);
+  RequestCounters counters;
+  RequestHandler handler(store.get(), options.timing ? log : nullptr, &counters);
+  handler.set_log_rejects(options.verbosity >= 2, program);
+  std::unique_ptr<IoModel> io = MakeIoModel(options, &handler);
+  PrintReady(program, listeners, options, *store, *io);
+
+  RunResult r;
+  r.accepts =
+      AcceptLoop(listeners.fds, io.get(), options.max_connections, program, options.verbosity >= 1)
+          .Run();
+  listeners.fds.clear();  // closes them: new connections are refused by the kernel
+  // Requests in flight finish; the whole stop must take under a second.
+  r.unfinished = io->Drain(MonotonicNanos() + 800'000'000);
+  log->Flush();
+  r.totals = log->Totals();
+  r.mean_delay_slept_us = delay.MeanSleptNanos() / 1e3;
+  r.frames = counters.frames.load();
+  r.rejected = counters.rejected.load();
+  r.cut_by_shutdown = counters.cut_by_shutdown.load();
+  PrintSummary(program, options.timing, r);
+  if (r.unfinished > 0) {
     // Connection threads still use the store; do not destroy it under them.
     std::fflush(nullptr);
     std::_Exit(0);
   }
+}
+
+}  // namespace
+
+int RunServer(const ServerOptions& options, const std::string& program, const StoreMaker& factory) {
+  if (Status s = SetUpProcess(options); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), s.message().c_str());
+    return 1;
+  }
+  // The timing and trace files first: a path that cannot work (a FIFO, a
+  // missing folder) is a bad argument, refused before any socket exists.
+  LatencyLogOptions log_options = options.log;
+  log_options.program = program;
+  log_options.warnings = options.verbosity >= 1;
+  LatencyLog log(log_options);
+  if (Status s = log.Open(); !s.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), s.message().c_str());
+    return 2;
+  }
+  // Then listen: a port in use is the commonest failure, report it at once.
+  Listeners listeners;
+  if (Status s = Listen(options, &listeners); !s.ok()) {
+    const bool twin = !listeners.fds.empty();  // the port itself worked
+    std::fprintf(stderr, "%s: %s%s\n", program.c_str(), s.message().c_str(),
+                 twin ? " (the byte-swapped twin of the port, where the kit client connects; "
+                        "--no-twin skips it)"
+                      : "");
+    return 1;
+  }
+  Serve(options, program, factory, std::move(listeners), &log);
   return 0;
 }
 

@@ -21,6 +21,7 @@
 
 #include "common/artificial_delay.h"
 #include "common/latency_log.h"
+#include "common/status.h"
 
 namespace kv {
 
@@ -73,10 +74,11 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
                                 const std::string& strategy, ServerOptions* options,
                                 GenericFlags* generic = nullptr);
 
-// The decimal-only integer rule above, for one value: returns "" and sets
+// The decimal-only integer rule above, for one value: returns OK and sets
 // *out if `text` is one or more ASCII digits whose value is in [min, max];
-// otherwise a reason such as "not a decimal integer; allowed 1..65535".
-std::string ParseDecimal(const std::string& text, uint64_t min, uint64_t max, uint64_t* out);
+// otherwise InvalidArgument with a reason such as "is not a decimal integer
+// (digits only); allowed 1..65535".
+Status ParseDecimal(const std::string& text, uint64_t min, uint64_t max, uint64_t* out);
 
 }  // namespace kv
 

@@ -11,6 +11,7 @@
 #define KV_COMMON_STATUS_H_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,7 +20,7 @@ namespace kv {
 
 class Status {
  public:
-  enum class Code { kOk, kInvalidArgument, kOutOfRange };
+  enum class Code { kOk, kInvalidArgument, kOutOfRange, kIOError, kFailed };
 
   Status() = default;  // OK
 
@@ -38,6 +39,13 @@ class Status {
     return Status(Code::kOutOfRange, std::move(m));
   }
 
+  // "<what>: <strerror(errno_value)>", e.g. "bind 127.0.0.1:4000: Address already in use".
+  static Status IOError(std::string_view what, int errno_value);
+
+  // Work that ran but did not succeed as a whole, e.g. a load run in which
+  // requests failed: the message says what happened.
+  static Status Failed(std::string message) { return Status(Code::kFailed, std::move(message)); }
+
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
@@ -50,6 +58,13 @@ class Status {
   Code code_ = Code::kOk;
   std::string message_;
 };
+
+inline Status Status::IOError(std::string_view what, int errno_value) {
+  std::string m(what);
+  m += ": ";
+  m += std::strerror(errno_value);
+  return Status(Code::kIOError, std::move(m));
+}
 
 }  // namespace kv
 

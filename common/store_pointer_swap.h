@@ -47,36 +47,32 @@
 #include "common/hazard_pointer.h"
 #include "common/mutex.h"
 #include "common/store.h"
+#include "common/store_slot_base.h"
 #include "common/string_array.h"
 
 namespace kv {
 
-class PointerSwapStore final : public Store {
+class PointerSwapStore final : public SlotStoreBase<PointerSwapStore> {
  public:
   static constexpr std::string_view kStrategyName = "pointer-swap";
 
   // REQUIRES: n >= 1; `delay` outlives the store.
   PointerSwapStore(std::size_t n, ArtificialDelay* delay)
-      : n_(n), delay_(delay), slots_(std::make_unique<Slot[]>(n)) {
+      : SlotStoreBase(n, delay), slots_(std::make_unique<Slot[]>(n)) {
     for (std::size_t i = 0; i < n; ++i) {
-      slots_[i].current.store(MakeValue(StringArray::InitialValue(i)), std::memory_order_relaxed);
+      slots_[i].current.store(AllocateValue(StringArray::InitialValue(i)),
+                              std::memory_order_relaxed);
     }
   }
   // REQUIRES: no thread is still using the store.
   ~PointerSwapStore() override {
     for (std::size_t i = 0; i < n_; ++i) {
-      delete slots_[i].current.load(std::memory_order_relaxed);
+      // Takes back what AllocateValue() gave the slot; freed here.
+      std::unique_ptr<const Value> last(slots_[i].current.load(std::memory_order_relaxed));
     }
   }
   PointerSwapStore(const PointerSwapStore&) = delete;
   PointerSwapStore& operator=(const PointerSwapStore&) = delete;
-
-  static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
-    return std::make_unique<PointerSwapStore>(n, delay);
-  }
-
-  std::string_view name() const override { return kStrategyName; }
-  std::size_t size() const override { return n_; }
 
   // Readers take no lock: wait_ns is the time to protect the pointer (a
   // retry only if a writer swapped meanwhile), hold_ns the delay plus the
@@ -101,20 +97,18 @@ class PointerSwapStore final : public Store {
   Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
     if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
     Slot& slot = slots_[pos];
-    const int64_t asked = MonotonicNanos();
-    int64_t got;
-    {
-      MutexLock guard(&slot.write_mu);
-      got = MonotonicNanos();
-      delay_->Pause();  // set
-      const Value* fresh = MakeValue(text);
-      // seq_cst: the hazard-pointer protocol needs the swap ordered before
-      // the retire scan's reads of the hazard records.
-      retired_.Retire(slot.current.exchange(fresh, std::memory_order_seq_cst));
-      delay_->Pause();  // get: only a later writer of this slot (excluded by
-      *out = *fresh;    // write_mu) could retire `fresh`
-    }
-    RecordAccessTiming(asked, got, timing);
+    const Value* fresh = nullptr;
+    TimedSlotWrite(
+        &slot.write_mu, delay_, timing,
+        [&] {
+          fresh = AllocateValue(text);
+          // seq_cst: the hazard-pointer protocol needs the swap ordered
+          // before the retire scan's reads of the hazard records.
+          retired_.Retire(slot.current.exchange(fresh, std::memory_order_seq_cst));
+        },
+        // Only a later writer of this slot (excluded by write_mu) could
+        // retire `fresh`.
+        [&] { *out = *fresh; });
     return Status::OK();
   }
 
@@ -130,14 +124,16 @@ class PointerSwapStore final : public Store {
     Mutex write_mu;
   };
 
-  static const Value* MakeValue(std::string_view text) {
-    auto* v = new Value;
-    FillFrame(text, v);
-    return v;
+  // Ownership of a value: made here, held as a raw pointer by its slot's
+  // atomic `current` while published (readers need a plain atomic pointer),
+  // then handed to retired_ (RetireList, which frees it when no hazard holds
+  // it) or, at the end, taken back by the destructor. No other path frees one.
+  static const Value* AllocateValue(std::string_view text) {
+    auto v = std::make_unique<Value>();
+    FillFrame(text, v.get());
+    return v.release();
   }
 
-  const std::size_t n_;
-  ArtificialDelay* const delay_;
   std::unique_ptr<Slot[]> slots_;
   RetireList<Value> retired_;  // unlinked values, freed when unhazarded
 };

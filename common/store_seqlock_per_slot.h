@@ -52,12 +52,13 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/store.h"
+#include "common/store_slot_base.h"
 #include "common/string_array.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
 
-class SeqLockPerSlotStore final : public Store {
+class SeqLockPerSlotStore final : public SlotStoreBase<SeqLockPerSlotStore> {
  public:
   static constexpr std::string_view kStrategyName = "seqlock-per-slot";
   // Failed read attempts before a reader yields the CPU (a writer preempted
@@ -66,7 +67,7 @@ class SeqLockPerSlotStore final : public Store {
 
   // REQUIRES: n >= 1; `delay` outlives the store.
   SeqLockPerSlotStore(std::size_t n, ArtificialDelay* delay)
-      : n_(n), delay_(delay), slots_(std::make_unique<Slot[]>(n)) {
+      : SlotStoreBase(n, delay), slots_(std::make_unique<Slot[]>(n)) {
     for (std::size_t i = 0; i < n; ++i) {
       Value v;
       FillFrame(StringArray::InitialValue(i), &v);
@@ -77,13 +78,6 @@ class SeqLockPerSlotStore final : public Store {
       }
     }
   }
-
-  static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
-    return std::make_unique<SeqLockPerSlotStore>(n, delay);
-  }
-
-  std::string_view name() const override { return kStrategyName; }
-  std::size_t size() const override { return n_; }
 
   // wait_ns is the time spent in failed (raced) attempts, hold_ns the delay
   // plus the successful copy.
@@ -106,21 +100,19 @@ class SeqLockPerSlotStore final : public Store {
   Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
     if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
     Slot& slot = slots_[pos];
-    const int64_t asked = MonotonicNanos();
-    int64_t got;
-    {
-      MutexLock guard(&slot.write_mu);
-      got = MonotonicNanos();
-      delay_->Pause();  // set
-      Value v;
-      FillFrame(text, &v);
-      Words w;
-      ToWords(v, &w);
-      PublishLocked(w, &slot);
-      delay_->Pause();  // get: write_mu excludes other writers, so the slot
-      *out = v;         // still holds exactly what we published
-    }
-    RecordAccessTiming(asked, got, timing);
+    Value v;
+    FillFrame(text, &v);
+    Words w;
+    ToWords(v, &w);
+    TimedSlotWrite(
+        &slot.write_mu, delay_, timing,
+        [&] {
+          slot.write_mu.AssertHeld();  // TimedSlotWrite holds it
+          PublishLocked(w, &slot);
+        },
+        // write_mu excludes other writers, so the slot still holds exactly
+        // what we published.
+        [&] { *out = v; });
     return Status::OK();
   }
 
@@ -164,8 +156,6 @@ class SeqLockPerSlotStore final : public Store {
     slot->seq.store(seq + 2, std::memory_order_release);
   }
 
-  const std::size_t n_;
-  ArtificialDelay* const delay_;
   std::unique_ptr<Slot[]> slots_;
 };
 

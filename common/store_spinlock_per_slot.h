@@ -25,18 +25,11 @@
 
 #include <atomic>
 
+#include "common/cpu_relax.h"
 #include "common/store_lock_table.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 // A test-and-test-and-set spinlock (a lock type for the lock table and the
 // guards of common/mutex.h; Lock()/Unlock() exist for the guards only).

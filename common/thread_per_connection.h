@@ -9,7 +9,8 @@
 // open_connections() first), each with a 256 KiB stack reserved, plus one fd
 // and one set entry: 4096 x 256 KiB = 1 GiB of address space at the default
 // limit; RSS counts only the stack pages a thread touches.
-// Drain() raises the stop signal (connection.h), so a thread blocked waiting
+// Drain() raises the stop signal (connection.h) and shuts down the read side
+// of every open connection (shutdown(SHUT_RD)), so a thread blocked waiting
 // for a next request wakes up and ends, one waiting for the rest of a frame
 // drops it, and one in the middle of a request finishes it and sends its
 // reply.
@@ -19,14 +20,14 @@
 #ifndef KV_COMMON_THREAD_PER_CONNECTION_H_
 #define KV_COMMON_THREAD_PER_CONNECTION_H_
 
-#include <condition_variable>
 #include <cstddef>
-#include <mutex>
 #include <unordered_set>
 
 #include "common/connection.h"
 #include "common/io_model.h"
+#include "common/mutex.h"
 #include "common/request_handler.h"
+#include "common/thread_annotations.h"
 
 namespace kv {
 
@@ -37,21 +38,24 @@ class ThreadPerConnection final : public IoModel {
       : handler_(handler), limits_(limits) {}
 
   std::string_view name() const override { return "thread-per-connection"; }
-  bool Dispatch(int fd) override;
-  std::size_t Drain(int64_t deadline_ns) override;
-  std::size_t open_connections() const override;
+  bool Dispatch(int fd) override EXCLUDES(conn_mu_);
+  std::size_t Drain(int64_t deadline_ns) override EXCLUDES(conn_mu_);
+  std::size_t open_connections() const override EXCLUDES(conn_mu_);
 
  private:
   static void* ThreadMain(void* arg);
-  void Serve(int fd);
+  // Starts the detached thread serving fd (registered in open_fds_ already).
+  // Returns 0 or an error number, as pthread_create (the caller sets errno).
+  int StartThread(int fd);
+  void Serve(int fd) EXCLUDES(conn_mu_);
 
   RequestHandler* const handler_;
   const ConnectionLimits limits_;
   StopSignal stop_;
 
-  mutable std::mutex conn_mu_;
-  std::condition_variable all_closed_;
-  std::unordered_set<int> open_fds_;  // guarded by conn_mu_
+  mutable Mutex conn_mu_;
+  CondVar all_closed_;
+  std::unordered_set<int> open_fds_ GUARDED_BY(conn_mu_);
 };
 
 }  // namespace kv

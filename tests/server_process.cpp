@@ -24,6 +24,8 @@ extern char** environ;
 namespace kv::testing_support {
 namespace {
 
+// Whether `port` is free on 127.0.0.1 and, where the machine has IPv6, on ::1
+// (a test may serve either).
 bool CanBind(uint16_t port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
@@ -33,7 +35,17 @@ bool CanBind(uint16_t port) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   close(fd);
-  return ok;
+  if (!ok) return false;
+  const int fd6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd6 < 0) return true;  // no IPv6 here
+  sockaddr_in6 a6{};
+  a6.sin6_family = AF_INET6;
+  a6.sin6_port = htons(port);
+  a6.sin6_addr = in6addr_loopback;
+  const bool ok6 = bind(fd6, reinterpret_cast<sockaddr*>(&a6), sizeof a6) == 0 ||
+                   errno == EADDRNOTAVAIL;  // ::1 not configured: nothing to clash with
+  close(fd6);
+  return ok6;
 }
 
 int ExitStatus(int status) {
@@ -84,9 +96,14 @@ std::string BinaryPath(const std::string& name) {
 uint16_t FreePortPair() {
   std::mt19937 rng(static_cast<unsigned>(::getpid()) ^ static_cast<unsigned>(MonotonicNanos()));
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    const auto port = static_cast<uint16_t>(20000 + rng() % 30000);
+    // Both bytes in [4, 127]: the port and its byte-swapped kit twin both lie in
+    // [1028, 32639], above the privileged ports and below the ephemeral range
+    // (where client TIME_WAIT sockets of an earlier run could make a bind fail).
+    const auto hi = static_cast<uint16_t>(4 + rng() % 124);
+    const auto lo = static_cast<uint16_t>(4 + rng() % 124);
+    const auto port = static_cast<uint16_t>((hi << 8) | lo);
     const uint16_t twin = KitPortTwin(port);
-    if (twin < 1024 || twin == port) continue;
+    if (twin == port) continue;
     if (CanBind(port) && CanBind(twin)) return port;
   }
   return 0;

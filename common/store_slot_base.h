@@ -1,0 +1,70 @@
+// What the stores whose readers take no lock (store_seqlock_per_slot.h,
+// store_pointer_swap.h) share: the Store boilerplate (SlotStoreBase) and the
+// writer's exclusive section (TimedSlotWrite).
+//
+// Both serialise a slot's writers with a per-slot Mutex and give a write the
+// lab's two delays inside that section: set (one delay, then publish the new
+// value) and get (one delay, then copy what was published back to the
+// caller). Only the publish and the copy differ, so they are passed in.
+//
+// Thread safety: as the stores: any number of threads; `write_mu` is held
+// from before `publish` to after `read_back`.
+#ifndef KV_COMMON_STORE_SLOT_BASE_H_
+#define KV_COMMON_STORE_SLOT_BASE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "common/artificial_delay.h"
+#include "common/clock.h"
+#include "common/mutex.h"
+#include "common/store.h"
+
+namespace kv {
+
+// The part of a slot store that does not depend on how slots are kept:
+// the factory, the name (Derived::kStrategyName), the size and the delay.
+// Derived needs a public constructor Derived(std::size_t n, ArtificialDelay*).
+template <typename Derived>
+class SlotStoreBase : public Store {
+ public:
+  static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
+    return std::make_unique<Derived>(n, delay);
+  }
+
+  std::string_view name() const override { return Derived::kStrategyName; }
+  std::size_t size() const override { return n_; }
+
+ protected:
+  // REQUIRES: n >= 1; `delay` outlives the store.
+  SlotStoreBase(std::size_t n, ArtificialDelay* delay) : n_(n), delay_(delay) {}
+
+  const std::size_t n_;
+  ArtificialDelay* const delay_;
+};
+
+// Holds *write_mu; pauses (set); publish(); pauses (get); read_back();
+// releases it. Records the lock wait and the hold in *timing. `publish` and
+// `read_back` run with *write_mu held (call write_mu->AssertHeld() in them
+// where a REQUIRES(write_mu) function needs the analysis to know).
+template <typename Publish, typename ReadBack>
+void TimedSlotWrite(Mutex* write_mu, ArtificialDelay* delay, AccessTiming* timing,
+                    Publish&& publish, ReadBack&& read_back) {
+  const int64_t asked = MonotonicNanos();
+  int64_t got;
+  {
+    MutexLock guard(write_mu);
+    got = MonotonicNanos();
+    delay->Pause();  // set
+    publish();
+    delay->Pause();  // get
+    read_back();
+  }
+  RecordAccessTiming(asked, got, timing);
+}
+
+}  // namespace kv
+
+#endif  // KV_COMMON_STORE_SLOT_BASE_H_
