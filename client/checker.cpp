@@ -7,12 +7,13 @@
 #include <cstdio>
 #include <functional>
 #include <latch>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "common/protocol.h"
 
 namespace kv {
@@ -60,8 +61,8 @@ struct Shared {
   std::array<std::atomic<uint64_t>, kMaxWriters> published_r{};
   std::array<std::atomic<uint64_t>, kMaxWriters> published_p{};
 
-  std::mutex mu;  // guards result (off the request path: only merges/reports)
-  CheckResult* result = nullptr;
+  Mutex mu;  // guards *result (off the request path: only merges/reports)
+  CheckResult* result PT_GUARDED_BY(mu) = nullptr;
   // No request starts after this (monotonic ns); set before any thread runs.
   int64_t deadline_ns = INT64_MAX;
 
@@ -110,8 +111,9 @@ struct Shared {
     return d;
   }
 
-  void AddViolation(const char* phase, uint64_t pos, std::string_view read, std::string allowed) {
-    std::lock_guard<std::mutex> guard(mu);
+  void AddViolation(const char* phase, uint64_t pos, std::string_view read, std::string allowed)
+      EXCLUDES(mu) {
+    MutexLock guard(&mu);
     ++result->violations_total;
     if (result->violations.size() < kMaxViolationsKept) {
       result->violations.push_back(Violation{phase, pos, Sanitize(read, 100), std::move(allowed)});
@@ -140,8 +142,11 @@ class Session {
     }
     ErrorKind kind = ErrorKind::kNone;
     std::string detail;
-    if (!conn_.is_open())
-      kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &detail, cfg.keepalive);
+    if (!conn_.is_open()) {
+      Status why;
+      kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &why, cfg.keepalive);
+      detail = why.message();
+    }
     if (kind == ErrorKind::kNone) {
       kind = conn_.RoundTrip(request_, &reply_);
       if (!cfg.keepalive) conn_.Close();
@@ -176,8 +181,8 @@ class Session {
   bool failing() const { return io_errors_ >= kFailingAfter; }
 
  private:
-  void Flush() {
-    std::lock_guard<std::mutex> guard(shared_->mu);
+  void Flush() EXCLUDES(shared_->mu) {
+    MutexLock guard(&shared_->mu);
     shared_->result->replies_checked += checked_;
     shared_->result->io_errors += io_errors_;
     if (shared_->result->first_io_error.empty()) {
@@ -222,6 +227,7 @@ void ReadBaselines(Shared* s) {
       found[t].emplace_back(s->positions[i], std::move(reply));
     }
   });
+  MutexLock guard(&s->mu);  // the threads are done; the lock is for the analysis
   for (auto& v : found) {
     for (auto& [pos, text] : v) {
       if (text != InitialValue(pos)) ++s->result->non_initial_baselines;
@@ -409,20 +415,33 @@ void MakePool(std::mt19937_64* rng, Shared* s) {
   }
 }
 
+// The counters a phase line reports, read between phases.
+struct PhaseCounts {
+  uint64_t checked = 0;
+  uint64_t violations = 0;
+  uint64_t errors = 0;
+};
+
+PhaseCounts CountsOf(Shared* s) EXCLUDES(s->mu) {
+  MutexLock guard(&s->mu);
+  return {s->result->replies_checked, s->result->violations_total, s->result->io_errors};
+}
+
 // Runs one phase and appends its line ("phase NAME: R replies, consistent").
-void RunPhase(const std::string& name, void (*phase)(Shared*), Shared* s) {
-  CheckResult* result = s->result;
-  const uint64_t checked = result->replies_checked;
-  const uint64_t violations = result->violations_total;
-  const uint64_t errors = result->io_errors;
+// Returns false if the server stopped answering (request errors so far).
+bool RunPhase(const std::string& name, void (*phase)(Shared*), Shared* s) EXCLUDES(s->mu) {
+  const PhaseCounts before = CountsOf(s);
   phase(s);
+  const PhaseCounts after = CountsOf(s);
   std::string line =
-      "phase " + name + ": " + std::to_string(result->replies_checked - checked) + " replies, ";
-  const uint64_t v = result->violations_total - violations;
-  const uint64_t e = result->io_errors - errors;
+      "phase " + name + ": " + std::to_string(after.checked - before.checked) + " replies, ";
+  const uint64_t v = after.violations - before.violations;
+  const uint64_t e = after.errors - before.errors;
   line += v == 0 ? "consistent" : std::to_string(v) + " VIOLATION(S)";
   if (e > 0) line += ", " + std::to_string(e) + " request error(s)";
-  result->phase_lines.push_back(line);
+  MutexLock guard(&s->mu);
+  s->result->phase_lines.push_back(line);
+  return after.errors == 0;
 }
 
 }  // namespace
@@ -450,8 +469,7 @@ void RunCheck(const CheckConfig& cfg, CheckResult* result) {
       {"all-positions (" + std::to_string(kSweepThreads) + " threads)", SweepPhase},
   };
   for (const Phase& ph : phases) {
-    RunPhase(ph.name, ph.run, &s);
-    if (result->io_errors > 0) return;  // the server stopped answering
+    if (!RunPhase(ph.name, ph.run, &s)) return;  // the server stopped answering
   }
 }
 

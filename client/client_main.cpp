@@ -155,26 +155,27 @@ kv::RunReport MakeRun(const ClientOptions& o, uint32_t threads) {
   return run;
 }
 
-// Why a finished run point is a failure ("" if it is not).
-std::string RunFailure(const kv::RunReport& run) {
+// Whether a finished run point failed as a whole, and why.
+kv::Status RunFailure(const kv::RunReport& run) {
   const kv::LoadResult& r = run.result;
   if (r.server_gone) {
-    return "the server went away during the run (" + r.gone_detail + ") after " +
-           std::to_string(r.ok) + " successful request(s); stopped";
+    return kv::Status::Failed("the server went away during the run (" + r.gone_detail + ") after " +
+                              std::to_string(r.ok) + " successful request(s); stopped");
   }
   if (r.total_errors() > 0) {
-    return std::to_string(r.total_errors()) + " of " + std::to_string(r.requests) +
-           " request(s) failed with " + std::to_string(run.config.threads) +
-           " thread(s) (first: " + r.first_error + ")";
+    return kv::Status::Failed(std::to_string(r.total_errors()) + " of " +
+                              std::to_string(r.requests) + " request(s) failed with " +
+                              std::to_string(run.config.threads) +
+                              " thread(s) (first: " + r.first_error + ")");
   }
   if (r.time_limit_hit) {
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", run.config.time_limit_s);
-    return std::string("the run hit its time limit of ") + limit + " s after " +
-           std::to_string(r.ok) + " of " + std::to_string(run.config.requests) +
-           " request(s) (--time-limit)";
+    return kv::Status::Failed(std::string("the run hit its time limit of ") + limit + " s after " +
+                              std::to_string(r.ok) + " of " + std::to_string(run.config.requests) +
+                              " request(s) (--time-limit)");
   }
-  return "";
+  return kv::Status::OK();
 }
 
 void PrintRun(const ClientOptions& o, const kv::RunReport& run, nlohmann::json* all) {
@@ -213,7 +214,7 @@ nlohmann::json HistogramJson(const kv::RunReport& run) {
 }
 
 int RunLoadMode(const ClientOptions& o) {
-  std::string failure;  // the first reason to exit 1, printed once at the end
+  kv::Status failure;  // the first reason to exit 1, printed once at the end
   if (o.format == OutputFormat::kCsv) std::cout << kv::CsvHeader() << "\n" << std::flush;
   nlohmann::json all = nlohmann::json::array();
   nlohmann::json histograms = nlohmann::json::array();
@@ -225,7 +226,7 @@ int RunLoadMode(const ClientOptions& o) {
     }
     PrintRun(o, run, &all);
     histograms.push_back(HistogramJson(run));
-    if (failure.empty()) failure = RunFailure(run);
+    if (failure.ok()) failure = RunFailure(run);
     if (run.result.server_gone) break;
   }
   if (o.format == OutputFormat::kJson) {
@@ -240,9 +241,10 @@ int RunLoadMode(const ClientOptions& o) {
                         {"runs", histograms}}
              .dump()
       << "\n";
-    if (!f.flush()) return Fail("cannot write --histogram-out " + o.histogram_out);
+    f.close();  // flushes; a full disk shows here as failbit
+    if (f.fail()) return Fail("cannot write --histogram-out " + o.histogram_out);
   }
-  return failure.empty() ? 0 : Fail(failure);
+  return failure.ok() ? 0 : Fail(failure.message());
 }
 
 int RunClient(int argc, char** argv) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 
 #include <CLI/CLI.hpp>
 
@@ -34,66 +35,80 @@ struct RawOptions {
   bool read_ratio_given = false, dist_given = false, text_len_given = false;
 };
 
+// The options that take a value, in --help order. Each is kept as text and
+// parsed by hand later; `given` records whether the command line named it
+// (null: nobody asks).
+struct TextOption {
+  const char* name;
+  std::string RawOptions::*field;
+  bool RawOptions::*given;
+  const char* help;
+};
+
+constexpr TextOption kLoadOptions[] = {
+    {"--threads", &RawOptions::threads, &RawOptions::threads_given,
+     "client threads T (1..4096), or a comma list (1,2,4,8,16,32): one run per point [100]"},
+    {"--requests", &RawOptions::requests, &RawOptions::requests_given,
+     "total measured requests per run (1..2^50) [1000 unless --duration is given]"},
+    {"--duration", &RawOptions::duration, &RawOptions::duration_given,
+     "run for S seconds after warm-up (0.001..86400)"},
+    {"--warmup", &RawOptions::warmup, &RawOptions::warmup_given,
+     "seconds excluded from the results (0..86400) [0]"},
+    {"--time-limit", &RawOptions::time_limit, nullptr,
+     "no run point lasts longer than S seconds (0.001..86400) [600, or warmup + duration]"},
+    {"--connection", &RawOptions::connection, nullptr,
+     "per-request (kit) or keepalive [per-request]"},
+    {"--connections", &RawOptions::connections, &RawOptions::connections_given,
+     "keep-alive: total connections (1..65536), >= threads; each thread uses its share in turn "
+     "[threads]"},
+    {"--rate", &RawOptions::rate, &RawOptions::rate_given,
+     "open loop: total requests/s (0.001..1e9); latency from the intended send time (wrk2)"},
+    {"--read-ratio", &RawOptions::read_ratio, &RawOptions::read_ratio_given,
+     "fraction of reads, 0..1 [0.7]"},
+    {"--dist", &RawOptions::dist, &RawOptions::dist_given,
+     "positions: uniform | zipf:S | hotspot:KEYFRAC:REQFRAC [uniform]"},
+    {"--text-len", &RawOptions::text_len, &RawOptions::text_len_given,
+     "write text: kit | fixed:L | gamma:K:THETA (capped to fit the frame) [kit]"},
+    {"--seed", &RawOptions::seed, nullptr,
+     "workload seed (0..2^64-1); 0 = the kit's (thread t seeds rand_r with t) [0]"},
+    {"--format", &RawOptions::format, nullptr, "text | json | csv [text]"},
+};
+
+constexpr TextOption kRunOptions[] = {
+    {"--check-requests", &RawOptions::check_requests, nullptr,
+     "checker: requests per attacker thread (1..10,000,000) [125, as the kit]"},
+    {"--timeout-ms", &RawOptions::timeout_ms, nullptr,
+     "timeout of every connect, send and receive (1..600000) [5000]"},
+    {"--histogram-out", &RawOptions::histogram_out, nullptr,
+     "write each run point's raw latency histogram (buckets) to FILE as JSON, for merging "
+     "several agents' results"},
+    {"--start-at", &RawOptions::start_at, nullptr,
+     "wait until this wall-clock time (ns since the epoch, at most one day ahead) before the "
+     "first run starts; a past time starts at once"},
+};
+
+template <std::size_t N>
+void DefineTextOptions(CLI::App* app, RawOptions* raw, const TextOption (&options)[N]) {
+  for (const TextOption& o : options) app->add_option(o.name, raw->*(o.field), o.help);
+}
+
 void DefineOptions(CLI::App* app, RawOptions* raw) {
   app->add_option("n", raw->n, "array size (1..10,000,000)")->required();
   app->add_option("ip", raw->ip, "server IPv4 or IPv6 address (numeric)")->required();
   app->add_option("port", raw->port, "server port (1..65535), as given to the server")->required();
-  app->add_option("--threads", raw->threads,
-                  "client threads T (1..4096), or a comma list (1,2,4,8,16,32): "
-                  "one run per point [100]");
-  app->add_option("--requests", raw->requests,
-                  "total measured requests per run (1..2^50) [1000 unless "
-                  "--duration is given]");
-  app->add_option("--duration", raw->duration, "run for S seconds after warm-up (0.001..86400)");
-  app->add_option("--warmup", raw->warmup, "seconds excluded from the results (0..86400) [0]");
-  app->add_option("--time-limit", raw->time_limit,
-                  "no run point lasts longer than S seconds (0.001..86400) "
-                  "[600, or warmup + duration]");
-  app->add_option("--connection", raw->connection, "per-request (kit) or keepalive [per-request]");
-  app->add_option("--connections", raw->connections,
-                  "keep-alive: total connections (1..65536), >= threads; each "
-                  "thread uses its share in turn [threads]");
-  app->add_option("--rate", raw->rate,
-                  "open loop: total requests/s (0.001..1e9); latency from the "
-                  "intended send time (wrk2)");
-  app->add_option("--read-ratio", raw->read_ratio, "fraction of reads, 0..1 [0.7]");
-  app->add_option("--dist", raw->dist,
-                  "positions: uniform | zipf:S | hotspot:KEYFRAC:REQFRAC [uniform]");
-  app->add_option("--text-len", raw->text_len,
-                  "write text: kit | fixed:L | gamma:K:THETA (capped to fit the "
-                  "frame) [kit]");
-  app->add_option("--seed", raw->seed,
-                  "workload seed (0..2^64-1); 0 = the kit's (thread t seeds "
-                  "rand_r with t) [0]");
-  app->add_option("--format", raw->format, "text | json | csv [text]");
+  DefineTextOptions(app, raw, kLoadOptions);
   app->add_flag("--timeline", raw->timeline, "per-second throughput in the output");
   app->add_flag("--quiet", raw->quiet, "no progress lines on stderr");
   app->add_flag("--check", raw->check, "run the consistency checker instead of a load run");
-  app->add_option("--check-requests", raw->check_requests,
-                  "checker: requests per attacker thread (1..10,000,000) [125, "
-                  "as the kit]");
   app->add_flag("--real-port", raw->real_port,
                 "connect to <port> itself, not its byte-swapped twin");
-  app->add_option("--timeout-ms", raw->timeout_ms,
-                  "timeout of every connect, send and receive (1..600000) [5000]");
-  app->add_option("--histogram-out", raw->histogram_out,
-                  "write each run point's raw latency histogram (buckets) to FILE "
-                  "as JSON, for merging several agents' results");
-  app->add_option("--start-at", raw->start_at,
-                  "wait until this wall-clock time (ns since the epoch, at most one "
-                  "day ahead) before the first run starts; a past time starts at once");
+  DefineTextOptions(app, raw, kRunOptions);
 }
 
 void RecordGiven(const CLI::App& app, RawOptions* raw) {
-  raw->threads_given = app.count("--threads") > 0;
-  raw->requests_given = app.count("--requests") > 0;
-  raw->duration_given = app.count("--duration") > 0;
-  raw->warmup_given = app.count("--warmup") > 0;
-  raw->rate_given = app.count("--rate") > 0;
-  raw->connections_given = app.count("--connections") > 0;
-  raw->read_ratio_given = app.count("--read-ratio") > 0;
-  raw->dist_given = app.count("--dist") > 0;
-  raw->text_len_given = app.count("--text-len") > 0;
+  for (const TextOption& o : kLoadOptions) {
+    if (o.given != nullptr) raw->*(o.given) = app.count(o.name) > 0;
+  }
 }
 
 // "8" or "1,2,4,8": thread counts, each in 1..kMaxClientThreads.
@@ -218,9 +233,21 @@ Status ParseOutput(const RawOptions& raw, ClientOptions* o) {
   o->timeline = raw.timeline;
   o->quiet = raw.quiet;
   o->histogram_out = raw.histogram_out;
+  if (!raw.histogram_out.empty()) {
+    // Refuse a file that cannot be written before any run, not after it.
+    const std::filesystem::path dir = std::filesystem::path(raw.histogram_out).parent_path().empty()
+                                          ? std::filesystem::path(".")
+                                          : std::filesystem::path(raw.histogram_out).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return Status::InvalidArgument("--histogram-out '" + raw.histogram_out + "': folder '" +
+                                     dir.string() + "' does not exist");
+    }
+  }
   if (!raw.start_at.empty()) {
     timespec now{};
-    ::clock_gettime(CLOCK_REALTIME, &now);
+    // Deliberately unchecked: CLOCK_REALTIME with a valid pointer cannot fail.
+    static_cast<void>(::clock_gettime(CLOCK_REALTIME, &now));
     const uint64_t now_ns =
         static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(now.tv_nsec);
     const uint64_t day_ns = static_cast<uint64_t>(kMaxSeconds) * 1'000'000'000ULL;

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace kv {
 
@@ -39,23 +40,11 @@ std::string Endpoint::ToString() const {
 }
 
 const char* ErrorKindName(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kNone:
-      return "none";
-    case ErrorKind::kConnect:
-      return "connect";
-    case ErrorKind::kReset:
-      return "reset";
-    case ErrorKind::kTimeout:
-      return "timeout";
-    case ErrorKind::kErrorReply:
-      return "error_reply";
-    case ErrorKind::kShortReply:
-      return "short_reply";
-    case ErrorKind::kOther:
-      return "other";
-  }
-  return "other";
+  // Indexed by ErrorKind.
+  static constexpr const char* kNames[kNumErrorKinds] = {
+      "none", "connect", "reset", "timeout", "error_reply", "short_reply", "other"};
+  const auto i = static_cast<int>(kind);
+  return i >= 0 && i < kNumErrorKinds ? kNames[i] : "other";
 }
 
 namespace {
@@ -79,48 +68,48 @@ ErrorKind ClassifyIoErrno(int err) {
 
 }  // namespace
 
-ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms, std::string* detail,
-                                 bool nodelay) {
-  Close();
-  fd_ = ::socket(ep.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) {
-    if (detail) *detail = std::string("socket: ") + std::strerror(errno);
-    return ErrorKind::kOther;
-  }
+Status LabConnection::SetSocketOptions(int timeout_ms, bool nodelay) {
   timeval tv{};
   tv.tv_sec = timeout_ms / 1000;
   tv.tv_usec = static_cast<suseconds_t>((timeout_ms % 1000) * 1000);
   // SO_SNDTIMEO bounds connect() too on Linux (it then fails with EINPROGRESS).
-  if (::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
-      ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
-    if (detail) *detail = std::string("setsockopt: ") + std::strerror(errno);
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
+      ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
+    return Status::IOError("setsockopt SO_SNDTIMEO/SO_RCVTIMEO", errno);
+  }
+  // A frame is one small write followed by a wait for the reply; never let
+  // Nagle hold a frame back on a keep-alive connection. A one-shot
+  // connection skips the extra syscall.
+  const int one = 1;
+  if (nodelay && ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    return Status::IOError("setsockopt TCP_NODELAY", errno);
+  }
+  return Status::OK();
+}
+
+ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms, Status* why, bool nodelay) {
+  Close();
+  fd_.Reset(::socket(ep.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Status s = fd_ ? SetSocketOptions(timeout_ms, nodelay) : Status::IOError("socket", errno);
+  if (!s.ok()) {
+    if (why != nullptr) *why = std::move(s);
     Close();
     return ErrorKind::kOther;
   }
-  if (nodelay) {
-    // A frame is one small write followed by a wait for the reply; never let
-    // Nagle hold a frame back on a keep-alive connection. A one-shot
-    // connection skips the extra syscall.
-    int one = 1;
-    (void)::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
   int rc;
   do {
-    rc = ::connect(fd_, reinterpret_cast<const sockaddr*>(&ep.addr), ep.len);
+    rc = ::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&ep.addr), ep.len);
   } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    const int err = errno;
-    if (detail) {
-      *detail = "connect " + ep.ToString() + ": " +
-                (err == EINPROGRESS ? std::string("timed out") : std::string(std::strerror(err)));
-    }
-    Close();
-    return err == EINPROGRESS || err == ETIMEDOUT ? ErrorKind::kTimeout
-           : err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM
-               ? ErrorKind::kOther
-               : ErrorKind::kConnect;
+  if (rc == 0) return ErrorKind::kNone;
+  const int err = errno;
+  if (why != nullptr) {
+    // connect() bounded by SO_SNDTIMEO fails with EINPROGRESS: a timeout.
+    *why = Status::IOError("connect " + ep.ToString(), err == EINPROGRESS ? ETIMEDOUT : err);
   }
-  return ErrorKind::kNone;
+  Close();
+  if (err == EINPROGRESS || err == ETIMEDOUT) return ErrorKind::kTimeout;
+  if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) return ErrorKind::kOther;
+  return ErrorKind::kConnect;
 }
 
 ErrorKind LabConnection::Fail(ErrorKind kind) {
@@ -129,10 +118,10 @@ ErrorKind LabConnection::Fail(ErrorKind kind) {
 }
 
 ErrorKind LabConnection::RoundTrip(const Frame& request, Frame* reply) {
-  if (fd_ < 0) return ErrorKind::kOther;
+  if (!fd_) return ErrorKind::kOther;
   std::size_t put = 0;
   while (put < kFrameSize) {
-    const ssize_t w = ::send(fd_, request.data() + put, kFrameSize - put, MSG_NOSIGNAL);
+    const ssize_t w = ::send(fd_.get(), request.data() + put, kFrameSize - put, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EINTR) continue;
       return Fail(ClassifyIoErrno(errno));
@@ -141,7 +130,7 @@ ErrorKind LabConnection::RoundTrip(const Frame& request, Frame* reply) {
   }
   std::size_t got = 0;
   while (got < kFrameSize) {
-    const ssize_t r = ::recv(fd_, reply->data() + got, kFrameSize - got, 0);
+    const ssize_t r = ::recv(fd_.get(), reply->data() + got, kFrameSize - got, 0);
     if (r == 0) return Fail(ErrorKind::kShortReply);  // peer closed early
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -153,13 +142,6 @@ ErrorKind LabConnection::RoundTrip(const Frame& request, Frame* reply) {
     return ErrorKind::kErrorReply;
   }
   return ErrorKind::kNone;
-}
-
-void LabConnection::Close() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
 }
 
 }  // namespace kv

@@ -19,6 +19,7 @@
 
 #include "common/protocol.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace kv {
 
@@ -51,30 +52,30 @@ const char* ErrorKindName(ErrorKind kind);
 class LabConnection {
  public:
   LabConnection() = default;
-  ~LabConnection() { Close(); }
-  LabConnection(const LabConnection&) = delete;
-  LabConnection& operator=(const LabConnection&) = delete;
-  LabConnection(LabConnection&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  LabConnection(LabConnection&& other) noexcept = default;
 
   // Opens a connection (closing any open one first). Returns kNone on
-  // success; kConnect, kTimeout or kOther on failure, with errno text in
-  // *detail if detail != nullptr.
+  // success; kConnect, kTimeout or kOther on failure, with the reason in
+  // *why if why != nullptr (IOError "connect 127.0.0.1:3000: Connection
+  // refused" etc.; on success *why is left alone).
   // `nodelay` sets TCP_NODELAY (worth it only on a long-lived connection).
-  ErrorKind Connect(const Endpoint& ep, int timeout_ms, std::string* detail = nullptr,
+  ErrorKind Connect(const Endpoint& ep, int timeout_ms, Status* why = nullptr,
                     bool nodelay = false);
   // Sends one request frame and reads one whole reply frame into *reply.
   // Returns kNone, or the kind of failure. After any failure other than
   // kErrorReply the connection is closed (framing may be lost).
   ErrorKind RoundTrip(const Frame& request, Frame* reply);
-  bool is_open() const { return fd_ >= 0; }
+  bool is_open() const { return fd_.valid(); }
   // The socket, for an event loop that drives it itself (-1 when closed).
   // The connection still owns and closes it.
-  int fd() const { return fd_; }
-  void Close();
+  int fd() const { return fd_.get(); }
+  void Close() { fd_.Reset(); }
 
  private:
   ErrorKind Fail(ErrorKind kind);
-  int fd_ = -1;
+  // Sets the send/receive timeouts and (if asked) TCP_NODELAY.
+  Status SetSocketOptions(int timeout_ms, bool nodelay);
+  UniqueFd fd_;
 };
 
 }  // namespace kv

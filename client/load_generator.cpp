@@ -12,16 +12,17 @@
 #include <atomic>
 #include <chrono>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <latch>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/protocol.h"
+#include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace kv {
 namespace {
@@ -72,9 +73,9 @@ struct Shared {
   std::string gone_detail;  // written once, by the thread that set server_gone
   std::latch ready;
   std::latch go{1};
-  std::mutex done_mu;
-  std::condition_variable done_cv;
-  uint32_t running;  // guarded by done_mu
+  Mutex done_mu;
+  CondVar done_cv;                       // signalled (under done_mu) when running reaches 0
+  uint32_t running GUARDED_BY(done_mu);  // threads not finished yet
   explicit Shared(uint32_t threads) : ready(threads), running(threads) {}
 };
 
@@ -127,9 +128,13 @@ std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& rep
 ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request, Frame* reply,
                    std::string* detail, Worker* w) {
   if (!conn->is_open()) {
-    const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, detail,
+    Status why;
+    const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, &why,
                                          /*nodelay=*/cfg.keepalive);
-    if (kind != ErrorKind::kNone) return kind;
+    if (kind != ErrorKind::kNone) {
+      *detail = why.message();
+      return kind;
+    }
     ++w->connected;
   }
   const ErrorKind kind = conn->RoundTrip(request, reply);
@@ -174,8 +179,8 @@ uint64_t DueTime(const Shared& shared, uint32_t t, uint64_t k) {
 }
 
 void FinishWorker(Shared* shared) {
-  std::lock_guard<std::mutex> guard(shared->done_mu);
-  if (--shared->running == 0) shared->done_cv.notify_all();
+  MutexLock guard(&shared->done_mu);
+  if (--shared->running == 0) shared->done_cv.SignalAll();
 }
 
 // One client thread: blocking I/O, one request in flight at a time.
@@ -184,6 +189,7 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
   Workload workload(cfg.workload, t);
   const bool open_loop = cfg.rate > 0;
   // The default 50 us timer slack would make every scheduled send late.
+  // Best effort, deliberately unchecked: without it sends are only later.
   if (open_loop) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   const ClientPlan plan = PlanClient(cfg, t);
   std::vector<LabConnection> conns(plan.conns);
@@ -256,9 +262,6 @@ class EventLoop {
  public:
   EventLoop(Shared* shared, std::vector<LogicalClient*> clients)
       : shared_(shared), cfg_(*shared->config), clients_(std::move(clients)) {}
-  ~EventLoop() {
-    if (ep_ >= 0) ::close(ep_);
-  }
   void Run();
 
  private:
@@ -272,28 +275,35 @@ class EventLoop {
   Shared* shared_;
   const LoadConfig& cfg_;
   std::vector<LogicalClient*> clients_;
-  int ep_ = -1;
+  UniqueFd ep_;  // the epoll set
   uint32_t active_ = 0;
 };
 
 // Connects `conn` (blocking, bounded by the connect timeout), makes it
 // non-blocking and adds it to the epoll set. False: finished with an error.
 bool EventLoop::OpenConnection(LogicalClient* c, LabConnection* conn) {
-  std::string detail;
-  const ErrorKind kind = conn->Connect(cfg_.endpoint, cfg_.timeout_ms, &detail,
+  Status why;
+  const ErrorKind kind = conn->Connect(cfg_.endpoint, cfg_.timeout_ms, &why,
                                        /*nodelay=*/true);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = (uint64_t{c->slot} << 32) | static_cast<uint64_t>(conn - c->conns.data());
-  if (kind == ErrorKind::kNone && (::fcntl(conn->fd(), F_SETFL, O_NONBLOCK) != 0 ||
-                                   ::epoll_ctl(ep_, EPOLL_CTL_ADD, conn->fd(), &ev) != 0)) {
-    conn->Close();
-    Finish(c, ErrorKind::kOther, std::string("epoll: ") + std::strerror(errno));
-    return false;
+  if (kind == ErrorKind::kNone) {
+    Status s;
+    if (::fcntl(conn->fd(), F_SETFL, O_NONBLOCK) != 0) {
+      s = Status::IOError("fcntl O_NONBLOCK", errno);
+    } else if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, conn->fd(), &ev) != 0) {
+      s = Status::IOError("epoll_ctl", errno);
+    }
+    if (!s.ok()) {
+      conn->Close();
+      Finish(c, ErrorKind::kOther, s.message());
+      return false;
+    }
   }
   if (kind != ErrorKind::kNone) {
     c->busy = nullptr;
-    Finish(c, kind, detail);
+    Finish(c, kind, why.message());
     return false;
   }
   ++c->w->connected;
@@ -397,23 +407,23 @@ void EventLoop::ExpireTimeouts(uint64_t now) {
 }
 
 void EventLoop::Run() {
-  ep_ = ::epoll_create1(EPOLL_CLOEXEC);
-  const std::string ep_error = std::string("epoll_create1: ") + std::strerror(errno);
+  ep_.Reset(::epoll_create1(EPOLL_CLOEXEC));
+  const Status ep_status = ep_ ? Status::OK() : Status::IOError("epoll_create1", errno);
   for (uint32_t i = 0; i < clients_.size(); ++i) clients_[i]->slot = i;
   shared_->ready.count_down();
   shared_->go.wait();
   active_ = static_cast<uint32_t>(clients_.size());
   for (LogicalClient* c : clients_) {
-    if (ep_ < 0) {
-      Finish(c, ErrorKind::kOther, ep_error);
+    if (!ep_) {
+      Finish(c, ErrorKind::kOther, ep_status.message());
     } else {
       StartNext(c);
     }
   }
   std::vector<epoll_event> events(std::max<std::size_t>(clients_.size(), 1));
   uint64_t last_scan = NowNs();
-  while (active_ > 0 && ep_ >= 0 && !shared_->stop.load(std::memory_order_relaxed)) {
-    const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 50);
+  while (active_ > 0 && ep_ && !shared_->stop.load(std::memory_order_relaxed)) {
+    const int n = ::epoll_wait(ep_.get(), events.data(), static_cast<int>(events.size()), 50);
     for (int i = 0; i < n; ++i) OnEvent(events[i].data.u64);
     const uint64_t now = NowNs();
     if (now - last_scan >= 50'000'000ULL) {
@@ -467,10 +477,10 @@ void PrintProgress(const LoadConfig& config, const Shared& shared, uint64_t now,
 // Waits for the workers; prints progress for long runs unless quiet.
 void WaitForWorkers(const LoadConfig& config, Shared* shared,
                     const std::vector<std::unique_ptr<Worker>>& workers) {
-  std::unique_lock<std::mutex> lock(shared->done_mu);
+  MutexLock guard(&shared->done_mu);
   uint64_t last_print = shared->start_ns;
   while (shared->running > 0) {
-    shared->done_cv.wait_for(lock, std::chrono::milliseconds(250));
+    shared->done_cv.WaitFor(&shared->done_mu, std::chrono::milliseconds(250));
     const uint64_t now = NowNs();
     if (config.progress && shared->running > 0 && now - shared->start_ns >= 3'000'000'000ULL &&
         now - last_print >= 1'000'000'000ULL) {

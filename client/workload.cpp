@@ -28,6 +28,13 @@ bool ParseDouble(std::string_view s, double* out) {
   return ec == std::errc() && p == end && std::isfinite(*out);
 }
 
+// "A:B", two finite decimals.
+bool ParseDoublePair(std::string_view s, double* a, double* b) {
+  const std::size_t colon = s.find(':');
+  return colon != std::string_view::npos && ParseDouble(s.substr(0, colon), a) &&
+         ParseDouble(s.substr(colon + 1), b);
+}
+
 std::string FormatDouble(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -74,10 +81,7 @@ Status Distribution::Parse(std::string_view text, Distribution* out) {
   }
   if (text.starts_with("hotspot:")) {
     d.kind = Kind::kHotspot;
-    std::string_view rest = text.substr(8);
-    const std::size_t colon = rest.find(':');
-    if (colon == std::string_view::npos || !ParseDouble(rest.substr(0, colon), &d.hot_keys) ||
-        !ParseDouble(rest.substr(colon + 1), &d.hot_requests) ||
+    if (!ParseDoublePair(text.substr(8), &d.hot_keys, &d.hot_requests) ||
         !(d.hot_keys > 0 && d.hot_keys <= 1) || !(d.hot_requests >= 0 && d.hot_requests <= 1)) {
       return Status::InvalidArgument(
           "--dist hotspot:KEYFRAC:REQFRAC needs 0 < KEYFRAC <= 1 and "
@@ -124,10 +128,7 @@ Status TextLength::Parse(std::string_view text, TextLength* out) {
   }
   if (text.starts_with("gamma:")) {
     t.kind = Kind::kGamma;
-    std::string_view rest = text.substr(6);
-    const std::size_t colon = rest.find(':');
-    if (colon == std::string_view::npos || !ParseDouble(rest.substr(0, colon), &t.gamma_k) ||
-        !ParseDouble(rest.substr(colon + 1), &t.gamma_theta) ||
+    if (!ParseDoublePair(text.substr(6), &t.gamma_k, &t.gamma_theta) ||
         !(t.gamma_k > 0 && t.gamma_k <= 1000) || !(t.gamma_theta > 0 && t.gamma_theta <= 1000)) {
       return Status::InvalidArgument("--text-len gamma:K:THETA needs 0 < K, THETA <= 1000, got '" +
                                      std::string(text) + "'");

@@ -6,9 +6,11 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "tests/option_table.h"
 #include "tests/server_process.h"
 
 namespace kv {
@@ -16,7 +18,11 @@ namespace {
 
 using testing_support::BinaryPath;
 using testing_support::FreePortPair;
+using testing_support::HelpOptionNames;
+using testing_support::OptionRow;
+using testing_support::RowNames;
 using testing_support::RunCommand;
+using testing_support::ScratchDir;
 using testing_support::ServerProcess;
 
 struct BadCli {
@@ -106,6 +112,122 @@ TEST_P(ServerCliTest, LeadingZerosAreDecimalLikeAtoi) {
   EXPECT_NE(out.find(" n=10 "), std::string::npos) << out;
   EXPECT_NE(out.find("delay_us=10"), std::string::npos) << out;
   EXPECT_EQ(server.Stop(SIGTERM, 3000, &out), 0) << out;
+}
+
+// One row per option of the servers (lockserver adds its own three). A good
+// row must start the server; a bad one must be refused with exit status 2
+// and one line naming the option. `dir` holds the files the rows write.
+std::vector<OptionRow> ServerOptionRows(const std::string& binary, const std::string& dir) {
+  std::vector<OptionRow> rows = {
+      {"--delay-us", {"--delay-us", "0"}, {"--delay-us", "-1"}, "--delay-us"},
+      {"--delay-mode", {"--delay-mode", "precise"}, {"--delay-mode", "sleepy"}, "--delay-mode"},
+      {"--no-timing", {"--no-timing"}, {"--no-timing=bogus"}, "--no-timing"},
+      {"--batch", {"--batch", "5"}, {"--batch", "0"}, "--batch"},
+      {"--time-file",
+       {"--time-file", dir + "/times"},
+       {"--time-file", dir + "/no/such/dir/x"},
+       "--time-file"},
+      {"--trace", {"--trace", dir + "/trace.csv"}, {"--trace", "/dev/null"}, "--trace"},
+      {"--trace-limit", {"--trace-limit", "10"}, {"--trace-limit", "-1"}, "--trace-limit"},
+      {"--no-twin", {"--no-twin"}, {"--no-twin=bogus"}, "--no-twin"},
+      {"--idle-timeout-ms",
+       {"--idle-timeout-ms", "100"},
+       {"--idle-timeout-ms", "0"},
+       "--idle-timeout-ms"},
+      {"--frame-timeout-ms",
+       {"--frame-timeout-ms", "100"},
+       {"--frame-timeout-ms", "0"},
+       "--frame-timeout-ms"},
+      {"--write-timeout-ms",
+       {"--write-timeout-ms", "100"},
+       {"--write-timeout-ms", "3600001"},
+       "--write-timeout-ms"},
+      {"--max-connections",
+       {"--max-connections", "8"},
+       {"--max-connections", "0"},
+       "--max-connections"},
+      {"--timer-slack-ns",
+       {"--timer-slack-ns", "1000"},
+       {"--timer-slack-ns", "0"},
+       "--timer-slack-ns"},
+      {"--io", {"--io", "pool"}, {"--io", "fibers"}, "--io"},
+      {"--workers", {"--workers", "2"}, {"--workers", "4097"}, "--workers"},
+      {"--quiet", {"--quiet"}, {"--quiet=bogus"}, "--quiet"},
+      {"--verbose", {"-v"}, {"--verbose=bogus"}, "--verbose"},
+  };
+  if (binary == "lockserver") {
+    rows.push_back(
+        {"--strategy", {"--strategy", "rwlock-per-slot"}, {"--strategy", "nope"}, "--strategy"});
+    rows.push_back({"--stripes",
+                    {"--strategy", "striped-mutex", "--stripes", "4"},
+                    {"--strategy", "striped-mutex", "--stripes", "0"},
+                    "--stripes"});
+    // Its good row lists and exits 0 (tested below), so it starts nothing.
+    rows.push_back({"--list-strategies", {}, {"--list-strategies=bogus"}, "--list-strategies"});
+  }
+  return rows;
+}
+
+class ServerOptionTableTest : public ServerCliTest {
+ protected:
+  // The prefix unless the row names its own --strategy.
+  std::vector<std::string> PrefixFor(const std::vector<std::string>& row_args) const {
+    if (std::find(row_args.begin(), row_args.end(), "--strategy") != row_args.end()) return {};
+    return Prefix();
+  }
+
+  const ScratchDir dir_{"options_" + GetParam()};
+};
+
+// Fails when an option is added to --help without a row (or a row outlives
+// its option): --help is the only exception, tested by the parser's tests.
+TEST_P(ServerOptionTableTest, EveryOptionInHelpHasARow) {
+  std::string help;
+  ASSERT_EQ(RunCommand(BinaryPath(GetParam()), {"--help"}, &help, 10'000), 0) << help;
+  std::set<std::string> listed = HelpOptionNames(help);
+  ASSERT_EQ(listed.erase("--help"), 1u) << help;
+  EXPECT_EQ(listed, RowNames(ServerOptionRows(GetParam(), dir_.str()))) << help;
+}
+
+TEST_P(ServerOptionTableTest, EveryOptionRefusesABadValueWithExitTwoAndOneLine) {
+  for (const OptionRow& row : ServerOptionRows(GetParam(), dir_.str())) {
+    std::vector<std::string> args = PrefixFor(row.bad);
+    args.insert(args.end(), row.bad.begin(), row.bad.end());
+    for (const char* a : {"10", "127.0.0.1", "1"}) args.emplace_back(a);  // never reached
+    SCOPED_TRACE(row.name);
+    std::string out;
+    EXPECT_EQ(RunCommand(BinaryPath(GetParam()), args, &out, 10'000), 2) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_NE(out.find(row.names), std::string::npos) << out;
+  }
+}
+
+TEST_P(ServerOptionTableTest, EveryOptionAcceptsAGoodValue) {
+  for (const OptionRow& row : ServerOptionRows(GetParam(), dir_.str())) {
+    if (row.good.empty()) continue;  // --list-strategies: see LockServerCliTest
+    const uint16_t port = FreePortPair();
+    ASSERT_NE(port, 0);
+    std::vector<std::string> args = PrefixFor(row.good);
+    args.insert(args.end(), row.good.begin(), row.good.end());
+    for (const std::string& a :
+         {std::string("10"), std::string("127.0.0.1"), std::to_string(port)}) {
+      args.push_back(a);
+    }
+    SCOPED_TRACE(row.name);
+    ServerProcess server;
+    std::string out;
+    ASSERT_TRUE(server.Start(BinaryPath(GetParam()), args, dir_.str(), &out)) << out;
+    EXPECT_EQ(server.Stop(SIGTERM, 3000, &out), 0) << out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllServers, ServerOptionTableTest,
+                         testing::Values("main1", "main2", "main3", "main4", "lockserver"));
+
+TEST(LockServerCliTest, ListStrategiesExitsZero) {
+  std::string out;
+  EXPECT_EQ(RunCommand(BinaryPath("lockserver"), {"--list-strategies"}, &out, 10'000), 0) << out;
+  EXPECT_NE(out.find("one-mutex"), std::string::npos) << out;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllServers, ServerCliTest,
