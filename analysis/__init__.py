@@ -54,6 +54,12 @@ def server_order(servers) -> list:
     return list(dict.fromkeys(str(s) for s in servers))
 
 
+def server_label(server) -> str:
+    """A server as legends, table rows and sentences name it: main1 (one mutex), a
+    strategy label as is."""
+    return f"{server} ({STRATEGIES[server]})" if server in STRATEGIES else str(server)
+
+
 def describe(server: str) -> str:
     """What a server label means, for legends and table rows."""
     if server in STRATEGIES:

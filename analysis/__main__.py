@@ -7,8 +7,8 @@ before anything starts (one line naming option, value and what is allowed); 130 
 """
 
 import argparse
+import ipaddress
 import json
-import math
 import os
 import re
 import signal
@@ -51,32 +51,29 @@ def _list(conv):
     return parse
 
 
-def int_in(lo, hi):
-    """A decimal integer in lo..hi."""
-    allowed = f"allowed: a decimal integer in {lo}..{hi}"
+def _number_in(lo, hi, pattern, convert, what: str, interval: str):
+    """A number spelled as pattern allows, convert(text) inside [lo, hi] (finite bounds,
+    so 1e999 is refused too)."""
+    allowed = f"allowed: {what} in {interval}"
 
     def parse(t):
-        if not _INT_RE.fullmatch(t):
-            raise argparse.ArgumentTypeError(f"{t!r} is not a decimal integer; {allowed}")
-        v = int(t)
+        if not pattern.fullmatch(t):
+            raise argparse.ArgumentTypeError(f"{t!r} is not {what}; {allowed}")
+        v = convert(t)
         if not lo <= v <= hi:
             raise argparse.ArgumentTypeError(f"{t} is out of range; {allowed}")
         return v
     return parse
 
 
+def int_in(lo, hi):
+    """A decimal integer in lo..hi."""
+    return _number_in(lo, hi, _INT_RE, int, "a decimal integer", f"{lo}..{hi}")
+
+
 def float_in(lo, hi):
     """A finite decimal number in [lo, hi]."""
-    allowed = f"allowed: a decimal number in [{lo:g}, {hi:g}]"
-
-    def parse(t):
-        if not _FLOAT_RE.fullmatch(t):
-            raise argparse.ArgumentTypeError(f"{t!r} is not a decimal number; {allowed}")
-        v = float(t)
-        if not (math.isfinite(v) and lo <= v <= hi):
-            raise argparse.ArgumentTypeError(f"{t} is out of range; {allowed}")
-        return v
-    return parse
+    return _number_in(lo, hi, _FLOAT_RE, float, "a decimal number", f"[{lo:g}, {hi:g}]")
 
 
 def delay_us(t):
@@ -99,18 +96,42 @@ def server_name(t):
     return t
 
 
-def kind_name(t):
-    if t not in SWEEP_KINDS:
-        raise argparse.ArgumentTypeError(f"unknown sweep kind {t!r}; allowed: "
-                                         f"{', '.join(SWEEP_KINDS)}")
-    return t
+def _one_of(what: str, choices):
+    """A word from choices, as given."""
+    def parse(t):
+        if t not in choices:
+            raise argparse.ArgumentTypeError(f"unknown {what} {t!r}; allowed: "
+                                             f"{', '.join(choices)}")
+        return t
+    return parse
 
 
-def connection_mode(t):
-    if t not in ("per-request", "keepalive"):
-        raise argparse.ArgumentTypeError(f"unknown connection mode {t!r}; allowed: "
-                                         "per-request, keepalive")
-    return t
+def _refusing(check, allowed: str, reason=None):
+    """The text as given when check(text) raises no ValueError; else refused with the
+    ValueError's words (or reason(text)) and what is allowed."""
+    def parse(t):
+        try:
+            check(t)
+        except ValueError as exc:
+            why = reason(t) if reason else str(exc)
+            raise argparse.ArgumentTypeError(f"{why}; allowed: {allowed}") from None
+        return t
+    return parse
+
+
+def _host_check(t):
+    from .remote import Host
+    Host.parse(t)
+
+
+kind_name = _one_of("sweep kind", SWEEP_KINDS)
+connection_mode = _one_of("connection mode", ("per-request", "keepalive"))
+server_cmd = _refusing(R.parse_server_cmd, "a command with {port} and any of {bin} {n} {ip}, "
+                       "e.g. '{bin} {n} {ip} {port}'")
+host_prefix = _refusing(_host_check, "a command prefix such as 'ssh user@host' or "
+                        "'ip netns exec NAME'")
+ip_address = _refusing(ipaddress.ip_address, "e.g. 10.0.0.2",
+                       lambda t: f"{t!r} is not a numeric IPv4 or IPv6 address")
 
 
 def _path(t) -> Path:
@@ -215,6 +236,15 @@ def _common(p):
     g.add_argument("--client", type=executable_file, default=None, metavar="PATH",
                    help="lockbench client to use (default: --bin-dir's client, else "
                         "build/release's)")
+    g.add_argument("--client-timeout", type=float_in(1, 86400), default=120.0, metavar="S",
+                   help="give up on a client run after S seconds (default: %(default)s)")
+    g.add_argument("--quick", action="store_true",
+                   help=f"smoke test: {QUICK_RUNS} lab runs per cell, short sweeps with few points")
+    g.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+
+
+def _host_args(p):
+    g = p.add_argument_group("other hosts")
     g.add_argument("--server-host", type=host_prefix, default=None, metavar="PREFIX",
                    help="run the servers on another host: PREFIX is the command that runs a "
                         "command there ('ssh user@host'; 'ip netns exec NAME'; 'env' for "
@@ -228,11 +258,6 @@ def _common(p):
                    help="a load agent (repeatable): each runs the client with its share of "
                         "the threads and requests, all started together; their histograms "
                         "are merged (needs --server-host)")
-    g.add_argument("--client-timeout", type=float_in(1, 86400), default=120.0, metavar="S",
-                   help="give up on a client run after S seconds (default: %(default)s)")
-    g.add_argument("--quick", action="store_true",
-                   help=f"smoke test: {QUICK_RUNS} lab runs per cell, short sweeps with few points")
-    g.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
 
 def _lab_args(p):
@@ -281,35 +306,6 @@ def _sweep_args(p, kinds_default):
 
 
 MICROBENCH_DEFAULT = R.REPO / "results" / "microbench" / "microbench.json"
-
-
-def server_cmd(t):
-    try:
-        R.parse_server_cmd(t)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; allowed: a command with {{port}} and any of "
-                                         "{bin} {n} {ip}, e.g. '{bin} {n} {ip} {port}'") from None
-    return t
-
-
-def host_prefix(t):
-    from .remote import Host
-    try:
-        Host.parse(t)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; allowed: a command prefix such as "
-                                         "'ssh user@host' or 'ip netns exec NAME'") from None
-    return t
-
-
-def ip_address(t):
-    import ipaddress
-    try:
-        ipaddress.ip_address(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{t!r} is not a numeric IPv4 or IPv6 address; "
-                                         "allowed: e.g. 10.0.0.2") from None
-    return t
 
 
 def executable_file(t):
@@ -373,11 +369,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "R times, record each run's time-file mean and the client's JSON, stop it.")
     _lab_args(p)
     _common(p)
+    _host_args(p)
     p = sub.add_parser("sweep", help="sweep client threads, read ratio, n, delay or connection",
                        description="Closed-loop sweeps; each point varies one parameter of the "
                        "base point (n=1000, delay 10 us, 70%% reads, 64 threads, per-request).")
     _sweep_args(p, list(SWEEP_KINDS))
     _common(p)
+    _host_args(p)
     p = sub.add_parser("report", help="rebuild tables, figures and REPORT.md from raw results",
                        description="Reads a results directory (read-only) and writes REPORT.md, "
                        "tables/ and figures/ into --out. Same input, byte-identical output.")
@@ -395,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="report directory (default: report/; <results>/report with --quick)")
     _microbench_arg(p)
     _common(p)
+    _host_args(p)
     return ap
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import STRATEGIES, server_order
+from . import server_label, server_order
 from .tables import ordered_values
 
 CDF_POINTS = 800  # points per CDF curve (ranks evenly spaced; exact at the drawn points)
@@ -67,10 +67,6 @@ def _legend(ax, **kw):
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
 
 
-def label(server: str) -> str:
-    return f"{server} ({STRATEGIES[server]})" if server in STRATEGIES else str(server)
-
-
 def _servers(df) -> list:
     """The servers of df in the order they first appear (tables.py sorts by --servers)."""
     return server_order(df["server"])
@@ -90,7 +86,7 @@ def plot_mean_latency(ax, summary: pd.DataFrame):
                          g["ci_hi_s"].to_numpy() * 1e3 - mean])
         err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
         artists.append(ax.bar(x + (i - (len(servers) - 1) / 2) * width, mean, width,
-                              yerr=err, capsize=2, color=color(s), label=label(s),
+                              yerr=err, capsize=2, color=color(s), label=server_label(s),
                               edgecolor="black", linewidth=0.4,
                               error_kw={"elinewidth": 0.8}))
     ax.set_xticks(x, [f"n = {n}" for n in ns])
@@ -159,7 +155,7 @@ def plot_wait_hold(axes, wh: pd.DataFrame):
     ax_pct.set_ylim(0, 100)
     kinds = [Patch(facecolor="grey", alpha=a, hatch=h, edgecolor="black", label=name)
              for _, name, a, h in parts]
-    servers = [Patch(facecolor=color(s), edgecolor="black", label=label(s))
+    servers = [Patch(facecolor=color(s), edgecolor="black", label=server_label(s))
                for s in _servers(wh)]
     _legend(ax_pct, handles=kinds + servers)
     return artists
@@ -174,11 +170,11 @@ def plot_saturation(axes, thr: pd.DataFrame, knees: pd.DataFrame):
     for s in _servers(thr):
         g = thr[thr["server"] == s].sort_values("threads")
         artists += ax_t.plot(g["threads"], g["throughput_rps"], marker=marker(s),
-                             color=color(s), label=label(s))
+                             color=color(s), label=server_label(s))
         ax_t.fill_between(g["threads"], g["throughput_min_rps"], g["throughput_max_rps"],
                           color=color(s), alpha=0.15, linewidth=0)
         artists += ax_p.plot(g["threads"], g["lat_p95_us"], marker=marker(s), color=color(s),
-                             label=label(s))
+                             label=server_label(s))
         k = knees[knees["server"] == s]
         if not k.empty:
             k = k.iloc[0]
@@ -212,7 +208,7 @@ def plot_latency_cdf(axes, traces: pd.DataFrame):
             if len(v) > CDF_POINTS:  # keep files small: evenly spaced ranks, ends included
                 keep = np.unique(np.linspace(0, len(v) - 1, CDF_POINTS).round().astype(int))
                 v, y = v[keep], y[keep]
-            artists += ax.step(v, y, where="post", color=color(s), label=label(s))
+            artists += ax.step(v, y, where="post", color=color(s), label=server_label(s))
         ax.set_xscale("log")
         ax.set_ylim(0, 1)
         ax.set_title(f"n = {n}")
@@ -228,7 +224,7 @@ def plot_latency_vs_n(ax, df: pd.DataFrame, ylabel: str, title: str):
     for s in _servers(df):
         g = df[df["server"] == s].sort_values("n")
         artists += ax.plot(g["n"], g["latency_ms"], marker=marker(s), color=color(s),
-                           label=label(s))
+                           label=server_label(s))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("array size n (log scale)")
@@ -250,7 +246,7 @@ def plot_sweep(axes, summary: pd.DataFrame, param: str, xlabel: str):
         g = summary[summary["server"] == s].copy()
         g["_x"] = g[param].map(pos)
         g = g.sort_values("_x")
-        kw = {"marker": marker(s), "color": color(s), "label": label(s)}
+        kw = {"marker": marker(s), "color": color(s), "label": server_label(s)}
         artists += ax_t.plot(g["_x"], g["throughput_rps"], **kw)
         artists += ax_p.plot(g["_x"], g["lat_p95_us"], **kw)
         if "summary_mean_latency_s" in g:

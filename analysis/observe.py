@@ -14,15 +14,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import STRATEGIES, server_order
+from . import server_label as name  # how sentences name a server
+from . import server_order
 from .stats import SINGLE_RUN_BAND, format_tiers, is_tie, overlap, ratio_range, tiers
 from .tables import ordered_values
 
 SAME = 0.10  # relative changes below this are called "about the same"
-
-
-def name(server: str) -> str:
-    return f"{server} ({STRATEGIES[server]})" if server in STRATEGIES else str(server)
 
 
 def ms(x: float) -> str:

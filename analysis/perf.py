@@ -6,13 +6,16 @@ Input: the raw rows bench/perf.py writes (results/perf/<UTC>/runs.csv), one row 
   errors, and for lockbench servers the summary's split (summary_mean_latency_s, ...).
 Every ratio is taken between two runs of the SAME round (the rounds interleave every
 configuration, so both sides saw the same machine), then the median (min..max) over the
-rounds is quoted. Pure functions; the only file I/O is write_section().
+rounds is quoted. Pure functions: sections/perf.py makes the section of them and report.py
+writes its files.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+
+from .tables import pipe_table
 
 # Rows of the ratio table: (label, numerator selector, denominator selector).
 # A selector is a dict of column -> value matched against the runs.
@@ -167,7 +170,7 @@ def targets(runs: pd.DataFrame) -> list:
               per_round(lab, "summary_mean_latency_s", server="main4", delay_mode="precise",
                         workload="uncontended"))
     out.append(Target("lab metric, precise delay, main4 n=1000 kit workload / uncontended",
-                      "<= 1.2x", r, _met(r, at_most=1.2), ""))
+                      "<= 1.2x", r, _met(r, at_most=1.2), lab_split_note(runs)))
     # 4. Timing cost: keep-alive main4 throughput, timing off / on (an A B B A block).
     for conns in (100, 2):
         cpu = timing_ratio(runs, conns, "server_cpu_us_per_req")
@@ -184,13 +187,49 @@ def targets(runs: pd.DataFrame) -> list:
                               "throughput, --no-timing / timing on", "< 1.02x", tput,
                               None if tput.rounds == 0 else tput.median < 1.02,
                               "A B B A in each round; the ratio minus 1 is what timing costs"))
-    # 5. Our client vs loadgen against nullsrv_epoll, both modes.
+    # 5. Our client vs loadgen against nullsrv_epoll, both modes, and what each costs.
     for mode in ("per-request", "keepalive"):
-        r = ratio(per_round(on, server="nullsrv_epoll", client="ours", mode=mode, delay_us=0),
-                  per_round(on, server="nullsrv_epoll", client="loadgen", mode=mode, delay_us=0))
+        ours = {"server": "nullsrv_epoll", "client": "ours", "mode": mode, "delay_us": 0}
+        theirs = {**ours, "client": "loadgen"}
+        r = ratio(per_round(on, **ours), per_round(on, **theirs))
         out.append(Target(f"our client / loadgen against nullsrv_epoll, {mode}", ">= 1.0x", r,
-                          _met(r, at_least=1.0), ""))
+                          _met(r, at_least=1.0), client_cpu_note(on, ours, theirs)))
     return out
+
+
+def lab_split_note(runs: pd.DataFrame) -> str:
+    """What the kit workload's lab metric (precise delay) is made of, beside the
+    uncontended one, from the split table: where the extra time goes; '' when not measured."""
+    split = split_table(runs)
+    if split.empty or "CPU wait (sampled)" not in split.columns:
+        return ""
+    rows = dict(split[split["delay mode"] == "precise"].set_index("workload").iterrows())
+    if "kit" not in rows or "uncontended" not in rows:
+        return ""
+    kit, alone = rows["kit"], rows["uncontended"]
+    note = (f"kit {kit['lab metric']:.0f} us vs uncontended {alone['lab metric']:.0f} us; "
+            f"in the kit run the serving thread waited {kit['CPU wait (sampled)']:.0f} us for "
+            f"a CPU (sampled), and lock wait was {kit['lock wait']:.0f} us")
+    if "per pause" in split.columns:
+        note += (f"; one pause slept {kit['per pause']:.0f} us (uncontended "
+                 f"{alone['per pause']:.0f} us)")
+    return note
+
+
+CLIENT_CPU = "client_cpu_us_per_req"
+
+
+def client_cpu_note(runs: pd.DataFrame, ours: dict, theirs: dict) -> str:
+    """The client's own CPU per request (user + system) beside loadgen's, medians over
+    rounds, and their ratio paired by round; '' when not measured (runs before it was)."""
+    if CLIENT_CPU not in runs.columns:
+        return ""
+    mine, ref = per_round(runs, CLIENT_CPU, **ours), per_round(runs, CLIENT_CPU, **theirs)
+    r = ratio(mine, ref)
+    if not r.rounds:
+        return ""
+    return (f"client CPU per request: ours {mine.median():.1f} us, loadgen "
+            f"{ref.median():.1f} us, ours / loadgen {r.text()}")
 
 
 def timing_ratio(runs: pd.DataFrame, conns: int = 100, value: str = "rps") -> Ratio:
@@ -278,26 +317,25 @@ def _cell(v) -> str:
     return str(v)
 
 
+TEXT_COLUMNS = ("mode", "server", "delay mode", "workload")
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "_(nothing measured)_\n"
     cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |",
-             "|" + "|".join("---" if c in ("mode", "server", "delay mode", "workload")
-                            else "---:" for c in cols) + "|"]
-    for _, r in df.iterrows():
-        lines.append("| " + " | ".join(_cell(r[c]) for c in cols) + " |")
-    return "\n".join(lines) + "\n"
+    return pipe_table(cols, ([_cell(r[c]) for c in cols] for _, r in df.iterrows()),
+                      left=TEXT_COLUMNS)
 
 
 def targets_markdown(ts: list) -> str:
-    lines = ["| target | wanted | measured (median, min-max over rounds) | met |",
-             "|---|---|---|---|"]
+    head = ["target", "wanted", "measured (median, min-max over rounds)", "met"]
+    rows = []
     for t in ts:
         met = "not measured" if t.met is None else ("**met**" if t.met else "**not met**")
         extra = f" ({t.detail})" if t.detail else ""
-        lines.append(f"| {t.name}{extra} | {t.threshold} | {t.ratio.text()} | {met} |")
-    return "\n".join(lines) + "\n"
+        rows.append([f"{t.name}{extra}", t.threshold, t.ratio.text(), met])
+    return pipe_table(head, rows, left=head)
 
 
 def plot_throughput(ax_grid, runs: pd.DataFrame):
@@ -343,8 +381,24 @@ def plot_throughput(ax_grid, runs: pd.DataFrame):
     return artists
 
 
-def section_markdown(runs: pd.DataFrame, meta: dict, figure: str | None) -> str:
-    """The whole "Performance" section (Markdown), figure path relative to the section."""
+def limits_markdown() -> str:
+    """How to read the targets not met: which figure in each row shows its limit."""
+    return (
+        "How to read a target that is not met: the figures in its row say what limits it. "
+        "For throughput, *server CPU per request, reference / ours* below 1 means our server "
+        "spends more CPU per request than the reference; with client and server sharing the "
+        "cores, throughput then follows that CPU ratio (with one connection per request the "
+        "extra CPU is the connection's set-up and hand-offs: a thread per connection, or the "
+        "acceptor-to-loop and loop-to-worker hand-offs of `--io epoll`/`pool`, against the "
+        "reference's single loop). For the lab metric, the CPU wait and the per-pause sleep "
+        "in its row show how much of the kit run is scheduler queueing and timer wake-up "
+        "rather than locking (the split table below has every part). A client ratio below 1 "
+        "with its CPU per request at or below loadgen's is the server's speed, not the "
+        "client's.\n")
+
+
+def section_markdown(runs: pd.DataFrame, meta: dict) -> str:
+    """The "Performance" section's text (Markdown; its figure is added by sections/perf.py)."""
     rounds = int(runs["round"].max()) + 1 if len(runs) else 0
     cpu = meta.get("cpu", "?")
     parts = [
@@ -353,11 +407,12 @@ def section_markdown(runs: pd.DataFrame, meta: dict, figure: str | None) -> str:
         f"{rounds} interleaved round(s), {meta.get('duration_s', '?')} s per run, "
         f"{meta.get('connections', 100)} client connections/threads) on {cpu}, "
         f"{meta.get('cores', '?')} cores, kernel {meta.get('kernel', '?')}; load average at "
-        f"the start {meta.get('loadavg_start', '?')}. The machine is a noisy shared 2-core VM: "
-        "only ratios between runs of the same round mean anything; each ratio is the median "
+        f"the start {meta.get('loadavg_start', '?')}. On a shared, noisy machine only "
+        "ratios between runs of the same round mean anything; each ratio is the median "
         "over rounds of per-round ratios (min-max in brackets).\n",
         "### Targets (issue 11)\n",
         targets_markdown(targets(runs)),
+        limits_markdown(),
         "### Ratio table\n",
         "Servers driven by the yardstick's `loadgen` (100 threads; `-k`: one connection each), "
         "references in brackets; Redis by `redis-benchmark -c 100 -d 100` (`-k 1` / `-k 0`).\n",
@@ -368,8 +423,6 @@ def section_markdown(runs: pd.DataFrame, meta: dict, figure: str | None) -> str:
         "rounds); lock hold contains the delay slept; CPU wait overlaps the other parts.\n",
         markdown_table(split_table(runs)),
     ]
-    if figure:
-        parts.append(f"![Throughput per configuration]({figure})\n")
     return "\n".join(parts)
 
 
@@ -378,28 +431,3 @@ def load_run(results_dir) -> tuple:
     import json
     d = Path(results_dir)
     return pd.read_csv(d / "runs.csv"), json.loads((d / "meta.json").read_text())
-
-
-def write_section(runs: pd.DataFrame, meta: dict, out_dir) -> list:
-    """Writes performance.md and perf_throughput.png into out_dir; returns the paths."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    fig_name = None
-    tp = runs[(runs["kind"] == "throughput")]
-    if len(tp):
-        ndelay = max(1, tp["delay_us"].nunique())
-        fig, axes = plt.subplots(2, ndelay, figsize=(6 * ndelay, 9), squeeze=False,
-                                 constrained_layout=True)
-        plot_throughput(axes, runs)
-        fig_name = "perf_throughput.png"
-        fig.savefig(out / fig_name)
-        plt.close(fig)
-        written.append(out / fig_name)
-    md = out / "performance.md"
-    md.write_text(section_markdown(runs, meta, fig_name))
-    written.append(md)
-    return written

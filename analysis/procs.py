@@ -10,6 +10,7 @@ import json
 import os
 import queue
 import random
+import shlex
 import signal
 import socket
 import subprocess
@@ -55,6 +56,18 @@ def pick_port(rng: random.Random | None = None, tries: int = 200) -> int:
         if p != twin(p) and port_free(p) and port_free(twin(p)):
             return p
     raise RunError("no free TCP port pair (P and its byte-swapped twin) found on 127.0.0.1")
+
+
+def split_words(text: str, what: str) -> list:
+    """text split shell-style into a command's words; ValueError naming the problem when
+    it does not split or is empty (`what` names it: "command", "command prefix")."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"{text!r} does not split into words ({exc})") from None
+    if not words:
+        raise ValueError(f"empty {what}")
+    return words
 
 
 def check_binary(path: Path) -> Path:

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .kernel_sockets import parse_table, twin
-from .procs import _LIVE, KIT_TIME_FILE, RunError, StartError, last_complaint, parse_summary
+from .procs import (
+    _LIVE,
+    KIT_TIME_FILE,
+    RunError,
+    StartError,
+    last_complaint,
+    parse_summary,
+    split_words,
+)
 
 _LISTEN = "0A"
 HIST_MARK = "@@lockbench-histogram@@"
@@ -47,13 +55,7 @@ class Host:
     @staticmethod
     def parse(text: str, role: str = "server") -> "Host":
         """ValueError naming the problem for an unsplittable or empty prefix."""
-        try:
-            words = shlex.split(text)
-        except ValueError as exc:
-            raise ValueError(f"{text!r} does not split into words ({exc})") from None
-        if not words:
-            raise ValueError("empty command prefix")
-        return Host(tuple(words), role)
+        return Host(tuple(split_words(text, "command prefix")), role)
 
     @property
     def label(self) -> str:

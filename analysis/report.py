@@ -91,10 +91,11 @@ def save_figure(fig, out_dir: Path, name: str) -> list:
     return paths
 
 
-def write(out: Path, report_md: str, files: dict, figs: list) -> list:
-    """Writes REPORT.md, the files and the figures under out; returns the paths, sorted."""
+def write(out: Path, report_md: str, files: dict, figs: list, name: str = "REPORT.md") -> list:
+    """Writes report_md as `name`, the files and the figures under out; returns the paths,
+    sorted."""
     written = []
-    for rel, text in {**files, "REPORT.md": report_md}.items():
+    for rel, text in {**files, name: report_md}.items():
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -115,3 +116,16 @@ def build_report(results_dir, out_dir, microbench=None, perf=None) -> list:
         sections = [s for s in (section(data) for section in SECTIONS) if s is not None]
         report_md, files, figs = assemble(sections, data.prose)
         return write(Path(out_dir), report_md, files, figs)
+
+
+def write_perf_section(perf_dir, out_dir) -> list:
+    """The Performance section alone from a bench/perf.py results folder, written as
+    out_dir/{performance.md, tables/, figures/} (bench/perf.py leaves it beside its raw
+    results). Returns the written paths, sorted."""
+    from .perf import load_run
+    from .sections.perf import perf_section
+    runs, meta = load_run(perf_dir)
+    prose = Prose(TEMPLATE.read_text())
+    with matplotlib.rc_context(F.RC):
+        md, files, figs = assemble([perf_section(runs, meta, shown_path(perf_dir))], prose)
+        return write(Path(out_dir), md, files, figs, name="performance.md")

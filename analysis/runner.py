@@ -16,7 +16,6 @@ import os
 import platform
 import random
 import re
-import shlex
 import string
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from .procs import (
     pick_port,
     port_free,
     run_client,
+    split_words,
     twin,
 )
 from .progress import Progress
@@ -103,12 +103,7 @@ def parse_server_cmd(template: str) -> list:
     """Splits a --server-cmd template shell-style and checks its fields; ValueError naming
     the problem. Fields: {bin} (the server binary of the label, from --bin-dir), {n},
     {ip}, {port} (required); {{ and }} are literal braces."""
-    try:
-        tokens = shlex.split(template)
-    except ValueError as exc:
-        raise ValueError(f"{template!r} does not split into words ({exc})") from None
-    if not tokens:
-        raise ValueError("empty command")
+    tokens = split_words(template, "command")
     seen = set()
     for tok in tokens:
         try:
@@ -428,22 +423,26 @@ def build_info(bin_dir: Path) -> dict:
     return info
 
 
+def key_value(path, key: str, sep: str = ":") -> str | None:
+    """The value of the first `key<sep>value` line of a file such as /proc/cpuinfo or
+    /etc/os-release, stripped of blanks and quotes; None when absent or unreadable."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            k, found, v = line.partition(sep)
+            if found and k.strip() == key:
+                return v.strip().strip('"')
+    except OSError:
+        pass
+    return None
+
+
+def cpu_model() -> str:
+    return key_value("/proc/cpuinfo", "model name") or "unknown"
+
+
 def machine_info() -> dict:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    osname = "unknown"
-    try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                osname = line.split("=", 1)[1].strip('"')
-    except OSError:
-        pass
+    cpu = cpu_model()
+    osname = key_value("/etc/os-release", "PRETTY_NAME", "=") or "unknown"
     from importlib.metadata import version
     return {"cpu_model": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
             "os": osname, "python": platform.python_version(),

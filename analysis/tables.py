@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import STRATEGIES, server_order
+from . import server_label, server_order
 from .stats import mean_ci, ratio_range
 
 MS = 1e3
@@ -30,11 +30,6 @@ def ordered_values(values) -> list:
         return sorted(vals, key=lambda v: (CONNECTION_ORDER.index(v)
                                            if v in CONNECTION_ORDER else len(CONNECTION_ORDER), v))
     return sorted(vals)
-
-
-def _server_order(servers) -> list:
-    """Rows in the order the servers first appear (the order of --servers)."""
-    return server_order(servers)
 
 
 def lab_summary(lab: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +62,7 @@ def lab_summary(lab: pd.DataFrame) -> pd.DataFrame:
 def _wide(summary: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
     t = (pd.DataFrame({"server": summary["server"], "n": summary["n"], "v": values})
          .pivot(index="server", columns="n", values="v"))
-    t = t.reindex(index=_server_order(t.index), columns=sorted(t.columns))
+    t = t.reindex(index=server_order(t.index), columns=sorted(t.columns))
     t.index.name, t.columns.name = "server", "n"
     return t
 
@@ -139,10 +134,6 @@ def fmt_int(x) -> str:
     return "-" if x is None or pd.isna(x) else str(int(x))
 
 
-def row_label(server: str) -> str:
-    return f"{server} ({STRATEGIES[server]})" if server in STRATEGIES else str(server)
-
-
 def _cell(fmt, v) -> str:
     """fmt(v), or '-' for a missing value (None or NaN)."""
     if v is None or (not isinstance(v, str) and pd.isna(v)):
@@ -150,19 +141,24 @@ def _cell(fmt, v) -> str:
     return fmt(v)
 
 
+def pipe_table(head: list, rows, left=()) -> str:
+    """The report's one Markdown table writer: a pipe table with header head and rows
+    (lists of cell texts); columns whose header is in left are text (left-aligned), the
+    others numbers (right-aligned)."""
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---" if h in left else "---:" for h in head) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def format_markdown(table: pd.DataFrame, fmt=str, caption: str | None = None,
                     corner: str = "n") -> str:
-    """The report's one Markdown table writer: a pipe table (rows labelled by row_label,
-    numbers right-aligned), with a bold caption line above it when given; cells formatted
-    with fmt, '-' where missing."""
-    head = [corner] + [str(c) for c in table.columns]
-    lines = [f"**{caption}**", ""] if caption else []
-    lines += ["| " + " | ".join(head) + " |",
-              "|" + "|".join(["---"] + ["---:"] * len(table.columns)) + "|"]
-    for server, row in table.iterrows():
-        lines.append("| " + " | ".join([row_label(server)] + [_cell(fmt, v) for v in row])
-                     + " |")
-    return "\n".join(lines) + "\n"
+    """A wide table (rows labelled by server_label, under corner) as a pipe table, with a
+    bold caption line above it when given; cells formatted with fmt, '-' where missing."""
+    rows = [[server_label(server)] + [_cell(fmt, v) for v in row]
+            for server, row in table.iterrows()]
+    top = f"**{caption}**\n\n" if caption else ""
+    return top + pipe_table([corner] + [str(c) for c in table.columns], rows, left=(corner,))
 
 
 def frame_csv(df: pd.DataFrame) -> str:
@@ -188,7 +184,7 @@ def format_latex(table: pd.DataFrame, fmt, caption: str) -> str:
              rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
              "$n$ & " + " & ".join(str(c) for c in table.columns) + r" \\", r"\midrule"]
     for server, row in table.iterrows():
-        lines.append(" & ".join([esc(row_label(server))] + [esc(_cell(fmt, v)) for v in row])
+        lines.append(" & ".join([esc(server_label(server))] + [esc(_cell(fmt, v)) for v in row])
                      + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"

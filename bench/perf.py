@@ -17,9 +17,9 @@ of the same round compares runs that saw the same machine:
     thread (one uncontended delayed access), in both --delay-mode settings.
 
 Raw results go to results/perf/<UTC time>/ (runs.csv, runs.jsonl, meta.json, and every
-server's and client's output in logs.tar.xz), and
-the report section (performance.md + perf_throughput.png, via analysis/perf.py) next to
-them. Every server is stopped at the end of its run, and on any exit (Ctrl-C included).
+server's and client's output in logs.tar.xz), and the report's Performance section alone
+(performance.md, tables/, figures/, written by analysis/report.py) next to them. Every
+server is stopped at the end of its run, and on any exit (Ctrl-C included).
 
   /work/main/.venv/bin/python bench/perf.py [--rounds 3] [--duration 3] [--quick]
       [--bin-dir build/release] [--yardstick DIR] [--strategies NAME,...] [--no-redis]
@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -45,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis.progress import Progress  # noqa: E402
+from analysis.runner import cpu_model  # noqa: E402
 
 N = 1000            # array size of every run
 CONNS = 100         # client threads / connections, as the kit and PERF.md
@@ -140,6 +142,16 @@ def parse_summary(text: str) -> dict:
     return out
 
 
+def run_measured(argv: list, timeout: float) -> tuple:
+    """(CompletedProcess, the child's CPU seconds, user + system): subprocess.run and the
+    children's rusage totals before and after it (the server of the run is reaped only
+    after its client, so the difference is the client's alone)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return res, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def parse_loadgen(text: str) -> dict:
     """loadgen's 'RESULT label=.. rps=.. lat n=.. mean_us=.. p50_us=.. p99_us=..' line."""
     for line in text.splitlines():
@@ -203,20 +215,12 @@ def has_option(binary: Path, option: str) -> bool:
 
 
 def machine_meta() -> dict:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     try:
         sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         sha = ""
-    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": platform.release(),
             "python": platform.python_version(), "git_sha": sha,
             "loadavg_start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
@@ -319,14 +323,15 @@ class Bench:
                     "--threads", str(CONNS), "--connection", cell["mode"], "--duration",
                     str(d), "--quiet", "--format", "json"]
             parse = parse_ours
-        res = subprocess.run(argv, capture_output=True, text=True,
-                             timeout=self.client_timeout())
+        res, cpu_s = run_measured(argv, self.client_timeout())
         (self.logs / f"{tag}.client.out").write_text(
             "# " + " ".join(argv) + "\n" + res.stdout + res.stderr)
         if res.returncode not in (0, 1):
             raise PerfError(f"{cell['id']}: client exited {res.returncode}: "
                             f"{res.stderr.strip()[-200:]}")
-        return {**parse(res.stdout)}
+        row = parse(res.stdout)
+        row["client_cpu_us_per_req"] = cpu_s / row["done"] * 1e6 if row["done"] else None
+        return row
 
     def run_redis_benchmark(self, cell: dict, port: int, tag: str) -> list:
         mode = cell["mode"]
@@ -439,7 +444,8 @@ def estimate(cell: dict, duration: float) -> float:
 
 ROW_KEYS = ("round", "cell", "kind", "server", "server_kind", "io", "client", "conns", "mode",
             "delay_us", "timing", "delay_mode", "workload", "rps", "done", "errors", "p50_us",
-            "p99_us", "mean_us", "server_exit", "server_cpu_s", "server_cpu_us_per_req")
+            "p99_us", "mean_us", "server_exit", "server_cpu_s", "server_cpu_us_per_req",
+            "client_cpu_us_per_req")
 
 
 def write_rows(path_csv: Path, rows: list) -> None:
@@ -585,11 +591,8 @@ def main(argv=None) -> int:
         with tarfile.open(out / "logs.tar.xz", "w:xz") as tar:
             tar.add(bench.logs, arcname="logs")
         shutil.rmtree(bench.logs)
-        import pandas as pd
-
-        from analysis import perf as perf_report
-        runs = pd.read_csv(out / "runs.csv")
-        for path in perf_report.write_section(runs, meta, out):
+        from analysis.report import write_perf_section
+        for path in write_perf_section(out, out):
             print(path)
         return 0
     except KeyboardInterrupt:

@@ -44,6 +44,11 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis.procs import pick_port  # noqa: E402
 
 FRAME = 100
 
@@ -68,32 +73,24 @@ def bad_frames(n):
     }
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def status_number(pid, key):
+    """The first number of the `key:` line of /proc/PID/status; -1 when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
 
 
 def rss_kb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return -1
+    return status_number(pid, "VmRSS")
 
 
 def threads_of(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Threads:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return -1
+    return status_number(pid, "Threads")
 
 
 def recv_exact(sock, count):
@@ -259,7 +256,7 @@ def main():
     server_bin = os.path.join(bin_dir, args.server)
     client_bin = os.path.join(bin_dir, "client")
     duration = args.minutes * 60
-    port = free_port()
+    port = pick_port()  # below 32768: clear of client TIME_WAIT sockets
     workdir = tempfile.mkdtemp(prefix="lockbench_soak_")
     server = subprocess.Popen(
         [server_bin, str(args.n), "127.0.0.1", str(port), "--no-twin", "-q"],

@@ -73,6 +73,17 @@ def exchange(port: int, payload: bytes, timeout: float, ip: str = "127.0.0.1"):
     return data.split(b"\0", 1)[0].decode("utf-8", "replace"), ""
 
 
+def read_slots(port: int, slots, timeout: float) -> dict:
+    """slot -> value for each of slots read over its own connection; a slot whose read
+    failed is left out."""
+    values = {}
+    for p in slots:
+        got, err = exchange(port, frame(request_text(p, True, "")), timeout)
+        if not err:
+            values[p] = got
+    return values
+
+
 def run_one(port: int, req: Request, timeout: float) -> Request:
     req.start = time.monotonic()
     req.reply, req.error = exchange(port, frame(request_text(req.pos, req.is_read, req.text)),

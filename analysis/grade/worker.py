@@ -349,12 +349,7 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
             s.stop()
             continue
         slots = [k * n // 4 for k in range(4)]
-        initial = {}
-        for p in slots:
-            got, err = K.exchange(s.port, K.frame(K.request_text(p, True, "")),
-                                  ctx.cfg["request_timeout_s"])
-            if not err:
-                initial[p] = got
+        initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
         bad_here, unchecked = [], []
         for rnd in range(ctx.cfg["attack_rounds"]):
             plan = K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"])
@@ -373,12 +368,7 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
             if bad_here or not s.alive():
                 break
             # next round starts from what the slots hold now
-            initial = {}
-            for p in slots:
-                got, err = K.exchange(s.port, K.frame(K.request_text(p, True, "")),
-                                      ctx.cfg["request_timeout_s"])
-                if not err:
-                    initial[p] = got
+            initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
         died = "" if s.alive() else s.death()
         s.stop()
         kit_bad = []

@@ -1,10 +1,12 @@
 """The load agents of a run across machines (--client-host): each agent's share of the
 throughput and its latency next to the merged result, so a saturated agent shows."""
 
-from ..tables import frame_csv
+from ..tables import frame_csv, pipe_table
 from .base import ReportData, Section
 
 KEYS = ["experiment", "kind", "value", "server", "n", "agent"]
+HEAD = ["point", "server", "agent", "host", "threads", "throughput (req/s)", "share",
+        "p50 (us)", "p99 (us)"]
 
 
 def summary(agents):
@@ -28,14 +30,14 @@ def section(data: ReportData) -> Section | None:
     if agents is None or agents.empty:
         return None
     s = summary(agents)
-    lines = ["| point | server | agent | host | threads | throughput (req/s) | share | "
-             "p50 (us) | p99 (us) |", "|---|---|---|---|--:|--:|--:|--:|--:|"]
+    rows = []
     for r in s.itertuples():
         point = r.experiment if r.experiment == "lab" else f"{r.kind}={r.value}"
         agent = "**merged**" if r.agent == "all" else r.agent
         host = f"`{r.host}`" if isinstance(r.host, str) and r.host else ""
-        lines.append(f"| {point} n={r.n} | {r.server} | {agent} | {host} | {r.threads:g} | "
-                     f"{r.throughput_rps:.0f} | {r.throughput_share:.0%} | "
-                     f"{r.lat_p50_us:.1f} | {r.lat_p99_us:.1f} |")
+        rows.append([f"{point} n={r.n}", str(r.server), str(agent), host, f"{r.threads:g}",
+                     f"{r.throughput_rps:.0f}", f"{r.throughput_share:.0%}",
+                     f"{r.lat_p50_us:.1f}", f"{r.lat_p99_us:.1f}"])
+    table = pipe_table(HEAD, rows, left=HEAD[:4]).rstrip("\n")
     return Section(files={"tables/agents.csv": frame_csv(s)}).add(
-        data.prose("agents", table="\n".join(lines)))
+        data.prose("agents", table=table))

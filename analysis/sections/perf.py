@@ -13,10 +13,15 @@ def section(data: ReportData) -> Section | None:
     if data.perf is None:
         return None
     runs, meta = data.perf
+    return perf_section(runs, meta, data.perf_shown)
+
+
+def perf_section(runs, meta: dict, shown: str) -> Section:
+    """The section from one bench/perf.py run (runs, meta) kept in the folder `shown`."""
     sec = Section(files={"tables/perf_ratios.csv": frame_csv(P.ratio_table(runs)),
                          "tables/perf_split.csv": frame_csv(P.split_table(runs))})
-    sec.add(P.section_markdown(runs, meta, None).rstrip("\n")
-            + f"\n\nRaw results: `{data.perf_shown}`.")
+    sec.add(P.section_markdown(runs, meta).rstrip("\n")
+            + f"\n\nRaw results: `{shown}`.")
     tp = runs[runs["kind"] == "throughput"]
     if len(tp):
         ndelay = max(1, tp["delay_us"].nunique())

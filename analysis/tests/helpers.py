@@ -29,3 +29,24 @@ def real_binaries_missing() -> str | None:
         return (f"real binaries not built ({', '.join(missing)} missing in {RELEASE}); "
                 "build first: cmake --preset release && cmake --build --preset release")
     return None
+
+
+def skip_unless_built() -> None:
+    """Skips the calling test or fixture when the real binaries are not built."""
+    missing = real_binaries_missing()
+    if missing:
+        import pytest
+        pytest.skip(missing)
+
+
+def link_real_binaries(d: Path) -> Path:
+    """d (created) holding symlinks to the real main1..main4, lockserver and client of the
+    build, and to its CMakeCache.txt for the metadata; skips when the build is missing."""
+    skip_unless_built()
+    from analysis.runner import find_binary
+    d.mkdir()
+    for name in BINARIES:
+        (d / name).symlink_to(find_binary(RELEASE, name).resolve())
+    if (RELEASE / "CMakeCache.txt").is_file():
+        (d / "CMakeCache.txt").symlink_to((RELEASE / "CMakeCache.txt").resolve())
+    return d

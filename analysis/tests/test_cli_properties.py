@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis import __main__ as M
-from analysis.tests.helpers import BINARIES, PY, RELEASE, REPO, real_binaries_missing
+from analysis.tests.helpers import PY, RELEASE, REPO, link_real_binaries
 from analysis.tests.test_runner import procs_of
 
 ADVERSARIAL = ["nan", "NaN", "inf", "-inf", "infinity", "1e999", "-1e999", "0x10", "0o17",
@@ -194,15 +194,8 @@ BASE["all"] = [*BASE["lab"], *BASE["sweep"][:-2], "--microbench", "none"]
 
 @pytest.fixture(scope="module")
 def e2e(tmp_path_factory):
-    missing = real_binaries_missing()
-    if missing:
-        pytest.skip(missing)
-    from analysis.runner import find_binary
     d = tmp_path_factory.mktemp("e2e")
-    bin_dir = d / "bin"
-    bin_dir.mkdir()
-    for name in BINARIES:
-        (bin_dir / name).symlink_to(find_binary(RELEASE, name).resolve())
+    bin_dir = link_real_binaries(d / "bin")
     res = d / "done"
     r = subprocess.run([PY, "-m", "analysis", "lab", *BASE["lab"], "--bin-dir", str(bin_dir),
                         "--results-dir", str(res)], cwd=REPO, capture_output=True, text=True,

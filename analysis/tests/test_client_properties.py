@@ -12,7 +12,6 @@ the properties found (and which they step around, so they go on finding others).
 
 import re
 import signal
-import socket
 import subprocess
 import time
 
@@ -20,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from analysis.tests.helpers import RELEASE, real_binaries_missing
+from analysis.procs import pick_port
+from analysis.tests.helpers import RELEASE, skip_unless_built
 
 N = 10
 WALL = 20.0       # seconds any client run may take (the added bounds keep valid runs ~1 s)
@@ -79,9 +79,7 @@ def help_options() -> set:
 
 @pytest.fixture(scope="module")
 def options():
-    missing = real_binaries_missing()
-    if missing:
-        pytest.skip(missing)
+    skip_unless_built()
     return sorted(help_options())
 
 
@@ -187,25 +185,6 @@ def check_outcome(argv, code, err, dead: bool):
             argv, "exit 0 although nobody listens", err)
 
 
-def free_port() -> int:
-    """A port below 32768 that is free, as is its byte-swapped twin (also below 32768)."""
-    for _ in range(500):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            cand = 1024 + s.getsockname()[1] % (32768 - 1024)
-        twin = ((cand & 0xFF) << 8) | (cand >> 8)
-        if not 1024 <= twin < 32768 or twin == cand:
-            continue
-        try:
-            for p in (cand, twin):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return cand
-    raise AssertionError("no free port pair")
-
-
 def _paths(d):
     (d / "full").mkdir(exist_ok=True)
     (d / "full" / "x").write_text("")
@@ -217,7 +196,7 @@ def _paths(d):
 
 def test_parser_property(options, tmp_path_factory):
     paths = _paths(tmp_path_factory.mktemp("cparse"))
-    dead = free_port()      # nothing listens there nor on its twin
+    dead = pick_port()      # nothing listens there nor on its twin
 
     @settings(max_examples=600, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
@@ -243,7 +222,7 @@ def test_parser_property(options, tmp_path_factory):
 def server(tmp_path_factory, options):
     from analysis.runner import find_binary
     d = tmp_path_factory.mktemp("cserver")
-    port = free_port()
+    port = pick_port()
     p = subprocess.Popen([str(find_binary(RELEASE, "main4")), str(N), "127.0.0.1", str(port),
                           "-q", "--delay-us", "0"], cwd=d, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
@@ -282,7 +261,7 @@ def test_dead_server_seen_at_once_open_loop(options):
     connect sets the stop flag, but the other threads sleep to their next intended send time
     (load_generator.cpp, SleepUntilNs) without looking at it, so the client lingers up to
     threads/rate seconds (`--rate 10`, 100 threads: ~8 s) instead of stopping at once."""
-    dead = free_port()
+    dead = pick_port()
     for argv in (["--threads=1", "--rate=10"], ["--rate=1000"], ["--rate=10"]):
         full = [str(N), "127.0.0.1", str(dead), "--quiet", *argv]
         code, err, took = run_client(full)

@@ -1,9 +1,12 @@
 """analysis/perf.py: ratios are paired by round, targets judged on the median."""
 
+import json
+
 import pandas as pd
 import pytest
 
 from analysis import perf
+from analysis.report import write_perf_section
 
 
 def _row(rnd, server, rps, *, kind="throughput", server_kind="lockbench", io="default",
@@ -24,9 +27,9 @@ def _runs():
             rows.append(_row(rnd, "main1", m1 * f, mode=mode))
             rows.append(_row(rnd, "nullsrv_tpc", tpc * f, server_kind="null", io=None, mode=mode))
             rows.append(_row(rnd, "nullsrv_epoll", epoll * f, server_kind="null", io=None,
-                             mode=mode))
+                             mode=mode, client_cpu_us_per_req=4.0 * (1 + rnd)))
             rows.append(_row(rnd, "nullsrv_epoll", epoll * f * 1.1, server_kind="null", io=None,
-                             client="ours", mode=mode))
+                             client="ours", mode=mode, client_cpu_us_per_req=3.0 * (1 + rnd)))
         rows.append(_row(rnd, "redis-get", 60 * f, server_kind="redis", io=None,
                          client="redis-benchmark"))
         rows.append(_row(rnd, "redis-set", 70 * f, server_kind="redis", io=None,
@@ -72,6 +75,9 @@ def test_targets_use_same_round_ratios():
     assert "1.01x" in timing.detail  # the throughput ratio, shown alongside
     ours = ts["our client / loadgen against nullsrv_epoll, keepalive"]
     assert ours.ratio.median == pytest.approx(1.1) and ours.met is True
+    # The client's own CPU per request beside loadgen's: medians, and the ratio by round.
+    assert ours.detail == ("client CPU per request: ours 6.0 us, loadgen 8.0 us, "
+                           "ours / loadgen **0.75x** (0.75-0.75)")
 
 
 def test_missing_measurement_is_not_measured_not_failed():
@@ -92,9 +98,18 @@ def test_tables_and_section(tmp_path):
     assert split.iloc[0]["lab metric"] == pytest.approx(30.0)
     meta = {"cpu": "test cpu", "cores": 2, "kernel": "6.x", "started_utc": "now",
             "duration_s": 3, "loadavg_start": "1 1 1"}
-    paths = perf.write_section(runs, meta, tmp_path)
-    md = (tmp_path / "performance.md").read_text()
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    runs.to_csv(raw / "runs.csv", index=False)
+    (raw / "meta.json").write_text(json.dumps(meta))
+    paths = write_perf_section(raw, tmp_path / "out")
+    md = (tmp_path / "out" / "performance.md").read_text()
     assert md.startswith("## Performance")
     assert "**not met**" in md and "**met**" in md and "test cpu" in md
-    assert (tmp_path / "perf_throughput.png").stat().st_size > 0
-    assert len(paths) == 2
+    assert "2 cores" in md and "2-core" not in md     # the machine from meta, not the code
+    assert "(figures/perf_throughput.png)" in md
+    assert (tmp_path / "out" / "figures" / "perf_throughput.png").stat().st_size > 0
+    assert [x.relative_to(tmp_path / "out").as_posix() for x in paths] == [
+        "figures/perf_throughput.png", "figures/perf_throughput.svg", "performance.md",
+        "tables/perf_ratios.csv", "tables/perf_split.csv"]
+

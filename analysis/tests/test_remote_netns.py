@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -15,7 +14,7 @@ import pytest
 
 from analysis import remote as RM
 from analysis.tests.helpers import cli
-from analysis.tests.test_runner import procs_of, rows, start_runner, wait_rows
+from analysis.tests.test_runner import interrupt_lab, procs_of, rows
 
 T = 120
 
@@ -132,18 +131,8 @@ def test_server_host_and_two_agents_through_env(real_bin, tmp_path):
 
 def test_interrupt_stops_the_remote_server_and_resume_finishes(real_bin, tmp_path):
     res = tmp_path / "r"
-    p = start_runner("lab", "--servers", "main1", "--n", "10", "--runs", "20", "--delay-us",
-                     "0", "--pause", "0.1", "--trace-limit", "0", "--no-progress",
-                     "--bin-dir", real_bin, "--results-dir", res, "--server-host", "env",
-                     "--server-addr", "127.0.0.1", "--client-host", "env")
-    try:
-        wait_rows(p, res / "lab.csv", 2)
-        assert len(procs_of(real_bin, "main1")) == 1
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=30)
-    finally:
-        p.kill()
-    assert p.returncode == 130, err
+    interrupt_lab(real_bin, res, "--server-host", "env", "--server-addr", "127.0.0.1",
+                  "--client-host", "env")
     assert procs_of(real_bin) == []          # neither the server nor an agent is left
     log = (res / "logs" / "lab_main1_n10.log").read_text()
     assert "# exit=0" in log and "main1: summary" in log   # SIGTERM over the prefix

@@ -77,9 +77,34 @@ def wait_rows(p: subprocess.Popen, csv_path: Path, k: int, timeout: float = 60) 
     pytest.fail(f"no {k} rows in {csv_path} within {timeout} s")
 
 
+def _default_sigint():
+    # A suite started in the background by a non-interactive shell inherits SIGINT ignored,
+    # and Python keeps an ignored SIGINT ignored: the Ctrl-C tests would then test nothing.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_runner(*args) -> subprocess.Popen:
     return subprocess.Popen([PY, "-m", "analysis", *map(str, args)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
+
+
+def interrupt_lab(real_bin: Path, res: Path, *more) -> str:
+    """Starts a lab of 20 main1 runs 0.1 s apart (a few seconds, so Ctrl-C lands
+    mid-experiment) with options `more`, sends SIGINT once 2 rows are written and the
+    server runs, and checks the runner exits 130; returns its stderr."""
+    p = start_runner("lab", "--servers", "main1", "--n", "10", "--runs", "20", "--delay-us",
+                     "0", "--pause", "0.1", "--trace-limit", "0", "--no-progress",
+                     "--bin-dir", real_bin, "--results-dir", res, *more)
+    try:
+        wait_rows(p, res / "lab.csv", 2)
+        assert len(procs_of(real_bin, "main1")) == 1
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    return err
 
 
 def test_port_helpers():
@@ -143,18 +168,7 @@ def test_resume_skips_completed_runs(real_bin, tmp_path):
 
 def test_interrupt_keeps_results_and_stops_server(real_bin, tmp_path):
     res = tmp_path / "r"
-    # The pause makes 20 runs last a few seconds, so Ctrl-C lands mid-experiment.
-    p = start_runner("lab", "--servers", "main1", "--n", "10", "--runs", "20", "--delay-us",
-                     "0", "--pause", "0.1", "--trace-limit", "0", "--no-progress",
-                     "--bin-dir", real_bin, "--results-dir", res)
-    try:
-        wait_rows(p, res / "lab.csv", 2)
-        assert len(procs_of(real_bin, "main1")) == 1
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=30)
-    finally:
-        p.kill()
-    assert p.returncode == 130, err
+    err = interrupt_lab(real_bin, res)
     assert "interrupted" in err and f"--resume {res}" in err
     done = rows(res / "lab.csv")
     assert 2 <= len(done) < 20 and all(x["ok"] == "1000" for x in done)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.tests.helpers import REPO, cli, real_binaries_missing
+from analysis.tests.helpers import REPO, cli, skip_unless_built
 from analysis.tests.test_runner import procs_of, rows
 
 T = 120
@@ -34,9 +34,7 @@ def build_fixture(name: str, dest: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory):
-    missing = real_binaries_missing()
-    if missing:
-        pytest.skip(missing)
+    skip_unless_built()
     d = tmp_path_factory.mktemp("kit")
     return {name: build_fixture(name, d) for name in ("correct", "crash_on_empty")}
 
