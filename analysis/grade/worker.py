@@ -12,6 +12,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import shutil
 import signal
 import socket
@@ -230,49 +231,72 @@ def ctx_timeout(reqs):
     return reqs[0].error.split("within ")[-1]
 
 
+def _new_entry() -> dict:
+    return {"runs_done": 0, "requests_ok": 0, "failure": "", "client_mean_s": [],
+            "client_wall_s": [], "timing": None, "history": None}
+
+
+def _one_run(ctx, s, entry, n, r) -> None:
+    """One kit client run (1000 requests) against a started server; records its outcome."""
+    done, wall = K.drive(s.port, K.kit_plan(n), ctx.cfg["request_timeout_s"])
+    ok = [q for q in done if q.ok]
+    failed = [q for q in done if not q.ok]
+    entry["requests_ok"] += len(ok)
+    if r == 0:
+        entry["history"] = done
+    if failed or len(done) < K.THREADS * K.PER_THREAD:
+        time.sleep(0.2)
+        entry["failure"] = (f"run {r + 1}: " + describe_failure(s, failed) if failed
+                            else f"run {r + 1}: only {len(done)} requests finished")
+        return
+    entry["runs_done"] += 1
+    entry["client_mean_s"].append(statistics.fmean(q.end - q.start for q in ok))
+    entry["client_wall_s"].append(wall)
+    if ctx.cfg["pause_s"]:
+        time.sleep(ctx.cfg["pause_s"])
+
+
+def _finish(ctx, s, entry, tag, runs) -> None:
+    # The last batch's line is written after the last reply: give it a moment.
+    deadline = time.monotonic() + ctx.cfg["timing_wait_s"]
+    while (time.monotonic() < deadline and s.alive()
+           and len(s.timing_lines() or []) < entry["runs_done"]):
+        time.sleep(0.05)
+    ended = s.stop()
+    if ended and not entry["failure"]:
+        entry["failure"] = f"ended after the runs: {ended}"
+    entry["timing"] = s.timing_lines()
+    ctx.log(f"  {tag}: {entry['runs_done']}/{runs} runs"
+            + (f", {entry['failure']}" if entry["failure"] else ""))
+
+
 def workload(ctx, bin_dir, servers, sizes, runs, tag_prefix="") -> dict:
     """The kit workload like test.sh: per server and n a fresh server, `runs` client runs.
-    Returns {name: {n: {...}}}."""
+    The servers of one n are started side by side and take their runs in turns, in a
+    shuffled order each round, so a burst of noise on the machine hits them alike and the
+    speed check can compare them round by round. Returns {name: {n: {...}}}."""
     res: dict = {}
-    for name in servers:
-        for n in sizes:
+    rng = random.Random(20261124)
+    for n in sizes:
+        live = {}
+        for name in servers:
             tag = f"{tag_prefix}{name}_n{n}"
-            entry = {"runs_done": 0, "requests_ok": 0, "failure": "", "client_mean_s": [],
-                     "client_wall_s": [], "timing": None, "history": None}
-            res.setdefault(name, {})[n] = entry
+            entry = res.setdefault(name, {})[n] = _new_entry()
             s, why = start(ctx, bin_dir, name, n, tag)
             if why:
                 entry["failure"] = f"did not start: {why}"
                 s.stop()
                 continue
-            for r in range(runs):
-                done, wall = K.drive(s.port, K.kit_plan(n), ctx.cfg["request_timeout_s"])
-                ok = [q for q in done if q.ok]
-                failed = [q for q in done if not q.ok]
-                entry["requests_ok"] += len(ok)
-                if r == 0:
-                    entry["history"] = done
-                if failed or len(done) < K.THREADS * K.PER_THREAD:
-                    time.sleep(0.2)
-                    entry["failure"] = (f"run {r + 1}: " + describe_failure(s, failed) if failed
-                                        else f"run {r + 1}: only {len(done)} requests finished")
-                    break
-                entry["runs_done"] += 1
-                entry["client_mean_s"].append(statistics.fmean(q.end - q.start for q in ok))
-                entry["client_wall_s"].append(wall)
-                if ctx.cfg["pause_s"]:
-                    time.sleep(ctx.cfg["pause_s"])
-            # The last batch's line is written after the last reply: give it a moment.
-            deadline = time.monotonic() + ctx.cfg["timing_wait_s"]
-            while (time.monotonic() < deadline and s.alive()
-                   and len(s.timing_lines() or []) < entry["runs_done"]):
-                time.sleep(0.05)
-            ended = s.stop()
-            if ended and not entry["failure"]:
-                entry["failure"] = f"ended after the runs: {ended}"
-            entry["timing"] = s.timing_lines()
-            ctx.log(f"  {tag}: {entry['runs_done']}/{runs} runs"
-                    + (f", {entry['failure']}" if entry["failure"] else ""))
+            live[name] = (s, entry, tag)
+        order = list(live)
+        for r in range(runs):
+            rng.shuffle(order)
+            for name in order:
+                s, entry, _ = live[name]
+                if not entry["failure"]:
+                    _one_run(ctx, s, entry, n, r)
+        for s, entry, tag in live.values():
+            _finish(ctx, s, entry, tag, runs)
     return res
 
 
@@ -430,30 +454,46 @@ def check_idle(ctx, bin_dir, servers) -> dict:
                  [r[1] for r in res])
 
 
+def _per_round(e, source) -> list:
+    """One latency per complete run: the timing file's line (None if implausible), or the
+    client-side mean."""
+    if source == "client":
+        return list(e["client_mean_s"])
+    vals = [parse_timing(ln) for ln in (e["timing"] or [])][:e["runs_done"]]
+    return [v if v is not None and math.isfinite(v) and v >= LATENCY_FLOOR_S else None
+            for v in vals]
+
+
+def _round_ratios(slow, fast) -> list:
+    return [a / b for a, b in zip(slow, fast) if a is not None and b]
+
+
 def check_speed(wl, servers, ratio_min, ratio_min_client) -> dict:
     """main2 and main4 clearly faster than main1 at the largest n: by the lab's own metric
     (the timing file's mean latency, lock waiting included) when all three wrote plausible
-    lines, else by the client-side mean latency (median over runs), against its own lower
-    threshold (connection set-up and the client's threads dilute that ratio)."""
+    lines, else by the client-side mean latency, against its own lower threshold (connection
+    set-up and the client's threads dilute that ratio). The servers took their runs in
+    turns (workload), so the ratio is taken round by round and its median judged."""
     n = max(next(iter(wl.values())).keys())
-    tab = tables(wl)
-    server = {s: tab.get(s, {}).get(str(n), {}).get("mean") for s in ("main1", "main2", "main4")}
-    client = {s: tab.get(s, {}).get(str(n), {}).get("client") for s in ("main1", "main2", "main4")}
     title = f"main2 and main4 clearly faster than main1 at n={n}"
-    if all(server.values()):
-        med, what = server, "mean latency from the timing files"
-    elif all(client.values()):
-        med, what = client, "median client-side latency (timing files unusable)"
-        ratio_min = ratio_min_client
-    else:
+    entries = {s: wl.get(s, {}).get(n) for s in ("main1", "main2", "main4")}
+    if not all(e and e["runs_done"] for e in entries.values()):
         return check("speed", title, "skip", "not measured: a server did not finish its kit runs")
-    ev = [f"{what} at n={n}: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in med.items())]
+    rounds = {s: _per_round(e, "timing") for s, e in entries.items()}
+    what = "mean latency from the timing files"
+    if not all(v and all(x is not None for x in v) for v in rounds.values()):
+        rounds = {s: _per_round(e, "client") for s, e in entries.items()}
+        what, ratio_min = "client-side mean latency (timing files unusable)", ratio_min_client
+    ev = [f"{what} at n={n}, median of {len(rounds['main1'])} rounds: "
+          + ", ".join(f"{k} {statistics.median(v) * 1e3:.3f} ms" for k, v in rounds.items())]
     ok = True
     for fast in ("main2", "main4"):
-        r = med["main1"] / med[fast]
+        rs = _round_ratios(rounds["main1"], rounds[fast])
+        r = statistics.median(rs)
         good = r >= ratio_min
         ok &= good
-        ev.append(f"main1 / {fast} = {r:.2f} ({'>=' if good else '<'} {ratio_min:g} needed)")
+        ev.append(f"main1 / {fast} = {r:.2f} (median of {len(rs)} rounds, range "
+                  f"{min(rs):.2f}-{max(rs):.2f}; {'>=' if good else '<'} {ratio_min:g} needed)")
     return check("speed", title, "pass" if ok else "fail", ev)
 
 
