@@ -4,18 +4,24 @@
 // counts every allocation of the process.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
 
+#include "common/acceptor.h"
 #include "common/artificial_delay.h"
 #include "common/clock.h"
-#include "common/event_io.h"
+#include "common/io_model_testing.h"
 #include "common/latency_log.h"
 #include "common/protocol.h"
 #include "common/request_handler.h"
@@ -53,25 +59,6 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 namespace kv {
 namespace {
 
-enum class Model { kThread, kPool, kEpoll };
-
-std::string ModelName(const testing::TestParamInfo<Model>& info) {
-  return info.param == Model::kThread ? "thread" : info.param == Model::kPool ? "pool" : "epoll";
-}
-
-std::unique_ptr<IoModel> MakeModel(Model model, RequestHandler* handler) {
-  const ConnectionLimits limits;
-  switch (model) {
-    case Model::kThread:
-      return std::make_unique<ThreadPerConnection>(handler, limits);
-    case Model::kPool:
-      return std::make_unique<EventIoModel>(EventIoModel::Mode::kPool, handler, limits, 1, 2);
-    case Model::kEpoll:
-      return std::make_unique<EventIoModel>(EventIoModel::Mode::kEpoll, handler, limits, 2, 2);
-  }
-  return nullptr;
-}
-
 // Sends `count` requests one at a time (keep-alive ping-pong) and checks
 // every reply; allocates nothing itself.
 bool PingPong(int fd, int count) {
@@ -99,7 +86,7 @@ class AllocFreeTest : public testing::TestWithParam<Model> {
   // log's first batch lines), then kRequests more; returns the allocations
   // made by the whole process during the latter.
   uint64_t AllocationsInWarmRequests(RequestHandler* handler) {
-    std::unique_ptr<IoModel> model = MakeModel(GetParam(), handler);
+    std::unique_ptr<IoModel> model = MakeModel(GetParam(), handler, ConnectionLimits());
     int sv[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     UniqueFd client(sv[0]);
@@ -138,8 +125,57 @@ TEST_P(AllocFreeTest, KeepAliveRequestsWithTheTimingLogAllocateNothing) {
   std::remove(options.time_file.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModels, AllocFreeTest,
-                         testing::Values(Model::kThread, Model::kPool, Model::kEpoll), ModelName);
+INSTANTIATE_TEST_SUITE_P(AllModels, AllocFreeTest, AllModels(), ModelName);
+
+// One connection per request (the kit's way) through epoll loops that accept
+// for themselves: once the loops have made enough connection records, a new
+// connection allocates nothing either. The listener is an abstract Unix
+// socket, so no TCP port is involved.
+int ListenUnix(sockaddr_un* address, socklen_t* length) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  *address = sockaddr_un{};
+  address->sun_family = AF_UNIX;
+  const std::string name = "lockbench-alloc-free-" + std::to_string(getpid());
+  std::memcpy(address->sun_path + 1, name.data(), name.size());  // [0] = '\0': abstract
+  *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(address), *length) != 0 ||
+      listen(fd, 128) != 0) {
+    return -1;
+  }
+  return fd;
+}
+
+// Connects, sends one request, reads the reply, closes; allocates nothing.
+bool OneShot(const sockaddr_un& address, socklen_t length) {
+  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd || connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+    return false;
+  }
+  return PingPong(fd.get(), 1);
+}
+
+TEST(AcceptingAllocFreeTest, ConnectionPerRequestAllocatesNothingOnceWarm) {
+  ArtificialDelay delay{std::chrono::microseconds(0)};
+  MutexPerSlotStore store{10, &delay};
+  RequestCounters counters;
+  RequestHandler handler(&store, nullptr, &counters);
+  std::unique_ptr<IoModel> model = MakeModel(Model::kEpollInline, &handler, ConnectionLimits());
+  sockaddr_un address;
+  socklen_t length;
+  UniqueFd listener(ListenUnix(&address, &length));
+  ASSERT_TRUE(listener.valid()) << std::strerror(errno);
+  AcceptPolicy policy(100, "alloc_free_test", false);
+  ASSERT_TRUE(model->TakeListeners({listener.get()}, &policy));
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(OneShot(address, length));
+  const uint64_t before = g_allocations.load();
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(OneShot(address, length));
+  const uint64_t during = g_allocations.load() - before;
+  const AcceptStats stats = model->StopAccepting();
+  EXPECT_EQ(model->Drain(MonotonicNanos() + 2'000'000'000), 0u);
+  EXPECT_EQ(during, 0u) << during << " allocations in 500 connections";
+  EXPECT_EQ(stats.accepted, 700u);
+  EXPECT_EQ(stats.refused, 0u);
+}
 
 }  // namespace
 }  // namespace kv

@@ -105,6 +105,7 @@ void ConnectionCore::FrameDone() {
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
   ++out_count_;
   ++answered_;
+  if (limits_.close_after_reply) close_after_flush_ = true;
 }
 
 void ConnectionCore::OnWritten(std::size_t n, int64_t now_ns) {

@@ -20,6 +20,8 @@
 //    first byte; closing" (kReject) and closed (framing is lost).
 //  - Write: replies not taken by the peer within write_timeout_ns of being
 //    ready: closed.
+//  - close_after_reply: the first frame is answered and the connection
+//    closed by the server (anything pipelined behind it is not read).
 //  - Stop (server shutdown): frames already whole are answered; an unfinished
 //    frame is dropped (not applied, not answered; cut_by_shutdown() says so),
 //    then closed.
@@ -56,6 +58,9 @@ struct ConnectionLimits {
   int64_t frame_timeout_ns = 1'000'000'000;  // frame not whole by then (from
                                              // its first byte)
   int64_t write_timeout_ns = 5'000'000'000;  // reply not taken by then
+  // The kit's own servers' way: one request per connection, closed by the
+  // server once its reply has left (--close-after-reply).
+  bool close_after_reply = false;
 };
 
 class ConnectionCore {

@@ -32,7 +32,7 @@ struct Event {
 //   handle:<text>  reject:<message>  write:<frames>  wait-write  close[ cut]
 class Harness {
  public:
-  Harness() : core_(Limits(), 0) {}
+  explicit Harness(const ConnectionLimits& limits = Limits()) : core_(limits, 0) {}
   static ConnectionLimits Limits() {
     ConnectionLimits l;
     l.idle_timeout_ns = 5000 * kMs;
@@ -152,6 +152,17 @@ std::string Frames(int count) {
 const char kStalled4[] =
     "reject:incomplete frame: 4 of 100 bytes within 1000 ms of its first byte; "
     "closing";
+
+TEST(ConnectionCore, CloseAfterReplyAnswersOneFrameThenCloses) {
+  ConnectionLimits limits = Harness::Limits();
+  limits.close_after_reply = true;
+  Harness one(limits);
+  EXPECT_EQ(one.Run({{0, 'b', F("1-1-")}}), "handle:1-1-|write:1|close");
+  Harness pipelined(limits);
+  EXPECT_EQ(pipelined.Run({{0, 'b', F("1-1-") + F("2-1-")}}), "handle:1-1-|write:1|close");
+  Harness blocked(limits);  // the close waits for the reply to leave
+  EXPECT_EQ(blocked.Run({{0, 'w'}, {0, 'b', F("1-1-")}, {10, 'p'}}), "handle:1-1-|wait-write");
+}
 
 TEST(ConnectionCore, Scripts) {
   const std::vector<Case> cases = {

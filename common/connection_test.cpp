@@ -15,7 +15,7 @@
 #include "common/artificial_delay.h"
 #include "common/clock.h"
 #include "common/connection.h"
-#include "common/event_io.h"
+#include "common/io_model_testing.h"
 #include "common/protocol.h"
 #include "common/request_handler.h"
 #include "common/store_mutex_per_slot.h"
@@ -87,13 +87,6 @@ bool ClosedWithin(int fd, int ms) {
   return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
 }
 
-enum class Model { kThread, kPool, kEpoll };
-
-std::string ModelName(const testing::TestParamInfo<Model>& info) {
-  constexpr const char* kNames[] = {"thread", "pool", "epoll"};
-  return kNames[static_cast<int>(info.param)];
-}
-
 class ConnectionTest : public testing::TestWithParam<Model> {
  protected:
   ConnectionTest()
@@ -110,21 +103,7 @@ class ConnectionTest : public testing::TestWithParam<Model> {
   UniqueFd Connect(const ConnectionLimits& limits = ShortLimits()) {
     int sv[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    if (model_ == nullptr) {
-      switch (GetParam()) {
-        case Model::kThread:
-          model_ = std::make_unique<ThreadPerConnection>(&handler_, limits);
-          break;
-        case Model::kPool:
-          model_ =
-              std::make_unique<EventIoModel>(EventIoModel::Mode::kPool, &handler_, limits, 1, 2);
-          break;
-        case Model::kEpoll:
-          model_ =
-              std::make_unique<EventIoModel>(EventIoModel::Mode::kEpoll, &handler_, limits, 2, 2);
-          break;
-      }
-    }
+    if (model_ == nullptr) model_ = MakeModel(GetParam(), &handler_, limits);
     EXPECT_TRUE(model_->Dispatch(sv[1]));
     return UniqueFd(sv[0]);
   }
@@ -146,6 +125,18 @@ TEST_P(ConnectionTest, KeepAliveRequestsAnsweredInOrder) {
     EXPECT_EQ(ReplyText(RecvUpTo(c.get(), kFrameSize), 0), text);
   }
   EXPECT_EQ(counters_.frames.load(), 100u);
+}
+
+TEST_P(ConnectionTest, CloseAfterReplyClosesOnceTheReplyHasLeft) {
+  ConnectionLimits limits = ShortLimits();
+  limits.close_after_reply = true;
+  for (int i = 0; i < 20; ++i) {  // every connection the same (records reused)
+    UniqueFd c = Connect(limits);
+    SendAll(c.get(), RequestBytes(3, false, Value(i)));
+    EXPECT_EQ(ReplyText(RecvUpTo(c.get(), kFrameSize), 0), Value(i));
+    EXPECT_TRUE(ClosedWithin(c.get(), 1000)) << "connection " << i;
+  }
+  EXPECT_EQ(counters_.frames.load(), 20u);
 }
 
 TEST_P(ConnectionTest, FramesInOneWriteAnsweredInOrder) {
@@ -287,8 +278,7 @@ TEST_P(ConnectionTest, WriteDeadlineClosesAReaderThatNeverReads) {
   EXPECT_LT(got / kFrameSize, sent_frames);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModels, ConnectionTest,
-                         testing::Values(Model::kThread, Model::kPool, Model::kEpoll), ModelName);
+INSTANTIATE_TEST_SUITE_P(AllModels, ConnectionTest, AllModels(), ModelName);
 
 // The blocking driver on its own: it returns the number of frames answered.
 TEST(ServeConnectionTest, ReturnsFramesAnswered) {

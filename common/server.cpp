@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/acceptor.h"
 #include "common/artificial_delay.h"
 #include "common/clock.h"
 #include "common/event_io.h"
@@ -83,63 +84,19 @@ std::string BaseName(const char* path) {
   return slash != nullptr ? slash + 1 : path;
 }
 
-// One descriptor held in reserve (nginx's and libev's trick): when accept()
-// fails with EMFILE/ENFILE the listener stays readable, and a loop that just
-// retries spins. Releasing the spare lets us accept the connection at the head
-// of the queue and refuse it properly, then take the spare back.
-class SpareFd {
- public:
-  SpareFd() { Acquire(); }
-
-  bool held() const { return fd_.valid(); }
-  bool Acquire() {
-    if (!fd_) fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    return fd_.valid();
-  }
-  void Release() { fd_.Reset(); }
-
- private:
-  UniqueFd fd_;
-};
-
-struct AcceptStats {
-  uint64_t accepted = 0;       // connections handed to the I/O model
-  uint64_t refused = 0;        // accepted, answered "server busy", closed
-  uint64_t accept_errors = 0;  // accept() failures (EMFILE, ENFILE, ...)
-};
-
 // Worker threads of --io pool/epoll when --workers is not given: enough that
 // requests sleeping in the artificial delay under per-slot locks overlap.
 constexpr std::size_t kDefaultWorkers = 64;
 
-// Connections taken from one listener per wake-up, so the other listener and
-// the stop pipe are looked at regularly even under a connection flood.
-constexpr int kAcceptBurst = 64;
-// How long accepting pauses after an error we cannot work around (ENOBUFS,
-// ENOMEM, EMFILE without a spare fd): connections wait in the kernel backlog.
-constexpr int64_t kAcceptPauseNs = 100'000'000;
-
-// Accepts until the stop pipe fires.
-//
-// Overload policy: REFUSE. A connection beyond `max_connections`, one for
-// which no thread can be created, and one that arrives while the process is
-// out of file descriptors (EMFILE/ENFILE, via the spare fd) are all accepted,
-// answered "ERROR server busy ..." and closed at once, so a client fails fast
-// instead of hanging in the backlog. Only when even that is impossible does
-// the loop stop polling the listeners for 100 ms (the stop pipe is still
-// watched). Every case is counted and logged at most once a second; nothing
-// spins, nothing exits, and service resumes by itself as connections close.
+// Accepts until the stop pipe fires, under `policy` (acceptor.h). With no
+// listeners (the I/O model accepts by itself) it only waits for the stop.
 class AcceptLoop {
  public:
-  AcceptLoop(const std::vector<UniqueFd>& listeners, IoModel* io, std::size_t max_connections,
+  AcceptLoop(const std::vector<int>& listeners, IoModel* io, AcceptPolicy* policy,
              const std::string& program, bool warnings)
-      : io_(io),
-        max_connections_(max_connections),
-        log_(program, warnings),
-        busy_("server busy: " + std::to_string(max_connections) +
-              " connections open (--max-connections); try again") {
+      : io_(io), policy_(policy), log_(program, warnings) {
     fds_.reserve(listeners.size() + 1);
-    for (const UniqueFd& fd : listeners) fds_.push_back({fd.get(), POLLIN, 0});
+    for (const int fd : listeners) fds_.push_back({fd, POLLIN, 0});
     fds_.push_back({g_stop_pipe[0], POLLIN, 0});
   }
 
@@ -147,7 +104,11 @@ class AcceptLoop {
   AcceptStats Run() {
     while (WaitForListeners()) {
       for (std::size_t i = 0; i + 1 < fds_.size(); ++i) {
-        if (fds_[i].revents != 0) AcceptBurst(fds_[i].fd);
+        if (fds_[i].revents == 0) continue;
+        const bool go_on = AcceptBurst(
+            policy_, fds_[i].fd, &stats_, [this] { return io_->open_connections(); },
+            [this](UniqueFd conn) { return io_->Dispatch(conn.Release()); });
+        if (!go_on) paused_until_ = MonotonicNanos() + kAcceptPauseNs;
       }
     }
     return stats_;
@@ -177,73 +138,10 @@ class AcceptLoop {
     }
   }
 
-  // Takes up to kAcceptBurst connections from one listener.
-  void AcceptBurst(int listener) {
-    for (int burst = 0; burst < kAcceptBurst; ++burst) {
-      UniqueFd conn(AcceptConnection(listener));
-      if (!conn) {
-        const int err = errno;
-        if (err == EAGAIN || err == EWOULDBLOCK) return;
-        ++stats_.accept_errors;
-        if (!RecoverFromAcceptError(listener, err)) return;
-        continue;
-      }
-      Admit(std::move(conn));
-    }
-  }
-
-  // After accept() failed with `err`: with EMFILE/ENFILE, refuses the
-  // connection at the head of the queue by way of the spare fd. Returns true
-  // if the burst may go on, false if it ends (and accepting may pause).
-  bool RecoverFromAcceptError(int listener, int err) {
-    if ((err != EMFILE && err != ENFILE) || !spare_.held()) {
-      log_.Warn(std::string("accept: ") + std::strerror(err) + "; pausing accepts for 100 ms");
-      paused_until_ = MonotonicNanos() + kAcceptPauseNs;
-      return false;
-    }
-    // accept() fails with EMFILE before it looks at the queue, so this is
-    // also how we learn that the queue is empty.
-    spare_.Release();
-    const int conn = AcceptConnection(listener);
-    const bool drained = conn < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    if (conn >= 0) {
-      RefuseConnection(conn, "server busy: out of file descriptors; try again");
-      ++stats_.refused;
-    }
-    const bool again = spare_.Acquire();
-    log_.Warn(
-        std::string("accept: ") + std::strerror(err) +
-        (again ? "; refusing new connections until some close" : "; pausing accepts for 100 ms"));
-    if (conn >= 0 && again) return true;  // the next queued connection
-    if (drained && again) return false;   // nothing more is waiting
-    paused_until_ = MonotonicNanos() + kAcceptPauseNs;
-    return false;
-  }
-
-  // Hands a new connection to the I/O model, or refuses it.
-  void Admit(UniqueFd conn) {
-    if (io_->open_connections() >= max_connections_) {
-      RefuseConnection(conn.Release(), busy_);
-      ++stats_.refused;
-      log_.Warn("refusing connections: " + std::to_string(max_connections_) +
-                " open (--max-connections)");
-      return;
-    }
-    if (!io_->Dispatch(conn.Release())) {  // Dispatch has refused it
-      ++stats_.refused;
-      log_.Warn(std::string("cannot start a connection thread: ") + std::strerror(errno) +
-                "; refusing connections");
-      return;
-    }
-    ++stats_.accepted;
-  }
-
   IoModel* const io_;
-  const std::size_t max_connections_;
+  AcceptPolicy* const policy_;
   RateLimitedLog log_;
-  const std::string busy_;
   std::vector<pollfd> fds_;  // the listeners, then the stop pipe
-  SpareFd spare_;
   int64_t paused_until_ = 0;
   AcceptStats stats_;
 };
@@ -288,6 +186,7 @@ ConnectionLimits LimitsOf(const ServerOptions& options) {
   limits.idle_timeout_ns = options.idle_timeout_ms * 1'000'000;
   limits.frame_timeout_ns = options.frame_timeout_ms * 1'000'000;
   limits.write_timeout_ns = options.write_timeout_ms * 1'000'000;
+  limits.close_after_reply = options.close_after_reply;
   return limits;
 }
 
@@ -297,10 +196,16 @@ std::unique_ptr<IoModel> MakeIoModel(const ServerOptions& options, RequestHandle
     return std::make_unique<ThreadPerConnection>(handler, limits);
   }
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);  // -1 on error: then one core
-  return std::make_unique<EventIoModel>(
-      options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll : EventIoModel::Mode::kPool,
-      handler, limits, cores > 0 ? static_cast<std::size_t>(cores) : 1,
-      options.workers > 0 ? options.workers : kDefaultWorkers);
+  EventIoModel::Config config;
+  config.mode =
+      options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll : EventIoModel::Mode::kPool;
+  config.loops = options.loops > 0 ? options.loops
+                 : cores > 0       ? static_cast<std::size_t>(cores)
+                                   : 1;
+  config.workers = options.workers > 0 ? options.workers : kDefaultWorkers;
+  // With no delay no access sleeps: the loops run requests themselves.
+  config.inline_requests = options.delay_us == 0;
+  return std::make_unique<EventIoModel>(config, handler, limits);
 }
 
 void PrintReady(const std::string& program, const Listeners& listeners,
@@ -359,9 +264,12 @@ void Serve(const ServerOptions& options, const std::string& program, const Store
   PrintReady(program, listeners, options, *store, *io);
 
   RunResult r;
-  r.accepts =
-      AcceptLoop(listeners.fds, io.get(), options.max_connections, program, options.verbosity >= 1)
-          .Run();
+  AcceptPolicy policy(options.max_connections, program, options.verbosity >= 1);
+  std::vector<int> fds;
+  for (const UniqueFd& fd : listeners.fds) fds.push_back(fd.get());
+  if (io->TakeListeners(fds, &policy)) fds.clear();  // the model accepts by itself
+  r.accepts = AcceptLoop(fds, io.get(), &policy, program, options.verbosity >= 1).Run();
+  r.accepts += io->StopAccepting();
   listeners.fds.clear();  // closes them: new connections are refused by the kernel
   // Requests in flight finish; the whole stop must take under a second.
   r.unfinished = io->Drain(MonotonicNanos() + 800'000'000);

@@ -143,6 +143,9 @@ void AddConnectionOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
        }) {
     AddDecimal(app, t.name, t.value, t.help, 1, 3'600'000);
   }
+  app->add_flag("--close-after-reply", o->close_after_reply,
+                "one request per connection, closed by the server after its reply (the kit's "
+                "own servers' way; the TIME_WAIT then stays on the server's side)");
   AddDecimal(app, "--max-connections", &o->max_connections,
              "connections served at once; beyond it a new connection gets 'ERROR server busy' "
              "and is closed",
@@ -154,11 +157,13 @@ void AddConnectionOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
   raw->io = IoName(o->io);
   app->add_option("--io", raw->io,
                   "I/O model: thread (a thread per connection, the lab's), pool (fixed workers "
-                  "fed by the acceptor), epoll (one event loop per core, lock work on workers)")
+                  "fed by the acceptor), epoll (event loops that accept for themselves; lock "
+                  "work on workers when there is a delay)")
       ->capture_default_str()
       ->check(CLI::IsMember({"thread", "pool", "epoll"}));
   AddDecimal(app, "--workers", &o->workers, "worker threads for --io pool/epoll (0: default, 64)",
              0, 4096);
+  AddDecimal(app, "--loops", &o->loops, "event loops for --io epoll (0: one per core)", 0, 256);
   app->add_flag("-q,--quiet", raw->quiet,
                 "no warnings (the ready line, fatal errors and the summary stay)");
   app->add_flag("-v,--verbose", raw->verbose, "log every rejected request to stderr");

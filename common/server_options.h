@@ -47,7 +47,9 @@ struct ServerOptions {
   int64_t timer_slack_ns = -1;         // -1: leave the kernel default (50 us)
   int verbosity = 1;                   // 0 quiet, 1 normal, 2 verbose
   IoKind io = IoKind::kThreadPerConnection;
-  std::size_t workers = 0;  // pool/epoll worker threads; 0: default
+  std::size_t workers = 0;         // pool/epoll worker threads; 0: default
+  std::size_t loops = 0;           // epoll event loops; 0: one per core
+  bool close_after_reply = false;  // one request per connection
   LatencyLogOptions log;
 };
 

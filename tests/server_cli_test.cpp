@@ -152,6 +152,11 @@ std::vector<OptionRow> ServerOptionRows(const std::string& binary, const std::st
        "--timer-slack-ns"},
       {"--io", {"--io", "pool"}, {"--io", "fibers"}, "--io"},
       {"--workers", {"--workers", "2"}, {"--workers", "4097"}, "--workers"},
+      {"--loops", {"--io", "epoll", "--loops", "2"}, {"--loops", "257"}, "--loops"},
+      {"--close-after-reply",
+       {"--close-after-reply"},
+       {"--close-after-reply=bogus"},
+       "--close-after-reply"},
       {"--quiet", {"--quiet"}, {"--quiet=bogus"}, "--quiet"},
       {"--verbose", {"-v"}, {"--verbose=bogus"}, "--verbose"},
   };

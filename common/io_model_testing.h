@@ -1,0 +1,53 @@
+// Tests only: every I/O model under test, by name (connection_test.cpp,
+// alloc_free_test.cpp). Each test hands it connections with Dispatch().
+#ifndef KV_COMMON_IO_MODEL_TESTING_H_
+#define KV_COMMON_IO_MODEL_TESTING_H_
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "common/connection_core.h"
+#include "common/event_io.h"
+#include "common/io_model.h"
+#include "common/request_handler.h"
+#include "common/thread_per_connection.h"
+
+namespace kv {
+
+// kEpollInline: epoll loops that run the requests themselves (no delay).
+enum class Model { kThread, kPool, kEpoll, kEpollInline };
+
+inline std::string ModelName(const testing::TestParamInfo<Model>& info) {
+  switch (info.param) {
+    case Model::kThread:
+      return "thread";
+    case Model::kPool:
+      return "pool";
+    case Model::kEpoll:
+      return "epoll";
+    case Model::kEpollInline:
+      return "epoll_inline";
+  }
+  return "unknown";
+}
+
+inline std::unique_ptr<IoModel> MakeModel(Model model, RequestHandler* handler,
+                                          const ConnectionLimits& limits) {
+  if (model == Model::kThread) return std::make_unique<ThreadPerConnection>(handler, limits);
+  EventIoModel::Config config;
+  config.mode = model == Model::kPool ? EventIoModel::Mode::kPool : EventIoModel::Mode::kEpoll;
+  config.loops = 2;
+  config.workers = 2;
+  config.inline_requests = model == Model::kEpollInline;
+  return std::make_unique<EventIoModel>(config, handler, limits);
+}
+
+inline auto AllModels() {
+  return testing::Values(Model::kThread, Model::kPool, Model::kEpoll, Model::kEpollInline);
+}
+
+}  // namespace kv
+
+#endif  // KV_COMMON_IO_MODEL_TESTING_H_
