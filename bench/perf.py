@@ -27,6 +27,7 @@ server is stopped at the end of its run, and on any exit (Ctrl-C included).
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -190,6 +191,7 @@ def parse_redis_csv(text: str) -> dict:
     return out
 
 
+@functools.cache
 def server_help(binary: Path) -> str:
     try:
         return subprocess.run([str(binary), "--help"], capture_output=True, text=True,
@@ -251,6 +253,12 @@ class Bench:
                 argv += ["--io", cell["io_arg"]]
             if cell["timing"] == "off":
                 argv.append("--no-timing")
+            if (cell["mode"] == "per-request" and cell["kind"] != "lab"
+                    and has_option(self.bin / cell["binary"], "--close-after-reply")):
+                # As the null servers (and the kit's own servers) do: the server closes
+                # first, so the TIME_WAIT stays on its side and the client's connect()
+                # never hunts for a free port (docs/performance.md).
+                argv.append("--close-after-reply")
         elif kind == "null":
             argv = [str(self.ys / cell["server"]), "-p", str(port), "-N", str(N)]
             if cell["mode"] == "keepalive":
