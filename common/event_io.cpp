@@ -202,7 +202,11 @@ bool EventIoModel::Dispatch(int fd) {
     errno = EIO;
     return false;
   }
-  Loop* loop = loops_[next_loop_++ % loops_.size()].get();
+  HandOff(loops_[next_loop_++ % loops_.size()].get(), fd);
+  return true;
+}
+
+void EventIoModel::HandOff(Loop* loop, int fd) {
   loop->added.fetch_add(1, std::memory_order_acq_rel);
   bool wake;
   {
@@ -211,7 +215,22 @@ bool EventIoModel::Dispatch(int fd) {
     wake = std::exchange(loop->sleeping, false);
   }
   if (wake) Wake(loop);
-  return true;
+}
+
+EventIoModel::Loop* EventIoModel::LeastLoaded(Loop* mine) const {
+  const auto open = [](const Loop* l) {
+    const uint64_t closed = l->closed.load(std::memory_order_acquire);
+    return l->added.load(std::memory_order_acquire) - closed;
+  };
+  Loop* best = mine;
+  uint64_t best_open = open(mine);
+  for (const auto& loop : loops_) {
+    if (const uint64_t o = open(loop.get()); o + 1 < best_open) {
+      best = loop.get();
+      best_open = o;
+    }
+  }
+  return best;
 }
 
 bool EventIoModel::WatchListeners(Loop* loop, bool on) {
@@ -266,6 +285,14 @@ void EventIoModel::AcceptOnLoop(Loop* loop, const Listener* listener, int64_t no
   const bool go_on = AcceptBurst(
       policy, listener->fd, &stats, [this] { return open_connections(); },
       [this, loop, now](UniqueFd conn) {
+        // Whichever loop wakes first accepts, so a burst of connects could
+        // all land on one loop: a connection goes to a loop with at least
+        // two fewer open, else it stays here (no hand-off).
+        Loop* to = LeastLoaded(loop);
+        if (to != loop) {
+          HandOff(to, conn.Release());
+          return true;
+        }
         loop->added.fetch_add(1, std::memory_order_acq_rel);
         AdoptConn(loop, conn.Release(), now);
         return true;

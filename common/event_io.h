@@ -3,7 +3,9 @@
 //  - epoll: one event loop per core (--loops), each with its own epoll set
 //    holding the listening sockets (EPOLLEXCLUSIVE: a new connection wakes
 //    one loop), so a loop accepts for itself and keeps the connections it
-//    accepted; no acceptor thread and no hand-off. A connection is registered
+//    accepted; no acceptor thread and no hand-off, unless another loop has
+//    at least two fewer connections open (a burst of connects would
+//    otherwise land on whichever loop woke first). A connection is registered
 //    once, edge-triggered (EPOLLOUT added only when a send would block), so
 //    waiting costs no epoll_ctl. With no artificial delay a loop runs each
 //    request itself (the lock is held for nanoseconds; Config::
@@ -111,6 +113,11 @@ class EventIoModel final : public IoModel {
   Conn* NewConn(Loop* loop, int fd, int64_t now);
   void RecycleConn(Loop* loop, Conn* conn);
   void AdoptConn(Loop* loop, int fd, int64_t now);
+  // Gives a new connection to `loop` (its mutex-guarded incoming list).
+  void HandOff(Loop* loop, int fd);
+  // The loop with the fewest open connections if it has at least two fewer
+  // than `mine`, else `mine`.
+  Loop* LeastLoaded(Loop* mine) const;
   // A listener is readable: accept a burst on this loop.
   void AcceptOnLoop(Loop* loop, const Listener* listener, int64_t now);
   // Adds (or removes) every listener to (from) the loop's epoll set; the
