@@ -17,6 +17,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "common/acceptor.h"
 #include "common/artificial_delay.h"
@@ -166,6 +167,18 @@ TEST(AcceptingAllocFreeTest, ConnectionPerRequestAllocatesNothingOnceWarm) {
   ASSERT_TRUE(listener.valid()) << std::strerror(errno);
   AcceptPolicy policy(100, "alloc_free_test", false);
   ASSERT_TRUE(model->TakeListeners({listener.get()}, &policy));
+  // Warm: some connections open at once (each loop makes a few records and
+  // its hand-off lists grow), then one after another.
+  for (int round = 0; round < 3; ++round) {
+    std::vector<UniqueFd> open_at_once;
+    for (int i = 0; i < 16; ++i) {
+      open_at_once.emplace_back(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      ASSERT_EQ(
+          connect(open_at_once.back().get(), reinterpret_cast<const sockaddr*>(&address), length),
+          0);
+    }
+    for (const UniqueFd& fd : open_at_once) ASSERT_TRUE(PingPong(fd.get(), 1));
+  }
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(OneShot(address, length));
   const uint64_t before = g_allocations.load();
   for (int i = 0; i < 500; ++i) ASSERT_TRUE(OneShot(address, length));
@@ -173,7 +186,7 @@ TEST(AcceptingAllocFreeTest, ConnectionPerRequestAllocatesNothingOnceWarm) {
   const AcceptStats stats = model->StopAccepting();
   EXPECT_EQ(model->Drain(MonotonicNanos() + 2'000'000'000), 0u);
   EXPECT_EQ(during, 0u) << during << " allocations in 500 connections";
-  EXPECT_EQ(stats.accepted, 700u);
+  EXPECT_EQ(stats.accepted, 748u);
   EXPECT_EQ(stats.refused, 0u);
 }
 

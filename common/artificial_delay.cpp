@@ -3,7 +3,10 @@
 #include <sys/prctl.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <ctime>
+#include <thread>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/cpu_relax.h"
@@ -25,20 +28,28 @@ void SleepRelative(int64_t ns) {
   while (nanosleep(&want, &left) != 0 && errno == EINTR) want = left;
 }
 
-// Sleeps until kPreciseSpinNs before `deadline_ns`, then spins to it.
-void SleepUntilPrecise(int64_t deadline_ns) {
+void SetMinimalTimerSlack() {
   if (!t_slack_set) {
     // Once per thread; a failure (never seen on Linux) leaves the default
     // slack, which the spin cannot undo but the recorded sleep shows.
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     t_slack_set = true;
   }
-  const int64_t wake_ns = deadline_ns - kPreciseSpinNs;
+}
+
+void SleepUntil(int64_t wake_ns) {
+  const timespec wake = ToTimespec(wake_ns);
+  // Absolute deadline: an EINTR restart sleeps only what is left.
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nullptr) == EINTR) {
+  }
+}
+
+// Sleeps until `spin_ns` before `deadline_ns`, then spins to it.
+void SleepUntilPrecise(int64_t deadline_ns, int64_t spin_ns) {
+  const int64_t wake_ns = deadline_ns - spin_ns;
   if (MonotonicNanos() < wake_ns) {
-    const timespec wake = ToTimespec(wake_ns);
-    // Absolute deadline: an EINTR restart sleeps only what is left.
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nullptr) == EINTR) {
-    }
+    SetMinimalTimerSlack();
+    SleepUntil(wake_ns);
   }
   while (MonotonicNanos() < deadline_ns) CpuRelax();
 }
@@ -54,7 +65,7 @@ void ArtificialDelay::Pause() {
   const int64_t start = MonotonicNanos();
   const int64_t nominal_ns = static_cast<int64_t>(nominal_.count()) * 1000;
   if (mode_ == DelayMode::kPrecise) {
-    SleepUntilPrecise(start + nominal_ns);
+    SleepUntilPrecise(start + nominal_ns, spin_ns_);
   } else {
     SleepRelative(nominal_ns);
   }
@@ -106,6 +117,23 @@ uint64_t ArtificialDelay::pauses() const { return Sum().pauses; }
 double ArtificialDelay::MeanSleptNanos() const {
   const Totals t = Sum();
   return t.pauses == 0 ? 0.0 : static_cast<double>(t.slept_ns) / static_cast<double>(t.pauses);
+}
+
+int64_t ArtificialDelay::MeasureWakeUpLatencyNs() {
+  constexpr int kSleeps = 21;
+  constexpr int64_t kSleepNs = 50'000;
+  std::vector<int64_t> late(kSleeps);
+  std::thread probe([&late] {
+    SetMinimalTimerSlack();
+    for (int64_t& l : late) {
+      const int64_t deadline = MonotonicNanos() + kSleepNs;
+      SleepUntil(deadline);
+      l = MonotonicNanos() - deadline;
+    }
+  });
+  probe.join();
+  std::nth_element(late.begin(), late.begin() + kSleeps / 2, late.end());
+  return std::clamp<int64_t>(late[kSleeps / 2] + 1'000, 2'000, 200'000);
 }
 
 uint64_t ArtificialDelay::NextId() {

@@ -10,15 +10,20 @@
 //    woken thread then waits for a CPU.
 //  - kPrecise: the calling thread's timer slack is set to 1 ns (once per
 //    thread, prctl(PR_SET_TIMERSLACK, 1)); the thread sleeps with
-//    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until kPreciseSpinNs
-//    before the absolute deadline (start + nominal), then spins on the clock
-//    until the deadline. So a pause never ends early, and on an idle CPU it
-//    ends within about a microsecond of the deadline. The spin burns at most
-//    kPreciseSpinNs of CPU per pause, and only when the thread woke before the
-//    deadline; when threads outnumber cores (2 cores, 100+ serving threads)
-//    that CPU is taken from runnable threads, while the wake-up itself is
-//    already late (run-queue wait), so there the spin buys nothing and costs
-//    up to kPreciseSpinNs per pause; docs/performance.md has the figures.
+//    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until spin_ns before
+//    the absolute deadline (start + nominal), then spins on the clock until
+//    the deadline. So a pause never ends early, and on an idle CPU it ends
+//    within about a microsecond of the deadline. spin_ns is what a timer
+//    wake-up really takes on this machine: the server measures it at start
+//    (MeasureWakeUpLatencyNs(); --spin-ns sets it), because a spin shorter
+//    than the wake-up cannot absorb it (a KVM guest wakes 15-30 us late,
+//    not the 2-3 us of bare metal). When spin_ns >= nominal the pause never
+//    sleeps: it spins the whole delay (sleeps() is false), and the server
+//    then runs requests on its event loops (--io epoll) rather than handing
+//    them to sleeping workers. The spin burns CPU: when threads outnumber
+//    cores (2 cores, 100+ serving threads) that CPU is taken from runnable
+//    threads, so spinning helps only where few threads serve (--io epoll);
+//    docs/performance.md has the figures.
 //
 // Either way the delay records what it actually slept: in total (pauses(),
 // MeanSleptNanos(), for the summary) and per thread (TakeThreadSleptNanos(),
@@ -32,6 +37,7 @@
 #ifndef KV_COMMON_ARTIFICIAL_DELAY_H_
 #define KV_COMMON_ARTIFICIAL_DELAY_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -50,15 +56,15 @@ enum class DelayMode { kUsleep, kPrecise };
 // "usleep" / "precise".
 std::string_view DelayModeName(DelayMode mode);
 
-// How long before the deadline a precise pause stops sleeping and spins.
-// Chosen above the timer wake-up latency of an idle 2-vCPU KVM guest with
-// 1 ns timer slack (about 2-3 us) so the spin absorbs it.
+// The spin of a precise pause when none is given: a bare-metal timer
+// wake-up with 1 ns timer slack (2-3 us) and a margin.
 inline constexpr int64_t kPreciseSpinNs = 4'000;
 
 class ArtificialDelay {
  public:
-  explicit ArtificialDelay(std::chrono::microseconds nominal, DelayMode mode = DelayMode::kUsleep)
-      : nominal_(nominal), mode_(mode), id_(NextId()) {}
+  explicit ArtificialDelay(std::chrono::microseconds nominal, DelayMode mode = DelayMode::kUsleep,
+                           int64_t spin_ns = kPreciseSpinNs)
+      : nominal_(nominal), mode_(mode), spin_ns_(spin_ns < 0 ? 0 : spin_ns), id_(NextId()) {}
   ArtificialDelay(const ArtificialDelay&) = delete;
   ArtificialDelay& operator=(const ArtificialDelay&) = delete;
 
@@ -69,6 +75,19 @@ class ArtificialDelay {
 
   std::chrono::microseconds nominal() const { return nominal_; }
   DelayMode mode() const { return mode_; }
+  int64_t spin_ns() const { return spin_ns_; }
+  // False when no pause ever blocks the thread: no delay, or a precise one
+  // that spins all the way.
+  bool sleeps() const {
+    return nominal_.count() > 0 && (mode_ == DelayMode::kUsleep ||
+                                    spin_ns_ < static_cast<int64_t>(nominal_.count()) * 1000);
+  }
+
+  // How late a timer wakes a thread with 1 ns timer slack on this machine:
+  // the median overshoot of 21 sleeps of 50 us, on a thread of its own (the
+  // caller's slack is left alone), plus 1 us; clamped to [2 us, 200 us].
+  // Takes about 2 ms.
+  static int64_t MeasureWakeUpLatencyNs();
   // Number of pauses taken and their mean real duration in nanoseconds
   // (0 when none was taken).
   // Both sum the per-thread shards (a mutex; for summaries, not per request).
@@ -99,7 +118,8 @@ class ArtificialDelay {
 
   const std::chrono::microseconds nominal_;
   const DelayMode mode_;
-  const uint64_t id_;  // unique per delay, for the threads' shard cache
+  const int64_t spin_ns_;  // kPrecise: spin this long before the deadline
+  const uint64_t id_;      // unique per delay, for the threads' shard cache
   mutable Mutex shards_mu_;
   // Shards outlive their threads, so no count is lost when a thread ends.
   std::vector<std::unique_ptr<Shard>> shards_ GUARDED_BY(shards_mu_);

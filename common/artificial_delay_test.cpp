@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <thread>
@@ -110,6 +111,47 @@ TEST(ArtificialDelayTest, TotalsMergeEveryThreadsPauses) {
   EXPECT_EQ(a.pauses(), 41u);
   EXPECT_EQ(b.pauses(), 80u);
   EXPECT_GE(a.MeanSleptNanos(), 1'000.0);
+}
+
+// Voluntary context switches of the calling thread (a sleep is one).
+long VoluntarySwitches() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nvcsw;
+}
+
+// A precise pause sleeps until spin_ns before its deadline: with spin_ns at
+// or above the delay it never sleeps (spins all the way), with 0 it always
+// does.
+TEST(ArtificialDelayTest, PreciseSpinDecidesWhetherAPauseSleeps) {
+  ArtificialDelay spins(microseconds(10), DelayMode::kPrecise, 20'000);
+  ArtificialDelay sleeps(microseconds(10), DelayMode::kPrecise, 0);
+  EXPECT_FALSE(spins.sleeps());
+  EXPECT_TRUE(sleeps.sleeps());
+  EXPECT_TRUE(ArtificialDelay(microseconds(10)).sleeps());  // usleep always does
+  EXPECT_FALSE(ArtificialDelay(microseconds(0), DelayMode::kUsleep).sleeps());
+  long spin_switches = -1, sleep_switches = -1;
+  std::thread t([&] {
+    long before = VoluntarySwitches();
+    for (int i = 0; i < 50; ++i) spins.Pause();
+    spin_switches = VoluntarySwitches() - before;
+    before = VoluntarySwitches();
+    for (int i = 0; i < 50; ++i) sleeps.Pause();
+    sleep_switches = VoluntarySwitches() - before;
+  });
+  t.join();
+  EXPECT_EQ(spin_switches, 0);
+  EXPECT_GE(sleep_switches, 25);
+  EXPECT_GE(spins.MeanSleptNanos(), 10'000.0);  // never early, either way
+  EXPECT_GE(sleeps.MeanSleptNanos(), 10'000.0);
+}
+
+TEST(ArtificialDelayTest, WakeUpLatencyIsMeasuredOnAThreadOfItsOwn) {
+  const long slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  const int64_t late = ArtificialDelay::MeasureWakeUpLatencyNs();
+  EXPECT_GE(late, 2'000);
+  EXPECT_LE(late, 200'000);
+  EXPECT_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), slack);  // the caller's is untouched
 }
 
 TEST(ArtificialDelayTest, ModeNames) {

@@ -190,7 +190,9 @@ ConnectionLimits LimitsOf(const ServerOptions& options) {
   return limits;
 }
 
-std::unique_ptr<IoModel> MakeIoModel(const ServerOptions& options, RequestHandler* handler) {
+// `inline_requests`: no access ever sleeps, so epoll loops may run them.
+std::unique_ptr<IoModel> MakeIoModel(const ServerOptions& options, bool inline_requests,
+                                     RequestHandler* handler) {
   const ConnectionLimits limits = LimitsOf(options);
   if (options.io == IoKind::kThreadPerConnection) {
     return std::make_unique<ThreadPerConnection>(handler, limits);
@@ -203,21 +205,25 @@ std::unique_ptr<IoModel> MakeIoModel(const ServerOptions& options, RequestHandle
                  : cores > 0       ? static_cast<std::size_t>(cores)
                                    : 1;
   config.workers = options.workers > 0 ? options.workers : kDefaultWorkers;
-  // With no delay no access sleeps: the loops run requests themselves.
-  config.inline_requests = options.delay_us == 0;
+  config.inline_requests = inline_requests;
   return std::make_unique<EventIoModel>(config, handler, limits);
 }
 
 void PrintReady(const std::string& program, const Listeners& listeners,
-                const ServerOptions& options, const Store& store, const IoModel& io) {
+                const ServerOptions& options, const Store& store, const IoModel& io,
+                const ArtificialDelay& delay) {
   std::printf("%s: listening on %s", program.c_str(), listeners.where[0].c_str());
   if (listeners.where.size() > 1) {
     std::printf(" and %s (kit client port)", listeners.where[1].c_str());
   }
-  std::printf(" n=%zu strategy=%.*s io=%.*s delay_us=%lld\n", options.n,
+  std::printf(" n=%zu strategy=%.*s io=%.*s delay_us=%lld", options.n,
               static_cast<int>(store.name().size()), store.name().data(),
               static_cast<int>(io.name().size()), io.name().data(),
               static_cast<long long>(options.delay_us));
+  if (delay.mode() == DelayMode::kPrecise && options.delay_us > 0) {
+    std::printf(" delay_mode=precise spin_ns=%lld", static_cast<long long>(delay.spin_ns()));
+  }
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -255,13 +261,17 @@ void PrintSummary(const std::string& program, bool timing, const RunResult& r) {
 // Serves on `listeners` until a stop signal, then drains and summarises.
 void Serve(const ServerOptions& options, const std::string& program, const StoreMaker& factory,
            Listeners listeners, LatencyLog* log) {
-  ArtificialDelay delay{std::chrono::microseconds(options.delay_us), options.delay_mode};
+  const bool precise = options.delay_mode == DelayMode::kPrecise && options.delay_us > 0;
+  const int64_t spin_ns = !precise               ? kPreciseSpinNs
+                          : options.spin_ns >= 0 ? options.spin_ns
+                                                 : ArtificialDelay::MeasureWakeUpLatencyNs();
+  ArtificialDelay delay{std::chrono::microseconds(options.delay_us), options.delay_mode, spin_ns};
   std::unique_ptr<Store> store = factory(options.n, &delay);
   RequestCounters counters;
   RequestHandler handler(store.get(), options.timing ? log : nullptr, &counters);
   handler.set_log_rejects(options.verbosity >= 2, program);
-  std::unique_ptr<IoModel> io = MakeIoModel(options, &handler);
-  PrintReady(program, listeners, options, *store, *io);
+  std::unique_ptr<IoModel> io = MakeIoModel(options, !delay.sleeps(), &handler);
+  PrintReady(program, listeners, options, *store, *io, delay);
 
   RunResult r;
   AcceptPolicy policy(options.max_connections, program, options.verbosity >= 1);

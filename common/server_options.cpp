@@ -105,10 +105,15 @@ void AddDelayAndTimingOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
              0, 1'000'000);
   app->add_option("--delay-mode", raw->delay_mode,
                   "usleep: the kit's relative sleep (lasts the timer slack longer); precise: "
-                  "absolute-deadline sleep with 1 ns timer slack, then a spin of at most 4 us "
-                  "to the deadline (docs/performance.md)")
+                  "absolute-deadline sleep with 1 ns timer slack until --spin-ns before the "
+                  "deadline, then a spin to it (docs/performance.md)")
       ->capture_default_str()
       ->check(CLI::IsMember({"usleep", "precise"}));
+  app->add_option("--spin-ns", o->spin_ns,
+                  "--delay-mode precise: spin this long before the deadline (default: the "
+                  "timer wake-up latency measured at start; at or above the delay, a pause "
+                  "never sleeps)")
+      ->transform(Decimal(0, 1'000'000'000));
   app->add_flag("!--no-timing", o->timing,
                 "measurement switch: record nothing (no timing file lines, no trace, no latency "
                 "split in the summary), to measure what timing costs");

@@ -37,6 +37,7 @@ struct ServerOptions {
   bool kit_twin = true;                       // also listen on the byte-swapped kit port
   int64_t delay_us = 10;                      // the kit's ART_DELAY
   DelayMode delay_mode = DelayMode::kUsleep;  // --delay-mode
+  int64_t spin_ns = -1;                       // --spin-ns; -1: measure the wake-up latency
   bool timing = true;                         // false (--no-timing): no latency bookkeeping at all
   int64_t idle_timeout_ms = 5000;
   int64_t frame_timeout_ms = 1000;     // a frame must be whole this long after

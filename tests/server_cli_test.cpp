@@ -57,6 +57,8 @@ std::vector<BadCli> BadCases() {
       {"--max-connections", {"0", "1e6"}},
       {"--timer-slack-ns", {"0", "-1", "1.0"}},
       {"--trace-limit", {"-1", "0x10"}},
+      {"--spin-ns", {"-1", "1000000001", "4us"}},
+      {"--loops", {"257", "-1", "2.0"}},
   };
   for (const auto& [option, values] : options) {
     for (const std::string& v : values) {
@@ -153,6 +155,10 @@ std::vector<OptionRow> ServerOptionRows(const std::string& binary, const std::st
       {"--io", {"--io", "pool"}, {"--io", "fibers"}, "--io"},
       {"--workers", {"--workers", "2"}, {"--workers", "4097"}, "--workers"},
       {"--loops", {"--io", "epoll", "--loops", "2"}, {"--loops", "257"}, "--loops"},
+      {"--spin-ns",
+       {"--delay-mode", "precise", "--spin-ns", "5000"},
+       {"--spin-ns", "-1"},
+       "--spin-ns"},
       {"--close-after-reply",
        {"--close-after-reply"},
        {"--close-after-reply=bogus"},
