@@ -163,14 +163,20 @@ def targets(runs: pd.DataFrame) -> list:
         r = ratio(m4ka, per_round(on, **ref))
         out.append(Target(f"keep-alive, delay 0: main4 / Redis {op} (redis-benchmark)", ">= 1.5x",
                           r, _met(r, at_least=1.5), _join(io_note, cpu_note(on, m4sel, ref))))
-    # 3. Lab metric, precise delay: kit workload vs one uncontended access, same server run.
+    # 3. Lab metric, precise delay: kit workload vs one uncontended access, same server run
+    #    and I/O model; the best I/O model's ratio is the target's.
     lab = runs[runs["kind"] == "lab"]
-    r = ratio(per_round(lab, "summary_mean_latency_s", server="main4", delay_mode="precise",
-                        workload="kit"),
-              per_round(lab, "summary_mean_latency_s", server="main4", delay_mode="precise",
-                        workload="uncontended"))
+    best, best_io = NO_RATIO, None
+    for io in lab["io"].dropna().unique():
+        sel = {"server": "main4", "io": io, "delay_mode": "precise"}
+        r = ratio(per_round(lab, "summary_mean_latency_s", workload="kit", **sel),
+                  per_round(lab, "summary_mean_latency_s", workload="uncontended", **sel))
+        if r.rounds and (best.rounds == 0 or r.median < best.median):
+            best, best_io = r, io
     out.append(Target("lab metric, precise delay, main4 n=1000 kit workload / uncontended",
-                      "<= 1.2x", r, _met(r, at_most=1.2), lab_split_note(runs)))
+                      "<= 1.2x", best, _met(best, at_most=1.2),
+                      _join(f"best: {config_label('main4', best_io)}" if best_io else "",
+                            lab_split_note(runs, best_io))))
     # 4. Timing cost: keep-alive main4 throughput, timing off / on (an A B B A block).
     for conns in (100, 2):
         cpu = timing_ratio(runs, conns, "server_cpu_us_per_req")
@@ -197,13 +203,16 @@ def targets(runs: pd.DataFrame) -> list:
     return out
 
 
-def lab_split_note(runs: pd.DataFrame) -> str:
-    """What the kit workload's lab metric (precise delay) is made of, beside the
-    uncontended one, from the split table: where the extra time goes; '' when not measured."""
+def lab_split_note(runs: pd.DataFrame, io) -> str:
+    """What the kit workload's lab metric (precise delay, I/O model `io`) is made of, beside
+    the uncontended one, from the split table: where the extra time goes; '' when not
+    measured."""
     split = split_table(runs)
     if split.empty or "CPU wait (sampled)" not in split.columns:
         return ""
-    rows = dict(split[split["delay mode"] == "precise"].set_index("workload").iterrows())
+    label = config_label("main4", io)
+    mine = split[(split["delay mode"] == "precise") & (split["server"] == label)]
+    rows = dict(mine.set_index("workload").iterrows())
     if "kit" not in rows or "uncontended" not in rows:
         return ""
     kit, alone = rows["kit"], rows["uncontended"]
@@ -295,8 +304,10 @@ def split_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The lab metric of the lab cells and what it is made of (medians over rounds, us)."""
     lab = runs[runs["kind"] == "lab"]
     rows = []
-    for (mode, workload), g in lab.groupby(["delay_mode", "workload"], sort=False):
-        row = {"delay mode": mode, "workload": workload,
+    for (io, mode, workload), g in lab.groupby(["io", "delay_mode", "workload"], sort=False,
+                                                dropna=False):
+        row = {"server": config_label("main4", io if isinstance(io, str) else None),
+               "delay mode": mode, "workload": workload,
                "lab metric": g.groupby("round")["summary_mean_latency_s"].median().median() * 1e6}
         for name, col in SPLIT_PARTS:
             if col in g.columns:
@@ -418,9 +429,12 @@ def section_markdown(runs: pd.DataFrame, meta: dict) -> str:
         "references in brackets; Redis by `redis-benchmark -c 100 -d 100` (`-k 1` / `-k 0`).\n",
         markdown_table(ratio_table(runs)),
         "### What the lab metric is made of\n",
-        "main4, n = 1000: `kit` = the kit workload (100 threads x 10 requests, one connection "
-        "each); `uncontended` = one client thread. Microseconds per request (medians over "
-        "rounds); lock hold contains the delay slept; CPU wait overlaps the other parts.\n",
+        "main4, n = 1000, per I/O model: `kit` = the kit workload (100 threads x 10 requests, "
+        "one connection each); `uncontended` = one client thread. Microseconds per request "
+        "(medians over rounds); lock hold contains the delay slept; CPU wait overlaps the "
+        "other parts. With `--delay-mode precise` the spin is the timer wake-up latency the "
+        "server measured at start; where that is at least the delay, a pause never sleeps "
+        "and `--io epoll` runs requests on its loops.\n",
         markdown_table(split_table(runs)),
     ]
     return "\n".join(parts)

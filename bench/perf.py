@@ -14,7 +14,8 @@ of the same round compares runs that saw the same machine:
   - our client against nullsrv_epoll next to loadgen (both modes);
   - main4 keep-alive with --no-timing next to timing on (what timing costs);
   - the lab metric of main4 at n = 1000 under the kit workload, and with one client
-    thread (one uncontended delayed access), in both --delay-mode settings.
+    thread (one uncontended delayed access), in both --delay-mode settings, with thread
+    per connection and with --io epoll.
 
 Raw results go to results/perf/<UTC time>/ (runs.csv, runs.jsonl, meta.json, and every
 server's and client's output in logs.tar.xz), and the report's Performance section alone
@@ -434,11 +435,15 @@ def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
                 workload=f"c{conns}_abba{k}", conns=conns)
     mode_flag = has_option(bin_dir / "main4", "--delay-mode")
     # Binaries without --delay-mode sleep the kit's way (usleep) only.
-    for dm in (("precise", "usleep") if mode_flag else ("usleep",)):
-        for wl in ("kit", "uncontended"):
-            add(kind="lab", server="main4", server_kind="lockbench", binary="main4",
-                io="default", io_arg=None, client="ours", mode="per-request",
-                delay_us=LAB_DELAY, delay_mode=dm, workload=wl, mode_flag=mode_flag)
+    # The lab's model (thread per connection), and epoll loops, which run requests
+    # themselves when a precise pause never sleeps.
+    for io in ["default"] + (["epoll"] if "epoll" in ios else []):
+        for dm in (("precise", "usleep") if mode_flag else ("usleep",)):
+            for wl in ("kit", "uncontended"):
+                add(kind="lab", server="main4", server_kind="lockbench", binary="main4",
+                    io=io, io_arg=None if io == "default" else io, client="ours",
+                    mode="per-request", delay_us=LAB_DELAY, delay_mode=dm, workload=wl,
+                    mode_flag=mode_flag)
     if only:
         cells = [c for c in cells if c["kind"] in only]
     return cells

@@ -80,6 +80,19 @@ def test_targets_use_same_round_ratios():
                            "ours / loadgen **0.75x** (0.75-0.75)")
 
 
+def test_lab_target_takes_the_io_model_with_the_best_ratio():
+    runs = _runs()
+    epoll = runs[runs["kind"] == "lab"].copy()
+    epoll["io"] = "epoll"
+    epoll.loc[epoll["workload"] == "kit", "summary_mean_latency_s"] = 22e-6
+    ts = {t.name: t for t in perf.targets(pd.concat([runs, epoll], ignore_index=True))}
+    lab = ts["lab metric, precise delay, main4 n=1000 kit workload / uncontended"]
+    assert lab.ratio.median == pytest.approx(1.1) and lab.met is True
+    assert lab.detail.startswith("best: main4 (epoll); kit 22 us vs uncontended 20 us")
+    split = perf.split_table(pd.concat([runs, epoll], ignore_index=True))
+    assert list(split["server"]) == ["main4", "main4", "main4 (epoll)", "main4 (epoll)"]
+
+
 def test_missing_measurement_is_not_measured_not_failed():
     runs = _runs()
     runs = runs[~runs["server"].str.startswith("redis")]
