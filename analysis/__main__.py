@@ -210,6 +210,14 @@ class Parser(argparse.ArgumentParser):
 
 # ---- the parser -----------------------------------------------------------------------------
 
+SERVER_CMD_HELP = (
+    "run every server as this command, kit-style (nothing added; ready when it listens on "
+    "the port or its twin; timing file server_output_time_aggregated in its working "
+    "directory; SIGTERM is a normal stop). Fields: {bin} {n} {ip} {port}. Default: "
+    "lockbench's own servers get their extra options, any other server in --bin-dir runs as "
+    "the kit's '{bin} {n} {ip} {port}'")
+
+
 def _common(p):
     g = p.add_argument_group("where")
     # Resolved at once: servers run with their results folder as working directory.
@@ -227,12 +235,7 @@ def _common(p):
                    help="use this port (and its byte-swapped twin) for every server start "
                         "instead of a fresh free pair each time")
     g.add_argument("--server-cmd", type=server_cmd, default=None, metavar="TEMPLATE",
-                   help="run every server as this command, kit-style (nothing added; ready "
-                        "when it listens on the port or its twin; timing file "
-                        "server_output_time_aggregated in its working directory; SIGTERM is "
-                        "a normal stop). Fields: {bin} {n} {ip} {port}. Default: lockbench's "
-                        "own servers get their extra options, any other server in --bin-dir "
-                        "runs as the kit's '{bin} {n} {ip} {port}'")
+                   help=SERVER_CMD_HELP)
     g.add_argument("--client", type=executable_file, default=None, metavar="PATH",
                    help="lockbench client to use (default: --bin-dir's client, else "
                         "build/release's)")

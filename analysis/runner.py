@@ -68,27 +68,30 @@ SWEEP_FIELD = {"threads": "threads", "read-ratio": "read_ratio", "n": "n",
 
 
 @dataclass
-class LabParams:
+class RunParams:
+    """What the lab experiment and the sweeps both have: the servers and the delay."""
     servers: list = field(default_factory=lambda: list(SERVERS))
+    delay_us: float = 10.0
+
+
+@dataclass
+class LabParams(RunParams):
     n: list = field(default_factory=lambda: list(LAB_N))
     runs: int = 100
-    delay_us: float = 10.0
     pause_s: float = 0.0
     trace_limit: int = 10000
 
 
 @dataclass
-class SweepParams:
-    kinds: list = field(default_factory=lambda: list(SWEEP_KINDS))
-    servers: list = field(default_factory=lambda: list(SERVERS))
+class SweepParams(RunParams):
     n: int = 1000
-    delay_us: float = 10.0
-    read_ratio: float = 0.7
     threads: int = 64
+    read_ratio: float = 0.7
     connection: str = "per-request"
     duration_s: float = 1.0
     warmup_s: float = 0.25
     reps: int = 3
+    kinds: list = field(default_factory=lambda: list(SWEEP_KINDS))
     values: dict = field(default_factory=lambda: {k: list(v) for k, v in SWEEP_VALUES.items()})
 
 

@@ -20,17 +20,8 @@ namespace kv {
 enum class Model { kThread, kPool, kEpoll, kEpollInline };
 
 inline std::string ModelName(const testing::TestParamInfo<Model>& info) {
-  switch (info.param) {
-    case Model::kThread:
-      return "thread";
-    case Model::kPool:
-      return "pool";
-    case Model::kEpoll:
-      return "epoll";
-    case Model::kEpollInline:
-      return "epoll_inline";
-  }
-  return "unknown";
+  constexpr const char* kNames[] = {"thread", "pool", "epoll", "epoll_inline"};
+  return kNames[static_cast<int>(info.param)];
 }
 
 inline std::unique_ptr<IoModel> MakeModel(Model model, RequestHandler* handler,
