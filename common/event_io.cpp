@@ -70,8 +70,9 @@ struct EventIoModel::Loop {
   AcceptPolicy* policy GUARDED_BY(mu) = nullptr;
   bool in_burst GUARDED_BY(mu) = false;
   AcceptStats accepted GUARDED_BY(mu);
-  // Connections counted open (added) and closed, each written by one
-  // thread at a time (the loop; Dispatch's caller for added in pool mode).
+  // Connections given to this loop (added: an atomic add by whichever thread
+  // gives one, usually the loop itself) and closed (by the loop alone), on
+  // the loop's own lines: no counter shared by every connection.
   std::atomic<uint64_t> added{0};
   std::atomic<uint64_t> closed{0};
   // Loop thread only:
