@@ -31,8 +31,8 @@
 // below, which order every access. The queues are intrusive (linked through
 // the connection), and a loop reuses the records of closed connections, so
 // serving a request, or (once warm) a connection, allocates nothing. Open
-// connections are counted per loop (each count written by one thread), not
-// in one shared counter.
+// connections are counted per loop (mostly by the loop itself), not in one
+// counter every connection writes.
 // Thread safety: as io_model.h; a loop takes its listeners from the accept
 // thread (TakeListeners, StopAccepting) under its mutex.
 #ifndef KV_COMMON_EVENT_IO_H_
