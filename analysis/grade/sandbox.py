@@ -10,6 +10,7 @@
 """
 
 import shutil
+import subprocess
 from dataclasses import dataclass
 
 NOBODY = 65534
@@ -25,9 +26,21 @@ class Limits:
 
 
 def available() -> str:
-    """'' if bubblewrap, setpriv and prlimit are on PATH, else one line naming what is not."""
+    """'' if bubblewrap, setpriv and prlimit are on PATH and bubblewrap can start the outer
+    sandbox here, else one line saying what is wrong (a missing tool; a system where
+    bubblewrap cannot make its namespaces, e.g. a chroot whose / is not a mount point)."""
     missing = [t for t in ("bwrap", "setpriv", "prlimit") if shutil.which(t) is None]
-    return f"missing {', '.join(missing)} (Debian: bubblewrap, util-linux)" if missing else ""
+    if missing:
+        return f"missing {', '.join(missing)} (Debian: bubblewrap, util-linux)"
+    try:
+        p = subprocess.run(outer([], ["true"], {}), capture_output=True, text=True,
+                           timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap cannot start a sandbox here: {e}"
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        return f"bubblewrap cannot start a sandbox here: {last}"
+    return ""
 
 
 def outer(writable: list, argv: list, env: dict, readable: list = ()) -> list:

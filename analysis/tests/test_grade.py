@@ -5,6 +5,7 @@ Chromium with the verdict on it. One grading of all fixtures (--quick --runs 2, 
 minutes, two at a time) is shared by the tests of this module."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,13 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import render
+from analysis.grade import render, sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 NAMES = ["correct", "crash_on_empty", "no_lock", "serialised", "no_init", "garbage_timing",
          "hangs"]
 CHROMIUM = shutil.which("chromium")
+# '' where grading can run; else why not (no bubblewrap, or a system where it cannot make
+# its namespaces, such as a chroot): those tests are skipped with that reason.
+NO_SANDBOX = sandbox.available()
 
 
 def grade(*args, cwd=REPO, timeout=600):
@@ -29,8 +33,8 @@ def grade(*args, cwd=REPO, timeout=600):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed (./lockbench setup installs it)")
+    if NO_SANDBOX:
+        pytest.skip(f"no sandbox: {NO_SANDBOX} (./lockbench setup installs bubblewrap)")
     out = tmp_path_factory.mktemp("grades")
     p = grade(*[FIXTURES / n for n in NAMES], "--quick", "--runs", "2", "--no-reference",
               "--jobs", "2", "--no-progress", "--out", out)
@@ -106,8 +110,8 @@ def test_a_server_that_stops_answering_is_a_hang(graded):
 
 
 def test_the_submission_runs_as_nobody_without_network_beyond_its_loopback(tmp_path):
-    if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
+    if NO_SANDBOX:
+        pytest.skip(f"no sandbox: {NO_SANDBOX}")
     # A "submission" whose Makefile records who runs it and which interfaces it sees.
     sub = tmp_path / "nosy"
     sub.mkdir()
@@ -148,6 +152,26 @@ def test_html_page_renders_in_headless_chromium_with_its_verdict(graded, name, w
     rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
     hits = ((abs(img - rgb) < 0.02).all(axis=2)).sum()
     assert hits > 2000, f"only {hits} pixels of the {word} banner colour {colour}"
+
+
+def test_a_sandbox_that_cannot_start_is_one_line_and_exit_1_before_any_grading(tmp_path):
+    # A bwrap that fails as it does in a chroot: grading must not turn that into a FAIL
+    # verdict for the submission (it is the machine's fault), and must write no pages.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\n"
+                                "echo 'bwrap: Failed to make / slave: Invalid argument' >&2\n"
+                                "exit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-m", "analysis", "grade", FIXTURES / "correct",
+                        "--quick", "--no-reference", "--no-progress", "--out", out],
+                       capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Failed to make / slave" in lines[0] and "sandbox" in lines[0]
+    assert not (out / "correct").exists()
 
 
 def test_bad_command_lines_exit_2_with_one_line(tmp_path):
