@@ -169,6 +169,13 @@ Status EventIoModel::MakeLoop() {
   if (!Ctl(loop->epfd.get(), EPOLL_CTL_ADD, loop->wake_fd.get(), nullptr, EPOLLIN)) {
     return Status::IOError("epoll_ctl add eventfd", errno);
   }
+  // Hand-offs swap these two lists, so both need room for a burst up front:
+  // a push into whichever holds none would allocate on a warm server.
+  {
+    MutexLock guard(&loop->mu);
+    loop->incoming.reserve(kAcceptBurst);
+  }
+  loop->adopting.reserve(kAcceptBurst);
   loops_.push_back(std::move(loop));
   return Status::OK();
 }
