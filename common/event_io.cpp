@@ -75,6 +75,12 @@ struct EventIoModel::Loop {
   // the loop's own lines: no counter shared by every connection.
   std::atomic<uint64_t> added{0};
   std::atomic<uint64_t> closed{0};
+  // Connections open on this loop (closed is read first: a connection
+  // counted closed was counted added before).
+  uint64_t open() const {
+    const uint64_t c = closed.load(std::memory_order_acquire);
+    return added.load(std::memory_order_acquire) - c;
+  }
   // Loop thread only:
   std::vector<std::unique_ptr<Conn>> records;  // every Conn this loop made
   Conn* free_list = nullptr;                   // records not in use (by next)
@@ -185,14 +191,9 @@ EventIoModel::~EventIoModel() {
 }
 
 std::size_t EventIoModel::open_connections() const {
-  uint64_t added = 0;
-  uint64_t closed = 0;
-  for (const auto& loop : loops_) {
-    // closed first: a connection counted closed was counted added before.
-    closed += loop->closed.load(std::memory_order_acquire);
-    added += loop->added.load(std::memory_order_acquire);
-  }
-  return added >= closed ? static_cast<std::size_t>(added - closed) : 0;
+  uint64_t open = 0;
+  for (const auto& loop : loops_) open += loop->open();
+  return static_cast<std::size_t>(open);
 }
 
 void EventIoModel::Wake(Loop* loop) {
@@ -226,14 +227,10 @@ void EventIoModel::HandOff(Loop* loop, int fd) {
 }
 
 EventIoModel::Loop* EventIoModel::LeastLoaded(Loop* mine) const {
-  const auto open = [](const Loop* l) {
-    const uint64_t closed = l->closed.load(std::memory_order_acquire);
-    return l->added.load(std::memory_order_acquire) - closed;
-  };
   Loop* best = mine;
-  uint64_t best_open = open(mine);
+  uint64_t best_open = mine->open();
   for (const auto& loop : loops_) {
-    if (const uint64_t o = open(loop.get()); o + 1 < best_open) {
+    if (const uint64_t o = loop->open(); o + 1 < best_open) {
       best = loop.get();
       best_open = o;
     }
@@ -526,10 +523,8 @@ void EventIoModel::DriveOnWorker(Conn* conn) {
     }
     switch (const ConnectionCore::Action action = core.Next(now)) {
       case ConnectionCore::Action::kHandle:
-        HandleFrame(core, action, now - core.frame_received_ns());
-        break;
       case ConnectionCore::Action::kReject:
-        HandleFrame(core, action, 0);
+        HandleFrame(core, action, now - core.frame_received_ns());
         break;
       case ConnectionCore::Action::kWrite:
         more = pool && WriteOnWorker(conn);  // else the loop writes
