@@ -9,13 +9,14 @@ import argparse
 import csv
 import html
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from ..progress import Progress
-from . import render, sandbox
+from . import isolation, render, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
@@ -26,6 +27,7 @@ DEFAULT = {"runs": 100, "sizes": [10, 100, 1000], "init_n": 100, "attack_rounds"
            "request_timeout_s": 5.0, "idle_timeout_s": 5.0}
 
 
+EVIDENCE_CAP = 32 << 20  # bytes of evidence a worker may hand back
 RUNNING: set = set()  # the outer sandboxes now running (killed on Ctrl-C)
 
 
@@ -114,8 +116,7 @@ def config(a) -> dict:
                  "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
                  "max_states": 200_000,
                  "speed_ratio": float(weights["thresholds"].get("speed_ratio", 2.0)),
-                 "speed_ratio_client": float(weights["thresholds"].get("speed_ratio_client",
-                                                                       1.25)),
+                 "burst_rounds": 9 if a.quick else 21,
                  "timeout_s": a.timeout or (600.0 if a.quick else 3600.0)})
     return base
 
@@ -131,41 +132,91 @@ def names_for(subs: list) -> list:
     return out
 
 
-def run_worker(cfg: dict, out: Path) -> dict:
-    """One outer sandbox running the worker; returns its evidence (or an error evidence)."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "evidence.json").unlink(missing_ok=True)
-    cfg_file = out / "config.json"
-    cfg_file.write_text(json.dumps({**cfg, "out": str(out.resolve())}, indent=1))
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(REPO),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    readable = [Path(cfg[k]).resolve() for k in ("submission", "reference_bin") if k in cfg]
-    cmd = sandbox.outer([out.resolve()], [sys.executable, "-m", "analysis.grade.worker",
-                                          str(cfg_file.resolve())], env, [REPO, *readable])
-    with open(out / "worker.log", "wb") as log:
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=REPO)
-        RUNNING.add(p)
-        try:
-            code = p.wait(cfg["timeout_s"])
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            return {"error": f"grading did not finish within {cfg['timeout_s']:g} s", "checks": []}
-        except BaseException:  # Ctrl-C while waiting in this thread
-            p.kill()
-            raise
-        finally:
-            RUNNING.discard(p)
+def _python() -> str:
+    """The system's Python (the outer sandbox sees /usr only; the worker needs no venv)."""
+    real = os.path.realpath(sys.executable)
+    return real if real.startswith("/usr/") else "/usr/bin/python3"
+
+
+def _wait(p: subprocess.Popen, timeout: float) -> str:
+    """'' when the outer sandbox ended by itself, else why it was stopped."""
     try:
-        return json.loads((out / "evidence.json").read_text())
-    except (OSError, ValueError):
-        tail = (out / "worker.log").read_text(errors="replace").strip().splitlines()[-1:]
-        return {"error": f"the grading worker failed (exit {code}): {' '.join(tail)}",
+        p.wait(timeout)
+        return ""
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return f"grading did not finish within {timeout:g} s"
+    except BaseException:  # Ctrl-C while waiting in this thread
+        p.kill()
+        raise
+
+
+def run_worker(cfg: dict, out: Path, submission: Path | None = None,
+               refbin: Path | None = None) -> dict:
+    """One outer sandbox (launcher and worker) under a slot of its own (uids, cgroup);
+    returns its evidence, or an error evidence. Everything it produced is read from pipes
+    with a cap; every file in `out` is written here, by the grader."""
+    out.mkdir(parents=True, exist_ok=True)
+    os.chmod(out, 0o755)
+    budget = sandbox.Budget()
+    slot = isolation.acquire_slot()
+    cg = isolation.make_cgroup(f"slot{slot.index}", budget.memory, budget.processes)
+    try:
+        binds = {REPO / "analysis": (f"{sandbox.CODE}/analysis", False)}
+        if submission is not None:
+            binds[submission.resolve()] = (sandbox.SUBMISSION, False)
+        if refbin is not None:
+            binds[refbin.resolve()] = (sandbox.REFERENCE, False)
+        inside = [f"{sandbox.CGROUPS}/{i}" for i in range(len(cg.dirs))]
+        binds.update({d: (c, True) for d, c in zip(cg.dirs, inside)})
+        wcfg = {**cfg, "worker_uid": slot.worker_uid, "sub_uid": slot.sub_uid,
+                "cgroups": inside}
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": sandbox.CODE,
+               "PYTHONDONTWRITEBYTECODE": "1", "LOCKBENCH_GRADE": json.dumps(wcfg)}
+        cmd = sandbox.outer(binds, [_python(), "-m", "analysis.grade.launcher"], env, budget)
+        ev = _run_outer(cmd, cfg["timeout_s"], out)
+    finally:
+        left = isolation.remove_cgroup(cg) + isolation.kill_uids({slot.worker_uid,
+                                                                  slot.sub_uid})
+        isolation.release_slot(slot)
+    ev["sandbox"] = {**cg.describe(), "left_behind": left,
+                     "scratch": f"{budget.scratch >> 20} MiB tmpfs, gone after grading",
+                     "uids": "the worker and the submission each an unprivileged uid of "
+                             "this grading's own"}
+    return ev
+
+
+def _run_outer(cmd: list, timeout: float, out: Path) -> dict:
+    rout, wout = os.pipe()
+    rerr, werr = os.pipe()
+    try:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=wout, stderr=werr, cwd="/")
+    finally:
+        os.close(wout)
+        os.close(werr)
+    RUNNING.add(p)
+    evidence, log = safeio.Capture(rout, EVIDENCE_CAP), safeio.Capture(rerr, safeio.KEEP)
+    try:
+        stopped = _wait(p, timeout)
+    finally:
+        RUNNING.discard(p)
+    evidence.join()
+    log.join()
+    (out / "worker.log").write_text(log.text())
+    if stopped:
+        return {"error": stopped, "checks": []}
+    try:
+        return json.loads(bytes(evidence.head))
+    except ValueError:
+        tail = log.text().strip().splitlines()[-1:]
+        return {"error": f"the grading worker failed (exit {p.returncode}): {' '.join(tail)}",
                 "checks": []}
 
 
 def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dict:
-    ev = run_worker({**cfg, "submission": str(sub.resolve())}, out)
+    ev = run_worker(cfg, out, submission=sub)
+    (out / "evidence.json").write_text(json.dumps(ev, indent=1))
     render.write_pages(out, out.name, ev, ref, weights)
     return ev
 
@@ -214,7 +265,7 @@ def reference(cfg, out: Path, a) -> dict | None:
         if ev.get("key") == key:
             return ev
     print("measuring the reference servers (same sitting)", file=sys.stderr)
-    ev = run_worker({**cfg, "mode": "reference", "reference_bin": str(a.bin_dir.resolve())}, rdir)
+    ev = run_worker({**cfg, "mode": "reference"}, rdir, refbin=a.bin_dir)
     if ev.get("error"):
         raise GradeError(f"reference measurement failed: {ev['error']}")
     ev["key"] = key

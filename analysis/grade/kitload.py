@@ -7,6 +7,7 @@ the robustness checks ask for by name.
 """
 
 import random
+import selectors
 import socket
 import string
 import threading
@@ -168,3 +169,47 @@ def drive(port: int, plan: list, timeout: float = 5.0, stop: threading.Event | N
     for t in threads:
         t.join(timeout * (len(plan[0]) if plan else 1) + 5)
     return done, time.monotonic() - t0
+
+
+def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05):
+    """The grader's own concurrency measurement: one connection per position, all opened
+    first (a kit-style server accepts each and parks a thread in read()), then one write
+    request sent on every connection at once; returns (seconds from the first send to the
+    last reply, '') or (None, what went wrong). With one lock held across each access's
+    usleep the replies come out one delay apart; with a lock per slot they overlap."""
+    socks, sel = [], selectors.DefaultSelector()
+    try:
+        for _ in positions:
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=timeout))
+        time.sleep(settle_s)
+        frames = [frame(request_text(p, False, f"burst {p}")) for p in positions]
+        t0 = time.monotonic()
+        for s, f in zip(socks, frames):
+            s.sendall(f)
+        got = {}
+        for s in socks:
+            s.setblocking(False)
+            sel.register(s, selectors.EVENT_READ)
+            got[s] = 0
+        last, deadline = t0, t0 + timeout
+        while got:
+            events = sel.select(max(0.0, deadline - time.monotonic()))
+            if not events:
+                return None, f"{len(got)} of {len(positions)} replies missing after {timeout:g} s"
+            for key, _ in events:
+                s = key.fileobj
+                chunk = s.recv(FRAME)
+                if not chunk:
+                    return None, "a connection was closed before its reply"
+                got[s] += len(chunk)
+                if got[s] >= FRAME:
+                    last = time.monotonic()
+                    sel.unregister(s)
+                    del got[s]
+        return last - t0, ""
+    except OSError as e:
+        return None, f"{type(e).__name__}: {e.strerror or e}"
+    finally:
+        sel.close()
+        for s in socks:
+            s.close()

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import random
-import shutil
 import signal
 import socket
 import statistics
@@ -26,69 +25,95 @@ from pathlib import Path
 
 from .. import kernel_sockets as ks
 from . import kitload as K
+from . import launcher as LA
 from . import linearize as L
+from . import safeio
 from . import sandbox as S
 
 SERVERS = ("main1", "main2", "main3", "main4")
 TIMING = "server_output_time_aggregated"
 LATENCY_FLOOR_S = 5e-6   # every access sleeps usleep(10) (KIT.md), so a mean below this is garbage
+SERVER_OUTPUT_KEEP = 16 << 10
 
 
 def initial_value(i: int) -> str:
     return f"String {i}: the initial value"
 
 
+def ports():
+    """Ports P whose byte-swapped twin (where a kit server listens) is also below 32768,
+    so neither lies in the ephemeral range where the grader's own connections leave
+    TIME_WAIT; never the same port or twin twice in one grading."""
+    used: set = set()
+    for hi in range(0x10, 0x7F):
+        for lo in range(0x11, 0x7F):
+            p, t = hi << 8 | lo, lo << 8 | hi
+            if hi != lo and p not in used and t not in used:
+                used |= {p, t}
+                yield p
+
+
 class Ctx:
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict, launcher):
         self.cfg = cfg
-        self.out = Path(cfg["out"])
-        self.limits = S.Limits(**cfg.get("limits", {}))
-        self.port = 3000
+        self.launcher = launcher
+        self.limits = dict(cfg.get("limits", {}))
+        self._ports = ports()
         self.port_lock = threading.Lock()
         self.log_lines: list = []
 
     def next_port(self) -> int:
         with self.port_lock:
-            self.port += 7
-            return self.port
+            return next(self._ports)
 
     def log(self, msg: str) -> None:
         self.log_lines.append(f"{time.strftime('%H:%M:%S')} {msg}")
         print(msg, file=sys.stderr, flush=True)
 
 
+def spawn(ctx: Ctx, argv, ro: dict, rw: dict, chdir: str, limits: dict, keep: int):
+    """An inner sandbox whose output is drained into a capped Capture: (proc, capture)."""
+    r, w = os.pipe()
+    try:
+        proc = ctx.launcher.spawn(argv, ro, rw, chdir, limits, stdout=w, stderr=w)
+    finally:
+        os.close(w)
+    return proc, safeio.Capture(r, keep)
+
+
 class Server:
     """One sandboxed server process (kit command line) in its own fresh working folder."""
 
-    def __init__(self, ctx: Ctx, bin_dir: Path, name: str, n: int, tag: str):
+    def __init__(self, ctx: Ctx, bin_dir: Path, name: str, n: int, tag: str, wrap=()):
         self.ctx, self.name, self.n = ctx, name, n
-        self.run_dir = ctx.out / "runs" / tag
-        if self.run_dir.exists():
-            shutil.rmtree(self.run_dir)
-        self.run_dir.mkdir(parents=True)
-        os.chmod(self.run_dir, 0o777)
+        ctx.launcher.call(op="mkdir", path=f"runs/{tag}")
+        self.run_dir = Path(S.SCRATCH) / "runs" / tag
         self.asked = ctx.next_port()
-        argv = [f"/sub/bin/{name}", str(n), "127.0.0.1", str(self.asked)]
-        cmd = S.inner({bin_dir: "/sub/bin"}, {self.run_dir: "/sub/run"}, "/sub/run", argv,
-                      ctx.limits)
-        # The server's output file stays open while it runs; stop() closes it.
-        self.stderr = open(self.run_dir.parent / f"{tag}.stderr", "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.stderr,
-                                     stderr=self.stderr)
+        argv = [*wrap, f"/sub/bin/{name}", str(n), "127.0.0.1", str(self.asked)]
+        self.proc, self.output = spawn(ctx, argv, {bin_dir: "/sub/bin"},
+                                       {self.run_dir: "/sub/run"}, "/sub/run", ctx.limits,
+                                       SERVER_OUTPUT_KEEP)
         self.port = None
         self.stopped_by_us = False
 
     def wait_ready(self, timeout: float) -> str:
-        """'' when listening (self.port set), else why not."""
-        try:
-            self.port = ks.wait_listening([ks.twin(self.asked), self.asked], self.proc, timeout,
-                                          poll_s=0.05)
-            return ""
-        except ks.ProcessExited:
-            return f"exited before listening ({self.death()})"
-        except ks.ListenTimeout:
-            return (f"not listening on port {ks.twin(self.asked)} (kit quirk) or {self.asked} "
-                    f"within {timeout:g} s")
+        """'' when listening (self.port set), else why not. Seen in this sandbox's own
+        socket table (the server runs as another uid, so its descriptors are not ours to
+        read); ports are never reused within a grading."""
+        want = [ks.twin(self.asked), self.asked]
+        deadline = time.monotonic() + timeout
+        while True:
+            up = ks.listening_ports()
+            for p in want:
+                if p in up:
+                    self.port = p
+                    return ""
+            if self.proc.poll() is not None:
+                return f"exited before listening ({self.death()})"
+            if time.monotonic() >= deadline:
+                return (f"not listening on port {want[0]} (kit quirk) or {self.asked} "
+                        f"within {timeout:g} s")
+            time.sleep(0.05)
 
     @property
     def quirk(self) -> bool:
@@ -113,16 +138,21 @@ class Server:
         if not ended:
             self.stopped_by_us = True
             self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(10)
-        self.stderr.close()
+        self.output.join()
         return ended
 
-    def timing_lines(self) -> list | None:
-        f = self.run_dir / TIMING
-        if not f.is_file():
-            return None
-        return f.read_text(errors="replace").splitlines()
+    def timing_lines(self) -> tuple:
+        """(lines or None when absent, '' or why the file was not read). Never follows a
+        link, never reads more than safeio.READ_CAP bytes."""
+        try:
+            text, cut = safeio.read_text(self.run_dir / TIMING)
+        except FileNotFoundError:
+            return None, ""
+        except safeio.Unsafe as e:
+            return None, f"{TIMING} is {e}: not read"
+        lines = text.splitlines()
+        return lines, (f"only the first {safeio.READ_CAP} bytes read ({cut} more)" if cut
+                       else "")
 
 
 def check(cid, title, status, evidence, **data) -> dict:
@@ -132,35 +162,34 @@ def check(cid, title, status, evidence, **data) -> dict:
 
 # ---- build ------------------------------------------------------------------------------
 
-def build(ctx: Ctx, src: Path, tag: str, extra_make: list, limits: S.Limits) -> tuple:
-    """make in the sandbox; returns (status, evidence lines, bin_dir)."""
-    bdir = ctx.out / tag
-    if bdir.exists():
-        shutil.rmtree(bdir)
-    shutil.copytree(src, bdir, symlinks=True)
-    for root, dirs, files in os.walk(bdir):
-        for d in dirs:
-            os.chmod(Path(root) / d, 0o777)
-        for f in files:
-            p = Path(root) / f
-            if not p.is_symlink():
-                os.chmod(p, os.stat(p).st_mode | 0o666)
-    os.chmod(bdir, 0o777)
+def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
+    """The submission copied into scratch/`tag` by the launcher (links that leave it and
+    anything over the size caps are not copied, and said so), then make in an inner
+    sandbox, its output drained with head and tail kept. Returns (status, evidence lines,
+    bin_dir)."""
+    copied = ctx.launcher.call(op="copy", dst=tag)
+    notes = [f"not copied: {n}" for n in copied["notes"]]
+    bdir = Path(S.SCRATCH) / tag
     if not any((bdir / m).is_file() for m in ("Makefile", "makefile", "GNUmakefile")):
-        return "skip", ["no Makefile: using the binaries as handed in"], bdir
-    cmd = S.inner({}, {bdir: "/sub/src"}, "/sub/src", ["make", *extra_make], limits)
+        return "skip", ["no Makefile: using the binaries as handed in", *notes], bdir
     t0 = time.monotonic()
+    proc, out = spawn(ctx, ["make", *extra_make], {}, {bdir: "/sub/src"}, "/sub/src", limits,
+                      safeio.KEEP)
     try:
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
-                           timeout=ctx.cfg["build_timeout_s"])
+        code = proc.wait(ctx.cfg["build_timeout_s"])
     except subprocess.TimeoutExpired:
-        return "fail", [f"make did not finish within {ctx.cfg['build_timeout_s']} s"], bdir
-    out = (p.stdout + p.stderr).decode(errors="replace").splitlines()
+        proc.kill()
+        out.join()
+        return "fail", [f"make did not finish within {ctx.cfg['build_timeout_s']:g} s",
+                        *out.text().splitlines()[-5:], *notes], bdir
+    out.join()
+    lines = out.text().splitlines()
+    cut = [ln for ln in lines if ln.startswith("[... ") and "bytes of output cut" in ln]
     took = (f"make {' '.join(extra_make)} took {time.monotonic() - t0:.1f} s, "
-            f"exit status {p.returncode}")
-    if p.returncode != 0:
-        return "fail", [took, *out[-15:]], bdir
-    return "pass", [took, *[ln for ln in out if "warning" in ln][:5]], bdir
+            f"exit status {code}" + (f" ({out.total} bytes of output)" if cut else ""))
+    if code != 0:
+        return "fail", [took, *cut, *lines[-15:], *notes], bdir
+    return "pass", [took, *cut, *[ln for ln in lines if "warning" in ln][:5], *notes], bdir
 
 
 # ---- checks -----------------------------------------------------------------------------
@@ -233,7 +262,7 @@ def ctx_timeout(reqs):
 
 def _new_entry() -> dict:
     return {"runs_done": 0, "requests_ok": 0, "failure": "", "client_mean_s": [],
-            "client_wall_s": [], "timing": None, "history": None}
+            "client_wall_s": [], "timing": None, "timing_problem": "", "history": None}
 
 
 def _one_run(ctx, s, entry, n, r) -> None:
@@ -260,12 +289,12 @@ def _finish(ctx, s, entry, tag, runs) -> None:
     # The last batch's line is written after the last reply: give it a moment.
     deadline = time.monotonic() + ctx.cfg["timing_wait_s"]
     while (time.monotonic() < deadline and s.alive()
-           and len(s.timing_lines() or []) < entry["runs_done"]):
+           and len(s.timing_lines()[0] or []) < entry["runs_done"]):
         time.sleep(0.05)
     ended = s.stop()
     if ended and not entry["failure"]:
         entry["failure"] = f"ended after the runs: {ended}"
-    entry["timing"] = s.timing_lines()
+    entry["timing"], entry["timing_problem"] = s.timing_lines()
     ctx.log(f"  {tag}: {entry['runs_done']}/{runs} runs"
             + (f", {entry['failure']}" if entry["failure"] else ""))
 
@@ -330,13 +359,14 @@ def check_timing(wl, runs) -> dict:
             lines, done = e["timing"], e["runs_done"]
             if lines is None:
                 ok = False
-                ev.append(f"{name} n={n}: no {TIMING} file")
+                ev.append(f"{name} n={n}: " + (e.get("timing_problem") or f"no {TIMING} file"))
                 continue
-            problems = []
+            problems = [e["timing_problem"]] if e.get("timing_problem") else []
             if len(lines) != done:
                 problems.append(f"{len(lines)} lines for {done} complete runs of 1000 requests")
             for i, line in enumerate(lines):
                 v = parse_timing(line)
+                line = line[:40]  # noqa: PLW2901 - quoted, bounded
                 client = e["client_mean_s"][i] if i < len(e["client_mean_s"]) else None
                 if v is None:
                     problems.append(f"line {i + 1} {line!r} is not a number")
@@ -454,46 +484,75 @@ def check_idle(ctx, bin_dir, servers) -> dict:
                  [r[1] for r in res])
 
 
-def _per_round(e, source) -> list:
-    """One latency per complete run: the timing file's line (None if implausible), or the
-    client-side mean."""
-    if source == "client":
-        return list(e["client_mean_s"])
-    vals = [parse_timing(ln) for ln in (e["timing"] or [])][:e["runs_done"]]
-    return [v if v is not None and math.isfinite(v) and v >= LATENCY_FLOOR_S else None
-            for v in vals]
+BURST = 32              # simultaneous requests of one burst (distinct slots)
 
 
-def _round_ratios(slow, fast) -> list:
-    return [a / b for a, b in zip(slow, fast) if a is not None and b]
+def _bursts(ctx, servers: dict, positions: list, rounds: int) -> tuple:
+    """Every started server takes `rounds` bursts, in a shuffled order each round, so noise
+    on the machine hits them alike. Returns ({name: [seconds]}, {name: failure})."""
+    spans: dict = {name: [] for name in servers}
+    failed: dict = {}
+    rng = random.Random(20261125)
+    order = list(servers)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for name in order:
+            if name in failed:
+                continue
+            span, err = K.burst(servers[name].port, positions, ctx.cfg["request_timeout_s"])
+            if err:
+                s = servers[name]
+                failed[name] = err + ("" if s.alive() else f" (server {s.death()})")
+            else:
+                spans[name].append(span)
+    return spans, failed
 
 
-def check_speed(wl, servers, ratio_min, ratio_min_client) -> dict:
-    """main2 and main4 clearly faster than main1 at the largest n: by the lab's own metric
-    (the timing file's mean latency, lock waiting included) when all three wrote plausible
-    lines, else by the client-side mean latency, against its own lower threshold (connection
-    set-up and the client's threads dilute that ratio). The servers took their runs in
-    turns (workload), so the ratio is taken round by round and its median judged."""
-    n = max(next(iter(wl.values())).keys())
-    title = f"main2 and main4 clearly faster than main1 at n={n}"
-    entries = {s: wl.get(s, {}).get(n) for s in ("main1", "main2", "main4")}
-    if not all(e and e["runs_done"] for e in entries.values()):
-        return check("speed", title, "skip", "not measured: a server did not finish its kit runs")
-    rounds = {s: _per_round(e, "timing") for s, e in entries.items()}
-    what = "mean latency from the timing files"
-    if not all(v and all(x is not None for x in v) for v in rounds.values()):
-        rounds = {s: _per_round(e, "client") for s, e in entries.items()}
-        what, ratio_min = "client-side mean latency (timing files unusable)", ratio_min_client
-    ev = [f"{what} at n={n}, median of {len(rounds['main1'])} rounds: "
-          + ", ".join(f"{k} {statistics.median(v) * 1e3:.3f} ms" for k, v in rounds.items())]
+def check_speed(ctx, bin_dir, present: list, ratio_min: float) -> dict:
+    """main2 and main4 really serve concurrently, judged only from what the grader measures
+    itself: fresh main1, main2 and main4 at the largest n each take bursts of BURST write
+    requests to distinct slots, all sent at once over connections opened beforehand. One
+    lock held across each access's usleep(10) makes the replies come out one delay apart;
+    a lock per slot lets them overlap. The median of the round-by-round ratio
+    main1 / mainX must reach `ratio_min`. Nothing the submission writes is used."""
+    n = max(ctx.cfg["sizes"])
+    title = "main2 and main4 serve requests concurrently (measured by the grader)"
+    need = ("main1", "main2", "main4")
+    missing = [m for m in need if m not in present]
+    if missing:
+        return check("speed", title, "skip", f"not measured: {', '.join(missing)} missing")
+    positions = sorted({i * n // BURST for i in range(BURST)})
+    servers, ev = {}, []
+    for name in need:
+        s, why = start(ctx, bin_dir, name, n, f"{name}_burst")
+        if why:
+            s.stop()
+            ev.append(f"{name}: did not start ({why})")
+        else:
+            servers[name] = s
+    try:
+        spans, failed = _bursts(ctx, servers, positions, ctx.cfg["burst_rounds"])
+    finally:
+        for s in servers.values():
+            s.stop()
+    ev += [f"{name}: a burst of {len(positions)} requests failed: {why}"
+           for name, why in failed.items()]
+    if ev:
+        return check("speed", title, "fail", ev)
+    ev.append(f"n={n}, {ctx.cfg['burst_rounds']} rounds of {len(positions)} simultaneous "
+              "writes to distinct slots; median time from the first request sent to the last "
+              "reply: " + ", ".join(f"{k} {statistics.median(v) * 1e3:.2f} ms"
+                                    for k, v in spans.items()))
     ok = True
     for fast in ("main2", "main4"):
-        rs = _round_ratios(rounds["main1"], rounds[fast])
+        rs = [a / b for a, b in zip(spans["main1"], spans[fast]) if b > 0]
         r = statistics.median(rs)
         good = r >= ratio_min
         ok &= good
         ev.append(f"main1 / {fast} = {r:.2f} (median of {len(rs)} rounds, range "
-                  f"{min(rs):.2f}-{max(rs):.2f}; {'>=' if good else '<'} {ratio_min:g} needed)")
+                  f"{min(rs):.2f}-{max(rs):.2f}); needs at least {ratio_min:g}: "
+                  + ("concurrent" if good else
+                     f"{fast} serves these requests about as one at a time, like main1"))
     return check("speed", title, "pass" if ok else "fail", ev)
 
 
@@ -573,40 +632,48 @@ def tables(wl) -> dict:
     return out
 
 
-def race_check(ctx, src, servers) -> dict:
-    lim = S.Limits(**{**ctx.cfg.get("limits", {}), "no_as": True})
-    status, ev, bdir = build(ctx, src, "build_tsan",
-                             ["CC=gcc", "CFLAGS=-O1 -g -fsanitize=thread",
-                              "LDFLAGS=-fsanitize=thread"], lim)
+RACE_TITLE = "Race detector (ThreadSanitizer)"
+
+
+def _race_one(ctx, bdir, name) -> tuple:
+    """(True racy | False clean | None not checked, evidence line)."""
+    s = Server(ctx, bdir, name, 10, f"{name}_tsan", wrap=["setarch", os.uname().machine, "-R"])
+    why = s.wait_ready(ctx.cfg["ready_timeout_s"])
+    if not why:
+        K.drive(s.port, K.kit_plan(10), ctx.cfg["request_timeout_s"])
+        time.sleep(0.2)
+    s.stop()
+    log = s.output.text()
+    races = log.count("WARNING: ThreadSanitizer: data race")
+    if races:
+        first = [ln.strip() for ln in log.splitlines() if ln.strip().startswith("#")][:4]
+        return True, (f"{name}: {races} data race report(s); first stack: "
+                      + " | ".join(first))
+    fatal = next((ln for ln in log.splitlines() if "FATAL" in ln), "")
+    if fatal:
+        return None, f"{name}: not checked: ThreadSanitizer could not run: {fatal[:200]}"
+    if why:
+        return None, f"{name}: not checked ({why})"
+    return False, f"{name}: no data race reported under one kit run (n=10)"
+
+
+def race_check(ctx, servers) -> dict:
+    """Rebuilt with -fsanitize=thread, each server under one kit run. PASS only when every
+    server was checked and none raced; a server not checked makes it SKIP, never PASS."""
+    lim = {**ctx.limits, "no_as": True}
+    status, ev, bdir = build(ctx, "build_tsan", ["CC=gcc", "CFLAGS=-O1 -g -fsanitize=thread",
+                                                 "LDFLAGS=-fsanitize=thread"], lim)
     if status != "pass":
-        return check("races", "Race detector (ThreadSanitizer)", "skip",
-                     ["could not rebuild with -fsanitize=thread", *ev[:3]])
-    saved = ctx.limits
-    ctx.limits = lim
-    ev, ok = [], True
+        return check("races", RACE_TITLE, "skip",
+                     ["not checked: could not rebuild with -fsanitize=thread", *ev[:3]])
+    saved, ctx.limits = ctx.limits, lim
     try:
-        for name in servers:
-            s, why = start(ctx, bdir, name, 10, f"{name}_tsan")
-            if why:
-                ev.append(f"{name}: not checked ({why})")
-                s.stop()
-                continue
-            K.drive(s.port, K.kit_plan(10), ctx.cfg["request_timeout_s"])
-            s.stop()
-            log = (s.run_dir.parent / f"{name}_tsan.stderr").read_text(errors="replace")
-            races = log.count("WARNING: ThreadSanitizer: data race")
-            if races:
-                ok = False
-                first = [ln for ln in log.splitlines() if ln.strip().startswith("#")][:4]
-                ev.append(f"{name}: {races} data race report(s); first stack: " + " | ".join(first))
-            elif "ThreadSanitizer" in log and "FATAL" in log:
-                ev.append(f"{name}: ThreadSanitizer could not run: "
-                          + next(ln for ln in log.splitlines() if "FATAL" in ln))
-            else:
-                ev.append(f"{name}: no data race reported under one kit run (n=10)")
+        res = [_race_one(ctx, bdir, name) for name in servers]
     finally:
         ctx.limits = saved
-    return check("races", "Race detector (ThreadSanitizer)", "pass" if ok else "fail", ev)
+    racy = [r for r, _ in res]
+    status = "fail" if True in racy else "skip" if None in racy or not res else "pass"
+    return check("races", RACE_TITLE, status, [line for _, line in res])
 
 
 # ---- the whole submission ---------------------------------------------------------------
@@ -615,10 +682,9 @@ def grade(ctx: Ctx) -> dict:
     cfg = ctx.cfg
     checks: list = []
     ev: dict = {"checks": checks, "config": {k: cfg[k] for k in ("runs", "sizes", "quick")}}
-    src = Path(cfg["submission"])
     t0 = time.monotonic()
     ctx.log("build")
-    status, lines, bin_dir = build(ctx, src, "build", [], ctx.limits)
+    status, lines, bin_dir = build(ctx, "build", [], ctx.limits)
     checks.append(check("build", "Builds with make", status, lines))
     present = [m for m in SERVERS if (bin_dir / m).is_file() and os.access(bin_dir / m, os.X_OK)]
     missing = [m for m in SERVERS if m not in present]
@@ -636,37 +702,37 @@ def grade(ctx: Ctx) -> dict:
     checks.append(check_consistency(ctx, bin_dir, present, wl))
     ctx.log("concurrency")
     checks.append(check_idle(ctx, bin_dir, present))
-    checks.append(check_speed(wl, present, cfg["speed_ratio"],
-                              cfg.get("speed_ratio_client", 1.25)))
+    checks.append(check_speed(ctx, bin_dir, present, cfg["speed_ratio"]))
     ctx.log("robustness")
     if "main1" in present:
         checks.append(check_robustness(ctx, bin_dir))
     checks.append(check_timing(wl, cfg["runs"]))
     if cfg.get("race"):
         ctx.log("race detector")
-        checks.append(race_check(ctx, src, present))
+        checks.append(race_check(ctx, present))
     ev["tables"] = tables(wl)
     ev["seconds"] = time.monotonic() - t0
     return ev
 
 
 def reference(ctx: Ctx) -> dict:
-    bin_dir = Path(ctx.cfg["reference_bin"])
-    wl = workload(ctx, bin_dir, SERVERS, ctx.cfg["sizes"], ctx.cfg["runs"], tag_prefix="ref_")
+    wl = workload(ctx, Path(S.REFERENCE), SERVERS, ctx.cfg["sizes"], ctx.cfg["runs"],
+                  tag_prefix="ref_")
     return {"tables": tables(wl)}
 
 
-def main(argv) -> int:
-    cfg = json.loads(Path(argv[0]).read_text())
-    ctx = Ctx(cfg)
+def main() -> int:
+    """Runs as an unprivileged uid inside the outer sandbox; the evidence goes to stdout
+    (the grader writes every file on the host itself), the log to stderr."""
+    cfg = json.loads(os.environ.pop("LOCKBENCH_GRADE"))
+    ctx = Ctx(cfg, LA.Client())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ev = reference(ctx) if cfg.get("mode") == "reference" else grade(ctx)
     ev["log"] = ctx.log_lines
-    tmp = ctx.out / "evidence.json.tmp"
-    tmp.write_text(json.dumps(ev, indent=1, default=str))
-    tmp.replace(ctx.out / "evidence.json")
+    sys.stdout.write(json.dumps(ev, default=str))
+    sys.stdout.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

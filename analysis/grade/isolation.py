@@ -1,0 +1,210 @@
+"""What keeps one submission's grading from touching another's: the host side, run by the
+grader (root) around each outer sandbox.
+
+- A slot: a pair of unprivileged uids of its own (one for our grading worker, one for the
+  submission), held with a lock file for as long as the submission is graded, so process
+  caps counted per uid (RLIMIT_NPROC) and the clean-up by uid are per submission, also
+  between two grade commands on one host.
+- A cgroup for the submission's processes where the host has a writable memory and pids
+  controller (v1 or v2): total memory and process count capped, and everything in it killed
+  at the end. Without one, only the per-process limits apply (and the page says so).
+"""
+
+import contextlib
+import fcntl
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+UID_BASE = 3_100_000       # far above any distribution's users and systemd's dynamic range
+SLOTS = 512
+LOCK_DIRS = ("/run/lockbench-grade", "/tmp/lockbench-grade")
+
+
+@dataclass
+class Slot:
+    index: int
+    worker_uid: int
+    sub_uid: int
+    lock_fd: int
+
+
+def acquire_slot() -> Slot:
+    """The first free slot (non-blocking lock files); OSError when none can be taken."""
+    last = None
+    for d in LOCK_DIRS:
+        try:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        except OSError as e:
+            last = e
+            continue
+        for i in range(SLOTS):
+            fd = os.open(f"{d}/slot-{i}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            slot = Slot(i, UID_BASE + 2 * i, UID_BASE + 2 * i + 1, fd)
+            kill_uids({slot.worker_uid, slot.sub_uid})  # leftovers of a grader that was killed
+            return slot
+        last = OSError(f"all {SLOTS} grading slots in {d} are taken")
+    raise last or OSError("no grading slot")
+
+
+def release_slot(slot: Slot) -> None:
+    os.close(slot.lock_fd)
+
+
+def processes_of(uids: set) -> list:
+    """pids of processes whose real or effective uid is in `uids`."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        real, eff = (int(x) for x in line.split()[1:3])
+                        if real in uids or eff in uids:
+                            found.append(int(d))
+                        break
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def kill_uids(uids: set, rounds: int = 50) -> int:
+    """SIGKILL every process of `uids` until none is left (a fork loop is outrun by
+    repetition); returns how many were killed."""
+    killed = 0
+    for _ in range(rounds):
+        pids = processes_of(uids)
+        if not pids:
+            break
+        for p in pids:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.02)
+    return killed
+
+
+@dataclass
+class Cgroup:
+    kind: str                  # "cgroup v1", "cgroup v2" or "" (none)
+    dirs: list = field(default_factory=list)   # the submission's cgroup, one per hierarchy
+    memory: int = 0
+    pids: int = 0
+    why_none: str = ""
+
+    def describe(self) -> dict:
+        if not self.kind:
+            return {"memory": f"no cgroup ({self.why_none}): address space per process only",
+                    "processes": "RLIMIT_NPROC of the submission's own uid"}
+        return {"memory": f"{self.memory >> 20} MiB for all of the submission's processes "
+                          f"together ({self.kind})",
+                "processes": f"{self.pids} processes and threads together ({self.kind}), and "
+                             "RLIMIT_NPROC of the submission's own uid"}
+
+
+def _mounts() -> list:
+    """(mount point, fstype, super options) of every cgroup mount."""
+    out = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return out
+    for ln in lines:
+        left, _, right = ln.partition(" - ")
+        parts, rparts = left.split(), right.split()
+        if len(parts) >= 5 and len(rparts) >= 3 and rparts[0] in ("cgroup", "cgroup2"):
+            out.append((parts[4], rparts[0], set(rparts[2].split(","))))
+    return out
+
+
+def _write(path: Path, value) -> None:
+    path.write_text(str(value))
+
+
+def make_cgroup(name: str, memory: int, pids: int) -> Cgroup:
+    """A fresh cgroup `lockbench-grade/NAME` with the two limits, or Cgroup('') saying why
+    none could be made."""
+    mounts = _mounts()
+    v1 = {c: mp for mp, fs, opts in mounts if fs == "cgroup" for c in ("memory", "pids")
+          if c in opts}
+    try:
+        if "memory" in v1 and "pids" in v1:
+            return _make_v1(v1, name, memory, pids)
+        v2 = [mp for mp, fs, _ in mounts if fs == "cgroup2"]
+        for mp in v2:
+            ctl = Path(mp) / "cgroup.controllers"
+            if ctl.is_file() and {"memory", "pids"} <= set(ctl.read_text().split()):
+                return _make_v2(Path(mp), name, memory, pids)
+    except OSError as e:
+        return Cgroup("", why_none=f"cannot create one: {e.strerror or e}")
+    return Cgroup("", why_none="no writable memory and pids controllers")
+
+
+def _make_v1(v1: dict, name: str, memory: int, pids: int) -> Cgroup:
+    dirs = []
+    for ctl in ("memory", "pids"):
+        d = Path(v1[ctl]) / "lockbench-grade" / name
+        d.mkdir(parents=True, exist_ok=True)
+        dirs.append(d)
+    mem, pid = dirs
+    _write(mem / "memory.limit_in_bytes", memory)
+    with contextlib.suppress(OSError):  # present only with swap accounting
+        _write(mem / "memory.memsw.limit_in_bytes", memory)
+    _write(pid / "pids.max", pids)
+    return Cgroup("cgroup v1", dirs, memory, pids)
+
+
+def _make_v2(root: Path, name: str, memory: int, pids: int) -> Cgroup:
+    base = root / "lockbench-grade"
+    base.mkdir(exist_ok=True)
+    for d in (root, base):
+        with contextlib.suppress(OSError):
+            _write(d / "cgroup.subtree_control", "+memory +pids")
+    d = base / name
+    d.mkdir(exist_ok=True)
+    _write(d / "memory.max", memory)
+    with contextlib.suppress(OSError):
+        _write(d / "memory.swap.max", 0)
+    _write(d / "pids.max", pids)
+    return Cgroup("cgroup v2", [d], memory, pids)
+
+
+def cgroup_pids(cg: Cgroup) -> set:
+    out: set = set()
+    for d in cg.dirs:
+        with contextlib.suppress(OSError):
+            out |= {int(x) for x in (d / "cgroup.procs").read_text().split()}
+    return out
+
+
+def remove_cgroup(cg: Cgroup) -> int:
+    """Kills what is left in the cgroup, then removes it; returns how many were killed."""
+    killed = 0
+    for _ in range(50):
+        left = cgroup_pids(cg)
+        if not left:
+            break
+        for p in left:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.02)
+    for d in cg.dirs:
+        for _ in range(50):
+            try:
+                d.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)  # the last tasks are still exiting
+    return killed

@@ -1,0 +1,253 @@
+"""The launcher: the first process of the outer sandbox, and the only one there with
+privileges. It starts the grading worker as an unprivileged uid with no capabilities, then
+does for it, over a socket pair, the three things that need root: copy the submission into
+the scratch tmpfs (never following a link), make working folders owned by the
+submission's uid, and start inner sandboxes as that uid (in its cgroup). It never reads
+anything a submission produced; the worker does, unprivileged.
+
+    python -m analysis.grade.launcher      (configuration in $LOCKBENCH_GRADE, JSON)
+
+The worker side is `Client`: spawn() returns a Popen-like handle.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import sandbox as S
+
+MAX_MSG = 1 << 20
+MAX_ENTRIES = 20_000         # files and folders copied at most
+MAX_DEPTH = 32
+
+
+# ---- the privileged side -----------------------------------------------------------------
+
+class Copier:
+    """Copies a submission tree: regular files and folders; a symbolic link only when it
+    stays inside the copy; nothing else. Stops at a byte and an entry cap. Every skip is a
+    note (shown on the page, escaped)."""
+
+    def __init__(self, cap: int, uid: int):
+        self.cap, self.uid, self.bytes, self.entries, self.notes = cap, uid, 0, 0, []
+
+    def note(self, rel: str, why: str) -> None:
+        if len(self.notes) < 20:
+            self.notes.append(f"{rel!r}: {why}, not copied")
+        elif len(self.notes) == 20:
+            self.notes.append("... (more not copied)")
+
+    def tree(self, src: str, dst: str, rel: str = "", depth: int = 0) -> None:
+        os.mkdir(dst, 0o755)
+        os.chown(dst, self.uid, self.uid)
+        if depth > MAX_DEPTH:
+            self.note(rel, f"folder deeper than {MAX_DEPTH}")
+            return
+        with os.scandir(src) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            self.entries += 1
+            r = f"{rel}/{e.name}" if rel else e.name
+            if self.entries > MAX_ENTRIES:
+                self.note(r, f"more than {MAX_ENTRIES} files")
+                return
+            self.entry(e, os.path.join(dst, e.name), r, depth)
+
+    def entry(self, e, target: str, rel: str, depth: int) -> None:
+        st = e.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            self.tree(e.path, target, rel, depth + 1)
+        elif stat.S_ISLNK(st.st_mode):
+            link = os.readlink(e.path)
+            inside = os.path.normpath(os.path.join(os.path.dirname(rel), link))
+            if os.path.isabs(link) or inside == ".." or inside.startswith("../"):
+                self.note(rel, f"a symbolic link to {link!r}, outside the submission")
+                return
+            os.symlink(link, target)
+            os.lchown(target, self.uid, self.uid)
+        elif stat.S_ISREG(st.st_mode):
+            if self.bytes + st.st_size > self.cap:
+                self.note(rel, f"{st.st_size} bytes, beyond the {self.cap >> 20} MiB a "
+                               "submission may hold")
+                return
+            self.bytes += st.st_size
+            with open(e.path, "rb", opener=_nofollow) as f, open(target, "xb") as g:
+                shutil.copyfileobj(f, g, 1 << 16)
+            os.chown(target, self.uid, self.uid)
+            os.chmod(target, 0o755 if st.st_mode & 0o111 else 0o644)
+        else:
+            self.note(rel, "not a regular file, folder or link")
+
+
+def _nofollow(path, flags):
+    return os.open(path, flags | os.O_NOFOLLOW)
+
+
+class Launcher:
+    def __init__(self, cfg: dict):
+        self.cfg = cfg
+        self.uid = cfg["sub_uid"]
+        self.budget = S.Budget(**cfg.get("budget", {}))
+        self.cg = cfg.get("cgroups", [])
+        self.procs: dict = {}
+
+    def _inside(self, path: str) -> str:
+        real = os.path.realpath(path)
+        if not any(real == r or real.startswith(r + "/") for r in (S.SCRATCH, S.REFERENCE)):
+            raise ValueError(f"{path} is outside the scratch and reference folders")
+        return real
+
+    def op_copy(self, msg, fds) -> dict:
+        dst = self._inside(os.path.join(S.SCRATCH, msg["dst"]))
+        if os.path.lexists(dst):
+            shutil.rmtree(dst)
+        c = Copier(self.budget.copy, self.uid)
+        try:
+            c.tree(S.SUBMISSION, dst)
+        except OSError as e:  # a full scratch tmpfs, an unreadable file
+            c.notes.append(f"the copy stopped: {e.strerror or e}")
+        return {"notes": c.notes, "bytes": c.bytes}
+
+    def op_mkdir(self, msg, fds) -> dict:
+        d = self._inside(os.path.join(S.SCRATCH, msg["path"]))
+        os.makedirs(d, 0o755, exist_ok=True)
+        os.chown(d, self.uid, self.uid)
+        return {}
+
+    def op_spawn(self, msg, fds) -> dict:
+        ro = {self._inside(k): v for k, v in msg["ro"].items()}
+        rw = {self._inside(k): v for k, v in msg["rw"].items()}
+        limits = S.Limits(**msg.get("limits", {}))
+        cmd = S.inner(ro, rw, msg["chdir"], msg["argv"], limits, self.uid, self.budget)
+        out, err = (fds + [subprocess.DEVNULL] * 2)[:2]
+        p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
+                             stdout=out, stderr=err)
+        for fd in fds:
+            os.close(fd)
+        self.procs[p.pid] = p
+        return {"pid": p.pid}
+
+    def op_poll(self, msg, fds) -> dict:
+        return {"code": self.procs[msg["pid"]].poll()}
+
+    def op_kill(self, msg, fds) -> dict:
+        p = self.procs[msg["pid"]]
+        if p.poll() is None:
+            p.kill()
+        try:
+            code = p.wait(10)
+        except subprocess.TimeoutExpired:
+            code = None
+        return {"code": code}
+
+    def serve(self, sock) -> None:
+        while True:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(sock, MAX_MSG, 4)
+            except OSError:
+                return
+            if not data:
+                return
+            try:
+                msg = json.loads(data)
+                reply = getattr(self, "op_" + msg["op"])(msg, fds)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+                reply = {"error": f"{type(e).__name__}: {e}"}
+            sock.send(json.dumps(reply).encode())
+
+    def stop_all(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(5)
+
+
+def main() -> int:
+    cfg = json.loads(os.environ.pop("LOCKBENCH_GRADE"))
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    uid = cfg["worker_uid"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": S.CODE,
+           "PYTHONDONTWRITEBYTECODE": "1", "LOCKBENCH_GRADE": json.dumps(cfg),
+           "LOCKBENCH_LAUNCHER_FD": str(theirs.fileno())}
+    worker = subprocess.Popen(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+         "--bounding-set=-all", "--no-new-privs", "--", sys.executable, "-m",
+         "analysis.grade.worker"], pass_fds=(theirs.fileno(),), env=env,
+        stdin=subprocess.DEVNULL)
+    theirs.close()
+    launcher = Launcher(cfg)
+    try:
+        launcher.serve(mine)
+    finally:
+        launcher.stop_all()
+    return worker.wait()
+
+
+# ---- the worker's side -------------------------------------------------------------------
+
+class Client:
+    """Talks to the launcher; one request at a time (the worker has several threads)."""
+
+    def __init__(self, fd: int | None = None):
+        if fd is None:
+            fd = int(os.environ.pop("LOCKBENCH_LAUNCHER_FD"))
+        self.sock = socket.socket(fileno=fd)
+        self.lock = threading.Lock()
+
+    def call(self, fds=(), **msg) -> dict:
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
+            reply = json.loads(self.sock.recv(MAX_MSG))
+        if "error" in reply:
+            raise OSError(f"launcher: {reply['error']}")
+        return reply
+
+    def spawn(self, argv, ro: dict, rw: dict, chdir: str, limits=None, stdout=None,
+              stderr=None) -> "Proc":
+        fds = [f for f in (stdout, stderr) if f is not None]
+        r = self.call(fds, op="spawn", argv=list(argv), ro={str(k): v for k, v in ro.items()},
+                      rw={str(k): v for k, v in rw.items()}, chdir=chdir,
+                      limits=dict(limits or {}))
+        return Proc(self, r["pid"])
+
+
+class Proc:
+    """A started inner sandbox, as much of subprocess.Popen as grading uses."""
+
+    def __init__(self, client: Client, pid: int):
+        self.client, self.pid, self.returncode = client, pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            self.returncode = self.client.call(op="poll", pid=self.pid)["code"]
+        return self.returncode
+
+    def wait(self, timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("sandbox", timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            self.returncode = self.client.call(op="kill", pid=self.pid)["code"]
+
+
+def scratch(rel: str) -> Path:
+    return Path(S.SCRATCH) / rel
+
+
+if __name__ == "__main__":
+    sys.exit(main())
