@@ -1,10 +1,19 @@
 """Verdict pages from evidence.json: Markdown, one self-contained HTML page (inline SVG, no
-external assets), and Gradescope's results.json. Pure functions of (evidence, weights)."""
+external assets), and Gradescope's results.json; the class summary (summary.csv,
+index.html) and the console lines. Pure functions of (evidence, weights) but the writers.
 
+Every string of the evidence may carry a student's text (make output, server stderr,
+replies, timing-file lines, the folder's name): it is shown only through analysis.grade.names
+(code spans or escapes in Markdown, html.escape in HTML, escaped controls everywhere)."""
+
+import csv
 import html
 import json
+import re
 import tomllib
 from pathlib import Path
+
+from . import names as N
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent.parent / "grade_weights.toml"
 SERVERS = ("main1", "main2", "main3", "main4")
@@ -80,34 +89,64 @@ def ranking(tab: dict, n) -> str:
 
 
 def sizes_of(evidence: dict) -> list:
-    return list(evidence.get("config", {}).get("sizes", []))
+    """The sizes n of the evidence's settings: integers only, as they go into page markup."""
+    return [n for n in evidence.get("config", {}).get("sizes", [])
+            if isinstance(n, int) and not isinstance(n, bool)]
+
+
+STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
+
+
+def status_word(check: dict) -> str:
+    """PASS, FAIL, SKIP, or UNKNOWN for a status that is none of those."""
+    return STATUS_WORDS.get(check.get("status"), "UNKNOWN")
+
+
+def _num(v, spec: str = "g") -> str:
+    """A number of the evidence as text; '?' for anything else."""
+    return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else "?"
+
+
+def settings_text(evidence: dict) -> str:
+    """'R kit runs per server and n = 10, 1000 (quick)', from numbers only."""
+    cfg = evidence.get("config", {})
+    return (f"{_num(cfg.get('runs'))} kit runs per server and n = "
+            f"{', '.join(map(str, sizes_of(evidence)))}" + (" (quick)" if cfg.get("quick") else ""))
+
+
+def _anchor(cid) -> str:
+    """A check id as an HTML id and fragment: the id's safe characters only."""
+    return "check-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(cid))
+
+
+def _lines(text) -> list:
+    """The lines of a multi-line text (a counterexample), each as names.visible()."""
+    return [N.visible(line) for line in str(text).split("\n")]
 
 
 def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
     scored = score(evidence, weights)
     word, failed = verdict(evidence)
     got, mx = totals(scored)
-    cfg = evidence.get("config", {})
-    out = [f"# Lab 2 grade: {name}", "",
-           f"**Verdict: {word}**" + (f" (failed: {', '.join(failed)})" if failed else ""),
+    failed_md = ", ".join(map(N.md_code, failed))
+    out = [f"# Lab 2 grade: {N.md_code(name)}", "",
+           f"**Verdict: {word}**" + (f" (failed: {failed_md})" if failed else ""),
            f"**Score: {got:g} / {mx:g}**", "",
-           f"Settings: {cfg.get('runs')} kit runs per server and n = "
-           f"{', '.join(map(str, cfg.get('sizes', [])))}"
-           + (" (quick)" if cfg.get("quick") else "")
-           + f"; grading took {evidence.get('seconds', 0):.0f} s. Sandboxed with bubblewrap "
+           f"Settings: {settings_text(evidence)}; grading took "
+           f"{_num(evidence.get('seconds', 0), '.0f')} s. Sandboxed with bubblewrap "
            "(own loopback, read-only system, user nobody, rlimits).", ""]
     if evidence.get("error"):
-        out += [f"Grading error: {evidence['error']}", ""]
+        out += [f"Grading error: {N.md_code(evidence['error'])}", ""]
     out += ["| Check | Verdict | Points |", "|---|---|---|"]
     for c in scored:
-        out.append(f"| {c['title']} | {c['status'].upper()} | "
+        out.append(f"| {N.md_text(c['title'])} | {status_word(c)} | "
                    f"{c['points']:g} / {c['max_points']:g} |")
     out.append("")
     for c in scored:
-        out += [f"## {c['title']}: {c['status'].upper()}", ""]
-        out += [f"- {line}" for line in c["evidence"]]
+        out += [f"## {N.md_text(c['title'])}: {status_word(c)}", ""]
+        out += [f"- {N.md_code(line)}" for line in c["evidence"]]
         for ex in c.get("counterexamples", []):
-            out += ["", "Counterexample:", "", "```", ex, "```"]
+            out += ["", "Counterexample:", "", N.md_fence(ex)]
         out.append("")
     sub_t = evidence.get("tables")
     if sub_t:
@@ -155,15 +194,35 @@ FAIL_COLOUR = "#d00000"
 FINDINGS_COLOUR = "#b06000"
 
 
+def html_checks(scored: list) -> list:
+    """The checks' table and one section per check with its evidence, as HTML parts."""
+    e = html.escape
+    b = ["<table><tr><th>Check</th><th>Verdict</th><th>Points</th></tr>"]
+    for c in scored:
+        word = status_word(c)
+        b.append(f"<tr><td><a href='#{_anchor(c['id'])}'>{e(N.visible(c['title']))}</a></td>"
+                 f"<td class='{word.lower()}'>{word}</td>"
+                 f"<td>{c['points']:g} / {c['max_points']:g}</td></tr>")
+    b.append("</table>")
+    for c in scored:
+        word = status_word(c)
+        b.append(f"<h2 id='{_anchor(c['id'])}'>{e(N.visible(c['title']))}: "
+                 f"<span class='{word.lower()}'>{word}</span></h2><ul>")
+        b += [f"<li>{e(N.visible(line))}</li>" for line in c["evidence"]]
+        b.append("</ul>")
+        for ex in c.get("counterexamples", []):
+            b.append(f"<p>Counterexample:</p><pre>{e(chr(10).join(_lines(ex)))}</pre>")
+    return b
+
+
 def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
     e = html.escape
     scored = score(evidence, weights)
     word, failed = verdict(evidence)
     got, mx = totals(scored)
     colour = {"PASS": PASS_COLOUR, "FAIL": FAIL_COLOUR}.get(word, FINDINGS_COLOUR)
-    cfg = evidence.get("config", {})
     b = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-         f"<title>Lab 2 grade: {e(name)}</title><style>",
+         f"<title>Lab 2 grade: {e(N.visible(name))}</title><style>",
          "body{font-family:sans-serif;margin:1.5em;max-width:60em}"
          "table{border-collapse:collapse;margin:.5em 0}"
          "td,th{border:1px solid #999;padding:.2em .5em}"
@@ -171,29 +230,15 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
          "white-space:pre-wrap}",
          f"#verdict{{background:{colour};color:#fff;font-size:2em;padding:.4em .8em}}",
          "</style></head><body>",
-         f"<h1>Lab 2 grade: {e(name)}</h1>",
+         f"<h1>Lab 2 grade: {e(N.visible(name))}</h1>",
          f"<div id='verdict'>{word} — {got:g} / {mx:g}</div>"]
     if failed:
-        b.append(f"<p>Failed: {e(', '.join(failed))}</p>")
-    b.append(f"<p>{cfg.get('runs')} kit runs per server and n = "
-             f"{e(', '.join(map(str, cfg.get('sizes', []))))}"
-             f"{' (quick)' if cfg.get('quick') else ''}; grading took "
-             f"{evidence.get('seconds', 0):.0f} s, sandboxed.</p>")
+        b.append(f"<p>Failed: {e(', '.join(map(N.visible, failed)))}</p>")
+    b.append(f"<p>{e(settings_text(evidence))}; grading took "
+             f"{_num(evidence.get('seconds', 0), '.0f')} s, sandboxed.</p>")
     if evidence.get("error"):
-        b.append(f"<p class='fail'>Grading error: {e(evidence['error'])}</p>")
-    b.append("<table><tr><th>Check</th><th>Verdict</th><th>Points</th></tr>")
-    for c in scored:
-        b.append(f"<tr><td><a href='#{c['id']}'>{e(c['title'])}</a></td>"
-                 f"<td class='{c['status']}'>{c['status'].upper()}</td>"
-                 f"<td>{c['points']:g} / {c['max_points']:g}</td></tr>")
-    b.append("</table>")
-    for c in scored:
-        b.append(f"<h2 id='{c['id']}'>{e(c['title'])}: <span class='{c['status']}'>"
-                 f"{c['status'].upper()}</span></h2><ul>")
-        b += [f"<li>{e(line)}</li>" for line in c["evidence"]]
-        b.append("</ul>")
-        for ex in c.get("counterexamples", []):
-            b.append(f"<p>Counterexample:</p><pre>{e(ex)}</pre>")
+        b.append(f"<p class='fail'>Grading error: {e(N.visible(evidence['error']))}</p>")
+    b += html_checks(scored)
     sub_t = evidence.get("tables")
     if sub_t:
         ref_t = (ref or {}).get("tables", {})
@@ -220,11 +265,13 @@ def gradescope(evidence: dict, weights: dict) -> dict:
     got, mx = totals(scored)
     word, failed = verdict(evidence)
     return {"score": got, "max_score": mx, "visibility": "visible",
-            "output": f"{word}" + (f": failed {', '.join(failed)}" if failed else ""),
-            "tests": [{"name": c["title"], "number": str(i + 1), "score": c["points"],
+            "output": N.visible(word + (f": failed {', '.join(failed)}" if failed else "")),
+            "tests": [{"name": N.visible(c["title"]), "number": str(i + 1), "score": c["points"],
                        "max_score": c["max_points"],
                        "status": "passed" if c["status"] == "pass" else "failed",
-                       "output": "\n".join(c["evidence"] + c.get("counterexamples", []))}
+                       "output": "\n".join([*map(N.visible, c["evidence"]),
+                                            *(x for ex in c.get("counterexamples", [])
+                                              for x in _lines(ex))])}
                       for i, c in enumerate(scored)]}
 
 
@@ -232,3 +279,82 @@ def write_pages(out: Path, name: str, evidence: dict, ref: dict | None, weights:
     (out / "verdict.md").write_text(markdown(name, evidence, ref, weights))
     (out / "verdict.html").write_text(html_page(name, evidence, ref, weights))
     (out / "results.json").write_text(json.dumps(gradescope(evidence, weights), indent=1))
+
+
+# ---- the class: summary.csv, index.html, console lines ----------------------------------
+
+SUMMARY_FIELDS = ("submission", "source", "verdict", "score", "max_score", "failed", "seconds")
+
+
+def summary_row(name: str, source, evidence: dict, weights: dict) -> dict:
+    """One submission's row of the class summary: `name` its output folder (an
+    names.assign() name), `source` the folder it was graded from."""
+    got, mx = totals(score(evidence, weights))
+    word, failed = verdict(evidence)
+    secs = evidence.get("seconds", 0)
+    return {"submission": name, "source": str(source), "verdict": word, "score": got,
+            "max_score": mx, "failed": " ".join(map(str, failed)),
+            "seconds": round(secs, 1) if isinstance(secs, (int, float)) else 0.0}
+
+
+def write_summary_csv(path: Path, rows: list[dict]) -> None:
+    """summary.csv with every cell through names.csv_cell(), and every text cell quoted (a
+    spreadsheet that splits on ';' or tabs still keeps a cell whole)."""
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerow(SUMMARY_FIELDS)
+        w = csv.writer(f, quoting=csv.QUOTE_NONNUMERIC)
+        for r in rows:
+            w.writerow([N.csv_cell(r.get(k, "")) for k in SUMMARY_FIELDS])
+
+
+def _meta_html(meta: dict | None) -> str:
+    """'Graded DATE; settings: ...' from meta's 'date' and 'settings' (text or a dict)."""
+    meta = meta or {}
+    parts = []
+    if meta.get("date"):
+        parts.append(f"Graded {meta['date']}")
+    settings = meta.get("settings")
+    if isinstance(settings, dict):
+        settings = ", ".join(f"{k}={v}" for k, v in settings.items())
+    if settings:
+        parts.append(f"settings: {settings}")
+    return f"<p>{html.escape(N.visible('; '.join(parts)))}</p>" if parts else ""
+
+
+def _index_row(r: dict) -> str:
+    e = html.escape
+    name = str(r.get("submission", ""))
+    shown = e(N.visible(name))
+    # A name that is not an assign() name is shown without a link rather than linked unsafely.
+    cell = f"<a href='{e(N.html_href(name))}'>{shown}</a>" if N.is_safe(name) else shown
+    word = str(r.get("verdict", ""))
+    css = word.replace(" ", "-") if word in ("PASS", "FAIL", "PASS WITH FINDINGS") else ""
+    return (f"<tr><td>{cell}</td><td>{e(N.visible(r.get('source', '')))}</td>"
+            f"<td class='{css}'>{e(N.visible(word))}</td>"
+            f"<td>{_num(r.get('score'))} / {_num(r.get('max_score'))}</td>"
+            f"<td>{e(N.visible(r.get('failed', '')))}</td></tr>")
+
+
+def write_class(out: Path, rows: list[dict], meta: dict | None = None) -> None:
+    """summary.csv and index.html of a class in `out`: rows as summary_row() gives them, in
+    the order to show; meta optionally {'date': ..., 'settings': text or dict}."""
+    write_summary_csv(out / "summary.csv", rows)
+    body = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Lab 2 grades</title>"
+            "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+            "td,th{border:1px solid #999;padding:.2em .5em}.PASS{color:#070}.FAIL{color:#b00}"
+            ".PASS-WITH-FINDINGS{color:#b06000}"
+            "</style></head><body><h1>Lab 2 grades</h1>", _meta_html(meta),
+            "<table><tr><th>Submission</th><th>Source</th><th>Verdict</th><th>Score</th>"
+            "<th>Failed checks</th></tr>"]
+    body += [_index_row(r) for r in rows]
+    body.append("</table></body></html>")
+    (out / "index.html").write_text("\n".join(body))
+
+
+def console_line(row: dict) -> str:
+    """'NAME: VERDICT score/max (failed: ids)' for the terminal: one line whatever the
+    row's text holds (names.console())."""
+    failed = row.get("failed") or ""
+    return (f"{N.console(row.get('submission', ''))}: {N.console(row.get('verdict', ''))} "
+            f"{_num(row.get('score'))}/{_num(row.get('max_score'))}"
+            + (f" (failed: {N.console(failed)})" if failed else ""))
