@@ -6,17 +6,16 @@ Exit status: 0 graded (whatever the verdicts); 1 grading itself could not run (o
 """
 
 import argparse
-import csv
-import html
 import json
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from ..progress import Progress
-from . import isolation, render, safeio, sandbox
+from . import isolation, names, render, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
@@ -115,21 +114,12 @@ def config(a) -> dict:
     base.update({"quick": a.quick, "race": a.race, "build_timeout_s": a.build_timeout,
                  "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
                  "max_states": 200_000,
-                 "speed_ratio": float(weights["thresholds"].get("speed_ratio", 2.0)),
-                 "burst_rounds": 9 if a.quick else 21,
+                 "speed_ratio": float(weights["thresholds"].get("speed_ratio", 1.5)),
+                 "speed_ratio_serial": float(weights["thresholds"].get("speed_ratio_serial",
+                                                                       1.25)),
+                 "burst_rounds": 11 if a.quick else 41,
                  "timeout_s": a.timeout or (600.0 if a.quick else 3600.0)})
     return base
-
-
-def names_for(subs: list) -> list:
-    """Distinct folder names for the submissions (a suffix on duplicates)."""
-    out, seen = [], {}
-    for s in subs:
-        base = s.resolve().name or "submission"
-        k = seen.get(base, 0)
-        seen[base] = k + 1
-        out.append(base if k == 0 else f"{base}-{k + 1}")
-    return out
 
 
 def _python() -> str:
@@ -221,34 +211,6 @@ def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dic
     return ev
 
 
-def summary_row(name: str, ev: dict, weights: dict) -> dict:
-    scored = render.score(ev, weights)
-    got, mx = render.totals(scored)
-    word, failed = render.verdict(ev)
-    return {"submission": name, "verdict": word, "score": got, "max_score": mx,
-            "failed": " ".join(failed), "seconds": round(ev.get("seconds", 0), 1)}
-
-
-def write_class(out: Path, rows: list) -> None:
-    with open(out / "summary.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
-    e = html.escape
-    body = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Lab 2 grades</title>"
-            "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
-            "td,th{border:1px solid #999;padding:.2em .5em}.PASS{color:#070}.FAIL{color:#b00}"
-            ".PASS-WITH-FINDINGS{color:#b06000}"
-            "</style></head><body><h1>Lab 2 grades</h1><table><tr><th>Submission</th>"
-            "<th>Verdict</th><th>Score</th><th>Failed checks</th></tr>"]
-    for r in rows:
-        body.append(f"<tr><td><a href='{e(r['submission'])}/verdict.html'>{e(r['submission'])}</a>"
-                    f"</td><td class='{r['verdict'].replace(' ', '-')}'>{r['verdict']}</td>"
-                    f"<td>{r['score']:g} / {r['max_score']:g}</td><td>{e(r['failed'])}</td></tr>")
-    body.append("</table></body></html>")
-    (out / "index.html").write_text("\n".join(body))
-
-
 def reference(cfg, out: Path, a) -> dict | None:
     if a.no_reference:
         return None
@@ -278,9 +240,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     for s in a.submissions:
         if not s.is_dir():
-            ap.error(f"submission {s} is not a folder")
+            ap.error(f"submission {names.console(str(s))} is not a folder")
     if a.bin_dir is not None and not a.bin_dir.is_dir():
-        ap.error(f"--bin-dir {a.bin_dir} is not a folder")
+        ap.error(f"--bin-dir {names.console(str(a.bin_dir))} is not a folder")
     a.bin_dir = a.bin_dir or REPO / "build" / "release"
     try:
         cfg = config(a)
@@ -295,10 +257,11 @@ def main(argv=None) -> int:
     try:
         out.mkdir(parents=True, exist_ok=True)
         ref = reference(cfg, out, a)
-        names = names_for(a.submissions)
+        out_names = names.assign(a.submissions)
+        source = dict(zip(out_names, a.submissions))
         todo_key = {k: cfg[k] for k in ("runs", "sizes", "race")}
         per = 40.0 if a.quick else 600.0
-        prog = Progress(per * len(names), len(names), enabled=not a.no_progress)
+        prog = Progress(per * len(out_names), len(out_names), enabled=not a.no_progress)
         rows: dict = {}
 
         def one(sub, name):
@@ -314,11 +277,11 @@ def main(argv=None) -> int:
             return name, ev, render.verdict(ev)[0]
 
         with ThreadPoolExecutor(a.jobs) as pool:
-            futures = [pool.submit(one, s, n) for s, n in zip(a.submissions, names)]
+            futures = [pool.submit(one, s, n) for s, n in zip(a.submissions, out_names)]
             try:
                 for f in as_completed(futures):
                     name, ev, what = f.result()
-                    rows[name] = summary_row(name, ev, weights)
+                    rows[name] = render.summary_row(name, source[name], ev, weights)
                     prog.advance(per, f"{name}: {what}")
             except KeyboardInterrupt:
                 for f in futures:
@@ -326,8 +289,10 @@ def main(argv=None) -> int:
                 for p in list(RUNNING):  # --die-with-parent takes the inner sandboxes along
                     p.kill()
                 raise
-        rows = [rows[n] for n in names]
-        write_class(out, rows)
+        rows = [rows[n] for n in out_names]
+        render.write_class(out, rows, {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
+                                       "settings": {k: cfg[k] for k in ("runs", "sizes",
+                                                                        "quick", "race")}})
     except GradeError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
@@ -339,8 +304,7 @@ def main(argv=None) -> int:
               "(run the same command again to resume)", file=sys.stderr)
         return 130
     for r in rows:
-        print(f"{r['submission']}: {r['verdict']} {r['score']:g}/{r['max_score']:g}"
-              + (f" (failed: {r['failed']})" if r["failed"] else ""))
+        print(render.console_line(r))
     print(f"pages: {out}/<submission>/verdict.html; class: {out}/index.html, {out}/summary.csv",
           file=sys.stderr)
     return 0

@@ -37,10 +37,15 @@ def load_weights(path: Path) -> dict:
 
 
 def score(evidence: dict, weights: dict) -> list:
-    """The checks with 'points' and 'max_points' added."""
+    """The checks with 'points' and 'max_points' added. An undetermined check (the grader
+    could not tell, e.g. a measurement too close to call on a noisy machine) is not
+    scored at all: the grader's limits never cost a point."""
     out = []
     for c in evidence.get("checks", []):
         mx = float(weights["points"].get(c["id"], 0))
+        if c["status"] == "undetermined":
+            out.append({**c, "points": 0.0, "max_points": 0.0})
+            continue
         frac = c.get("fraction", 1.0 if c["status"] == "pass" else 0.0)
         if c["status"] == "skip":
             frac = 0.0
@@ -94,7 +99,8 @@ def sizes_of(evidence: dict) -> list:
             if isinstance(n, int) and not isinstance(n, bool)]
 
 
-STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
+STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
+                "undetermined": "UNDETERMINED"}
 
 
 def status_word(check: dict) -> str:
@@ -226,7 +232,7 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
          "body{font-family:sans-serif;margin:1.5em;max-width:60em}"
          "table{border-collapse:collapse;margin:.5em 0}"
          "td,th{border:1px solid #999;padding:.2em .5em}"
-         ".pass{color:#070}.fail{color:#b00}.skip{color:#777}pre{background:#f4f4f4;padding:.5em;"
+         ".pass{color:#070}.fail{color:#b00}.skip{color:#777}.undetermined{color:#777}pre{background:#f4f4f4;padding:.5em;"
          "white-space:pre-wrap}",
          f"#verdict{{background:{colour};color:#fff;font-size:2em;padding:.4em .8em}}",
          "</style></head><body>",

@@ -60,7 +60,7 @@ def test_every_fixture_has_its_pages_and_gradescope_results(graded):
         assert 0 <= res["score"] <= res["max_score"] and res["tests"]
         assert all(t["status"] in ("passed", "failed") for t in res["tests"])
     rows = (graded / "summary.csv").read_text().splitlines()
-    assert rows[0].startswith("submission,verdict,score") and len(rows) == 1 + len(NAMES)
+    assert rows[0].startswith("submission,source,verdict,score") and len(rows) == 1 + len(NAMES)
     assert all(f"{n}/verdict.html" in (graded / "index.html").read_text() for n in NAMES)
 
 
@@ -109,22 +109,29 @@ def test_a_server_that_stops_answering_is_a_hang(graded):
     assert c["status"] == "fail" and "hangs" in " ".join(c["evidence"])
 
 
-def test_the_submission_runs_as_nobody_without_network_beyond_its_loopback(tmp_path):
+def test_the_submission_runs_unprivileged_seeing_only_its_copy_and_its_loopback(tmp_path):
     if NO_SANDBOX:
         pytest.skip(f"no sandbox: {NO_SANDBOX}")
-    # A "submission" whose Makefile records who runs it and which interfaces it sees.
+    # A "submission" whose make reports who runs it, which interfaces and folders it sees,
+    # and then fails, so that its output is quoted on the page.
     sub = tmp_path / "nosy"
     sub.mkdir()
     (sub / "Makefile").write_text(
-        "all:\n\tid -u > who; cat /proc/net/dev > nets; ls /work /root > seen 2>&1 || true\n")
+        "all:\n\t@echo uid=$$(id -u) caps=$$(grep CapEff /proc/self/status | cut -f2)\n"
+        "\t@echo nets=$$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ')\n"
+        "\t@for d in /work /root /home /grade /proc/1/cwd/grade; do "
+        "test -e $$d && echo seen=$$d; done; true\n\t@exit 3\n")
     out = tmp_path / "out"
     p = grade(sub, "--quick", "--no-reference", "--no-progress", "--out", out)
     assert p.returncode == 0, p.stderr
-    built = out / "nosy" / "build"
-    assert (built / "who").read_text().strip() == "65534"
-    ifaces = [ln.split(":")[0].strip() for ln in (built / "nets").read_text().splitlines()[2:]]
-    assert ifaces == ["lo"]
-    assert "No such file" in (built / "seen").read_text()
+    build = checks(out, "nosy")["build"]
+    text = "\n".join(build["evidence"])
+    assert build["status"] == "fail" and "exit status 2" in text, text
+    uid = int(text.split("uid=")[1].split()[0])
+    assert uid not in (0, 65534) and uid >= 1_000_000, text
+    assert "caps=0000000000000000" in text
+    assert "nets=lo" in text and "nets=lo " not in text.replace("nets=lo\n", "")
+    assert "seen=" not in text, text
     assert statuses(out, "nosy")["binaries"] == "fail"
 
 
