@@ -120,6 +120,21 @@ def settings_text(evidence: dict) -> str:
             f"{', '.join(map(str, sizes_of(evidence)))}" + (" (quick)" if cfg.get("quick") else ""))
 
 
+def sandbox_text(evidence: dict) -> str:
+    """Which limits applied to this submission (the grader's own words)."""
+    sb = evidence.get("sandbox") or {}
+    parts = ["bubblewrap: own loopback, only /usr, a few /etc files and its own copy "
+             "visible, its own unprivileged uid without capabilities"]
+    for key, what in (("memory", "memory"), ("processes", "processes"),
+                      ("scratch", "disk")):
+        if isinstance(sb.get(key), str):
+            parts.append(f"{what}: {sb[key]}")
+    left = sb.get("left_behind")
+    if isinstance(left, int) and left:
+        parts.append(f"{left} process(es) left after grading were killed")
+    return "; ".join(parts)
+
+
 def _anchor(cid) -> str:
     """A check id as an HTML id and fragment: the id's safe characters only."""
     return "check-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(cid))
@@ -139,8 +154,8 @@ def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
            f"**Verdict: {word}**" + (f" (failed: {failed_md})" if failed else ""),
            f"**Score: {got:g} / {mx:g}**", "",
            f"Settings: {settings_text(evidence)}; grading took "
-           f"{_num(evidence.get('seconds', 0), '.0f')} s. Sandboxed with bubblewrap "
-           "(own loopback, read-only system, user nobody, rlimits).", ""]
+           f"{_num(evidence.get('seconds', 0), '.0f')} s.", "",
+           f"Sandbox: {N.md_text(sandbox_text(evidence))}", ""]
     if evidence.get("error"):
         out += [f"Grading error: {N.md_code(evidence['error'])}", ""]
     out += ["| Check | Verdict | Points |", "|---|---|---|"]
@@ -241,7 +256,8 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
     if failed:
         b.append(f"<p>Failed: {e(', '.join(map(N.visible, failed)))}</p>")
     b.append(f"<p>{e(settings_text(evidence))}; grading took "
-             f"{_num(evidence.get('seconds', 0), '.0f')} s, sandboxed.</p>")
+             f"{_num(evidence.get('seconds', 0), '.0f')} s.</p>"
+             f"<p>Sandbox: {e(N.visible(sandbox_text(evidence)))}</p>")
     if evidence.get("error"):
         b.append(f"<p class='fail'>Grading error: {e(N.visible(evidence['error']))}</p>")
     b += html_checks(scored)
