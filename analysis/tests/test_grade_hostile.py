@@ -57,49 +57,56 @@ def prepare(case: str, dest: Path, **defines) -> Path:
     return dest
 
 
-def _tree(root: int) -> list:
-    """root and its descendants now (host pids)."""
-    kids: dict = {}
+def _processes() -> dict:
+    """{pid: (ppid, command line)} of every process on the host now."""
+    procs = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
                 ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                procs[int(d.name)] = (ppid, (d / "cmdline").read_bytes())
             except (OSError, IndexError, ValueError):
                 continue
-            kids.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += kids.get(pid, [])
-    return out
+    return procs
 
 
-def _watch_peak(root: int, stop: threading.Event, peak: dict) -> None:
-    """Until stop: every 0.2 s, the largest peak resident set (VmHWM) of any process under
-    root, with its command line, into peak. (ru_maxrss of the children does not see the
-    grading worker: bubblewrap's pid 1 is not reaped by its parent.)"""
+def _watch(root: int, stop: threading.Event, seen: dict) -> None:
+    """Until stop, every 0.2 s: the largest peak resident set (VmHWM) of any process under
+    root, with its command line, into seen["kib"], seen["cmd"] (ru_maxrss of the children
+    does not see the grading worker: bubblewrap's pid 1 is not reaped by its parent); the
+    markers of this session seen on the host into seen["marks"] (a case's processes ran)."""
+    seen.update(kib=0, cmd="", marks=set())
     while not stop.wait(0.2):
-        for pid in _tree(root):
+        procs, kids = _processes(), {}
+        for pid, (ppid, _) in procs.items():
+            kids.setdefault(ppid, []).append(pid)
+        todo = [root]
+        while todo:
+            pid = todo.pop()
+            todo += kids.get(pid, [])
             try:
                 status = Path(f"/proc/{pid}/status").read_text()
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
             hwm = next((int(ln.split()[1]) for ln in status.splitlines()
                         if ln.startswith("VmHWM:")), 0)
-            if hwm > peak.get("kib", 0):
-                peak.update(kib=hwm, cmd=cmd.replace(b"\0", b" ")[:200].decode(errors="replace"))
+            if hwm > seen["kib"] and pid in procs:
+                seen.update(kib=hwm, cmd=procs[pid][1].replace(b"\0", b" ")[:200].decode(
+                    errors="replace"))
+        for _, cmd in procs.values():
+            at = cmd.find(f"lbh{TOKEN}".encode())
+            if at >= 0:
+                seen["marks"].add(cmd[at:at + 14].decode(errors="replace"))
 
 
 def grade(subs, out: Path, *flags, timeout=900) -> SimpleNamespace:
-    """Grades subs into out, watching the peak memory of its processes; the whole process
-    group is killed if it does not finish within timeout."""
+    """Grades subs into out, watching its processes (_watch: .peak, .marks); the whole
+    process group is killed if it does not finish within timeout."""
     cmd = [sys.executable, "-m", "analysis", "grade", *map(str, subs), *flags, "--out", str(out)]
     p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, start_new_session=True)
-    stop, peak = threading.Event(), {}
-    watch = threading.Thread(target=_watch_peak, args=(p.pid, stop, peak), daemon=True)
+    stop, seen = threading.Event(), {}
+    watch = threading.Thread(target=_watch, args=(p.pid, stop, seen), daemon=True)
     watch.start()
     try:
         so, se = p.communicate(timeout=timeout)
@@ -111,7 +118,8 @@ def grade(subs, out: Path, *flags, timeout=900) -> SimpleNamespace:
         stop.set()
         watch.join()
     return SimpleNamespace(out=out, code=p.returncode, stdout=so.decode(errors="replace"),
-                           stderr=se.decode(errors="replace"), peak=peak)
+                           stderr=se.decode(errors="replace"), marks=seen["marks"],
+                           peak={"kib": seen["kib"], "cmd": seen["cmd"]})
 
 def evidence(out: Path, name: str) -> dict:
     f = out / name / "evidence.json"
@@ -308,6 +316,7 @@ def test_a_daemon_does_not_outlive_grading(group):
     # 6bef42e: passes (each server's bubblewrap has its own pid namespace, which ends with
     # the server); kept for the rewritten sandbox.
     assert (group.out / "daemon" / "evidence.json").is_file()
+    assert marker("daemon") in group.marks, "no daemon seen while grading: the test is void"
     assert not survivors(marker("daemon")), "the daemon is still running after grading"
 
 
@@ -321,6 +330,7 @@ def test_a_process_holder_does_not_starve_a_submission_graded_beside_it(tmp_path
     g = grade([FIXTURES / "correct", holder], tmp_path / "out", *QUICK, "--no-reference")
     left = survivors(marker("process_holder"))
     assert g.code == 0, g.stderr[-3000:]
+    assert marker("process_holder") in g.marks, "no holder process seen: the test is void"
     st = {k: c["status"] for k, c in checks(g.out, "correct").items()}
     assert set(st.values()) == {"pass"}, st
     assert not left, f"{len(left)} of the holder's processes outlived grading"
@@ -334,6 +344,7 @@ def test_a_memory_hog_meets_a_memory_limit_and_is_gone_after_grading(tmp_path):
     g = grade([hog], tmp_path / "out", *QUICK, "--no-reference")
     left = survivors(marker("memory_hog"))
     assert g.code == 0, g.stderr[-3000:]
+    assert marker("memory_hog") in g.marks, "no hog process seen: the test is void"
     memory = evidence(g.out, "memory_hog").get("sandbox", {}).get("memory")
     assert memory, "the evidence does not say which memory limit applied"
     assert not left, f"{len(left)} hog process(es) outlived grading"
@@ -391,8 +402,8 @@ def _summary(out: Path) -> list:
 
 def test_odd_folder_names_get_their_own_rows_safe_cells_and_links(tmp_path):
     # 6bef42e: b/alice became alice-2, as did c/alice-2 (one folder, one row graded twice);
-    # the newline name printed a console line (and a raw summary.csv line) "alice: PASS
-    # 100 of 100..."; '=HYPERLINK(...)' was a formula cell; index.html linked to
+    # the newline name printed a console line "alice: PASS 100 of 100: FAIL 0/10";
+    # '=HYPERLINK(...)' was a formula cell; index.html linked to
     # 'javascript:alert(1)/verdict.html'; a submission named reference wrote its evidence
     # into the reference measurement's folder, so the next run re-measured the reference
     # over it and showed that submission's verdict from the reference's evidence (FAIL,
@@ -418,9 +429,9 @@ def test_odd_folder_names_get_their_own_rows_safe_cells_and_links(tmp_path):
         problems.append(f"summary.csv rows: {[r['submission'] for r in rows]}")
     if len(folders) != len(NAMES):
         problems.append(f"output folders with results.json: {sorted(folders)}")
-    lines = [ln for g in runs for ln in g.stdout.splitlines()]
-    lines += (out / "summary.csv").read_text().splitlines()
-    problems += [f"line {ln!r}" for ln in lines if ln.startswith("alice: PASS")]
+    problems += [f"console line {ln!r}" for g in runs for ln in g.stdout.splitlines()
+                 if ln.startswith("alice: PASS")]
+    problems += [f"row {r}" for r in rows if r["submission"].startswith("alice: PASS")]
     problems += [f"cell {c!r}" for r in rows for c in r.values() if c and c[0] in "=+-@"]
     parser = _Hrefs()
     parser.feed((out / "index.html").read_text())
