@@ -8,6 +8,7 @@ Exit status: 0 graded (whatever the verdicts); 1 grading itself could not run (o
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -64,6 +65,19 @@ def _seconds(t):
     return v
 
 
+def _layout(t):
+    """mainN=NAME,...: where a submission's servers are (a make target or built file)."""
+    out = {}
+    for part in t.split(","):
+        server, eq, name = part.strip().partition("=")
+        if server not in ("main1", "main2", "main3", "main4") or not eq:
+            raise argparse.ArgumentTypeError(f"expected mainN=NAME, got {part!r}")
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name) or name.startswith((".", "-")):
+            raise argparse.ArgumentTypeError(f"{name!r} is not a plain file name")
+        out[server] = name
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog=PROG, description="Grade ECE 420 Lab 2 submissions, each built and run in a "
@@ -89,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "repository)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not measure the reference servers beside the submissions")
+    ap.add_argument("--layout", type=_layout, metavar="mainN=NAME,...",
+                    help="where the servers are when a submission names them otherwise, e.g. "
+                         "main1=main (a make target or a built file)")
     ap.add_argument("--race", action="store_true",
                     help="also rebuild with -fsanitize=thread (CC/CFLAGS/LDFLAGS) and report races")
     ap.add_argument("--timeout", type=_seconds, metavar="S",
@@ -111,7 +128,8 @@ def config(a) -> dict:
     if a.sizes:
         base["sizes"] = a.sizes
     weights = render.load_weights(a.weights)
-    base.update({"quick": a.quick, "race": a.race, "build_timeout_s": a.build_timeout,
+    base.update({"quick": a.quick, "race": a.race, "layout": a.layout or {},
+                 "build_timeout_s": a.build_timeout,
                  "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
                  "max_states": 200_000,
                  "speed_ratio": float(weights["thresholds"].get("speed_ratio", 1.5)),
@@ -259,7 +277,7 @@ def main(argv=None) -> int:
         ref = reference(cfg, out, a)
         out_names = names.assign(a.submissions)
         source = dict(zip(out_names, a.submissions))
-        todo_key = {k: cfg[k] for k in ("runs", "sizes", "race")}
+        todo_key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout")}
         per = 40.0 if a.quick else 600.0
         prog = Progress(per * len(out_names), len(out_names), enabled=not a.no_progress)
         rows: dict = {}

@@ -36,8 +36,9 @@ class Copier:
     stays inside the copy; nothing else. Stops at a byte and an entry cap. Every skip is a
     note (shown on the page, escaped)."""
 
-    def __init__(self, cap: int, uid: int):
+    def __init__(self, cap: int, uid: int, skip: set = frozenset()):
         self.cap, self.uid, self.bytes, self.entries, self.notes = cap, uid, 0, 0, []
+        self.skip = skip  # top-level names not to copy
 
     def note(self, rel: str, why: str) -> None:
         if len(self.notes) < 20:
@@ -56,6 +57,8 @@ class Copier:
         for e in entries:
             self.entries += 1
             r = f"{rel}/{e.name}" if rel else e.name
+            if not rel and e.name in self.skip:
+                continue
             if self.entries > MAX_ENTRIES:
                 self.note(r, f"more than {MAX_ENTRIES} files")
                 return
@@ -106,15 +109,56 @@ class Launcher:
         return real
 
     def op_copy(self, msg, fds) -> dict:
+        """With a Makefile, handed-in binaries of the names in `set_aside` are not copied
+        (make must build them); the first bytes of each are returned so the page can say
+        what they were."""
         dst = self._inside(os.path.join(S.SCRATCH, msg["dst"]))
         if os.path.lexists(dst):
             shutil.rmtree(dst)
-        c = Copier(self.budget.copy, self.uid)
+        makefile = any(os.path.isfile(os.path.join(S.SUBMISSION, m))
+                       for m in ("Makefile", "makefile", "GNUmakefile"))
+        aside = {}
+        if makefile:
+            for name in msg.get("set_aside", []):
+                path = os.path.join(S.SUBMISSION, name)
+                if os.path.isfile(path) and not os.path.islink(path):
+                    with open(path, "rb", opener=_nofollow) as f:
+                        aside[name] = f.read(64).hex()
+        c = Copier(self.budget.copy, self.uid, skip=set(aside))
         try:
             c.tree(S.SUBMISSION, dst)
         except OSError as e:  # a full scratch tmpfs, an unreadable file
             c.notes.append(f"the copy stopped: {e.strerror or e}")
-        return {"notes": c.notes, "bytes": c.bytes}
+        return {"notes": c.notes, "bytes": c.bytes, "makefile": makefile, "set_aside": aside}
+
+    def op_unlink(self, msg, fds) -> dict:
+        """Removes one file of the copy (a handed-in binary that cannot run here)."""
+        path = os.path.join(S.SCRATCH, msg["path"])
+        self._inside(os.path.dirname(path))
+        os.unlink(path)
+        return {}
+
+    def op_alias(self, msg, fds) -> dict:
+        """mainN as a link to the file the course's layout names (inside the copy)."""
+        d = self._inside(os.path.join(S.SCRATCH, msg["tag"]))
+        name, target = msg["name"], msg["target"]
+        if "/" in name or target.startswith("/") or ".." in target.split("/"):
+            raise ValueError(f"bad layout {name}={target}")
+        os.symlink(target, os.path.join(d, name))
+        return {}
+
+    def op_tools(self, msg, fds) -> dict:
+        """Compiler wrappers that add -fcommon (for hard-coded `gcc` in a Makefile too)."""
+        d = os.path.join(S.SCRATCH, "tools")
+        os.makedirs(d, 0o755, exist_ok=True)
+        for name in ("gcc", "cc", "g++", "c++", "clang"):
+            real = shutil.which(name, path="/usr/bin")
+            if real:
+                path = os.path.join(d, name)
+                with open(path, "w") as f:
+                    f.write(f'#!/bin/sh\nexec {real} -fcommon "$@"\n')
+                os.chmod(path, 0o755)
+        return {"dir": d}
 
     def op_mkdir(self, msg, fds) -> dict:
         d = self._inside(os.path.join(S.SCRATCH, msg["path"]))
@@ -126,7 +170,8 @@ class Launcher:
         ro = {self._inside(k): v for k, v in msg["ro"].items()}
         rw = {self._inside(k): v for k, v in msg["rw"].items()}
         limits = S.Limits(**msg.get("limits", {}))
-        cmd = S.inner(ro, rw, msg["chdir"], msg["argv"], limits, self.uid, self.budget)
+        env = {str(k): str(v) for k, v in msg.get("env", {}).items()}
+        cmd = S.inner(ro, rw, msg["chdir"], msg["argv"], limits, self.uid, self.budget, env)
         out, err = (fds + [subprocess.DEVNULL] * 2)[:2]
         p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
                              stdout=out, stderr=err)
@@ -213,11 +258,11 @@ class Client:
         return reply
 
     def spawn(self, argv, ro: dict, rw: dict, chdir: str, limits=None, stdout=None,
-              stderr=None) -> "Proc":
+              stderr=None, env=None) -> "Proc":
         fds = [f for f in (stdout, stderr) if f is not None]
         r = self.call(fds, op="spawn", argv=list(argv), ro={str(k): v for k, v in ro.items()},
                       rw={str(k): v for k, v in rw.items()}, chdir=chdir,
-                      limits=dict(limits or {}))
+                      limits=dict(limits or {}), env=dict(env or {}))
         return Proc(self, r["pid"])
 
 

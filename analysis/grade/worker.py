@@ -27,6 +27,7 @@ from .. import kernel_sockets as ks
 from . import kitload as K
 from . import launcher as LA
 from . import linearize as L
+from . import packaging as P
 from . import safeio
 from . import sandbox as S
 
@@ -71,11 +72,12 @@ class Ctx:
         print(msg, file=sys.stderr, flush=True)
 
 
-def spawn(ctx: Ctx, argv, ro: dict, rw: dict, chdir: str, limits: dict, keep: int):
+def spawn(ctx: Ctx, argv, ro: dict, rw: dict, chdir: str, limits: dict, keep: int,
+          env: dict | None = None):
     """An inner sandbox whose output is drained into a capped Capture: (proc, capture)."""
     r, w = os.pipe()
     try:
-        proc = ctx.launcher.spawn(argv, ro, rw, chdir, limits, stdout=w, stderr=w)
+        proc = ctx.launcher.spawn(argv, ro, rw, chdir, limits, stdout=w, stderr=w, env=env)
     finally:
         os.close(w)
     return proc, safeio.Capture(r, keep)
@@ -162,34 +164,128 @@ def check(cid, title, status, evidence, **data) -> dict:
 
 # ---- build ------------------------------------------------------------------------------
 
-def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
-    """The submission copied into scratch/`tag` by the launcher (links that leave it and
-    anything over the size caps are not copied, and said so), then make in an inner
-    sandbox, its output drained with head and tail kept. Returns (status, evidence lines,
-    bin_dir)."""
-    copied = ctx.launcher.call(op="copy", dst=tag)
-    notes = [f"not copied: {n}" for n in copied["notes"]]
-    bdir = Path(S.SCRATCH) / tag
-    if not any((bdir / m).is_file() for m in ("Makefile", "makefile", "GNUmakefile")):
-        return "skip", ["no Makefile: using the binaries as handed in", *notes], bdir
+def _make(ctx: Ctx, bdir: Path, args: list, limits: dict, fcommon: bool) -> tuple:
+    """One make in an inner sandbox: (exit status or None on timeout, output text, line)."""
+    ro, env = {}, None
+    if fcommon:
+        tools = ctx.launcher.call(op="tools")["dir"]
+        ro, env = {tools: "/sub/tools"}, {"PATH": "/sub/tools:/usr/bin:/bin"}
     t0 = time.monotonic()
-    proc, out = spawn(ctx, ["make", *extra_make], {}, {bdir: "/sub/src"}, "/sub/src", limits,
-                      safeio.KEEP)
+    proc, out = spawn(ctx, ["make", *args], ro, {bdir: "/sub/src"}, "/sub/src", limits,
+                          safeio.KEEP, env)
     try:
         code = proc.wait(ctx.cfg["build_timeout_s"])
     except subprocess.TimeoutExpired:
         proc.kill()
-        out.join()
-        return "fail", [f"make did not finish within {ctx.cfg['build_timeout_s']:g} s",
-                        *out.text().splitlines()[-5:], *notes], bdir
+        code = None
     out.join()
-    lines = out.text().splitlines()
-    cut = [ln for ln in lines if ln.startswith("[... ") and "bytes of output cut" in ln]
-    took = (f"make {' '.join(extra_make)} took {time.monotonic() - t0:.1f} s, "
-            f"exit status {code}" + (f" ({out.total} bytes of output)" if cut else ""))
-    if code != 0:
-        return "fail", [took, *cut, *lines[-15:], *notes], bdir
-    return "pass", [took, *cut, *[ln for ln in lines if "warning" in ln][:5], *notes], bdir
+    what = " ".join(["make", *args]) + (" (with -fcommon)" if fcommon else "")
+    took = (f"{what}: did not finish within {ctx.cfg['build_timeout_s']:g} s"
+            if code is None else f"{what}: exit status {code} after "
+            f"{time.monotonic() - t0:.1f} s" + (f", {out.total} bytes of output"
+                                                 if out.total > 2 * safeio.KEEP else ""))
+    return code, out.text(), took
+
+
+def built(bdir: Path) -> list:
+    return [m for m in SERVERS if (bdir / m).is_file() and os.access(bdir / m, os.X_OK)]
+
+
+def _steps(ctx, bdir, extra, limits) -> tuple:
+    """make as a TA would: plain make, then `make all`, then each missing server by name;
+    a step whose link failed on multiple definitions is tried again with -fcommon.
+    Returns (evidence lines, servers the plain make built, fcommon needed, last failure)."""
+    lines, first, fcommon, failure = [], None, False, []
+    plan = [list(extra)]
+    while plan:
+        args = plan.pop(0)
+        code, text, took = _make(ctx, bdir, args, limits, fcommon)
+        if code not in (0, None) and not fcommon and P.multiple_definitions(text):
+            lines += [took, P.FCOMMON_FIX]
+            fcommon = True
+            code, text, took = _make(ctx, bdir, args, limits, fcommon)
+        have = built(bdir)
+        lines.append(took + f"; built so far: {', '.join(have) or 'none'}")
+        if code != 0:
+            failure = text.splitlines()[-15:]
+        if first is None:
+            first = have
+            plan = [[*extra, *step] for step in P.make_steps([m for m in SERVERS
+                                                               if m not in have])]
+        elif len(have) == len(SERVERS):
+            break
+    return lines, first or [], fcommon, failure
+
+
+def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
+    """The course's --layout (mainN=NAME: the server mainN is built as NAME): each missing
+    mainN becomes a link to NAME, made with `make NAME` first if needed. Without a layout,
+    a hint when another executable is there."""
+    layout, lines = ctx.cfg.get("layout") or {}, []
+    for server, name in layout.items():
+        if (bdir / server).exists():
+            continue
+        if not (bdir / name).is_file():
+            code, _, took = _make(ctx, bdir, [*extra, name], limits, False)
+            lines.append(took)
+        if (bdir / name).is_file():
+            ctx.launcher.call(op="alias", tag=tag, name=server, target=name)
+            lines.append(f"layout: {server} is {name}")
+    missing = [m for m in SERVERS if m not in built(bdir)]
+    others = sorted(p.name for p in bdir.iterdir() if p.is_file() and not p.is_symlink()
+                    and os.access(p, os.X_OK) and p.name not in SERVERS
+                    and not P.describe_binary(_head(p)))[:8] if missing and not layout else []
+    if others:
+        lines.append(f"{', '.join(missing)} missing; executables found: {', '.join(others)}. "
+                     f"If they are the servers, grade with --layout "
+                     + ",".join(f"{m}=NAME" for m in missing))
+    return lines
+
+
+def _head(path: Path) -> bytes:
+    try:
+        return safeio.read_bytes(path, 64)[0]
+    except (OSError, safeio.Unsafe):
+        return b""
+
+
+def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
+    """The submission copied into scratch/`tag` by the launcher (links that leave it and
+    anything over the size caps are not copied, and said so; with a Makefile the
+    handed-in main1..main4 are set aside so make must build them), then make as a TA
+    would. Returns (status, evidence lines, bin_dir, fraction)."""
+    copied = ctx.launcher.call(op="copy", dst=tag, set_aside=list(SERVERS))
+    notes = [f"not copied: {n}" for n in copied["notes"]]
+    for name, head in copied["set_aside"].items():
+        what = P.describe_binary(bytes.fromhex(head)) or "a binary"
+        notes.append(f"handed-in {name} ({what}) set aside: make must build it")
+    bdir = Path(S.SCRATCH) / tag
+    if not copied["makefile"]:
+        for m in SERVERS:
+            try:
+                head, _ = safeio.read_bytes(bdir / m, 64)
+            except (FileNotFoundError, safeio.Unsafe):
+                continue
+            what = P.describe_binary(head)
+            if what:
+                notes.append(f"handed-in {m} is {what}: not used")
+                ctx.launcher.call(op="unlink", path=f"{tag}/{m}")
+        return "skip", ["no Makefile: using the binaries as handed in", *notes], bdir, 0.0
+    lines, first, fcommon, failure = _steps(ctx, bdir, extra_make, limits)
+    lines += _layout(ctx, tag, bdir, extra_make, limits)
+    have = built(bdir)
+    lines += notes
+    if len(first) == len(SERVERS) and not fcommon:
+        return "pass", lines, bdir, 1.0
+    if len(have) < len(SERVERS):
+        lines.append(f"not built by any step: {', '.join(m for m in SERVERS if m not in have)}"
+                     "; the last make said:")
+        lines += failure
+    elif len(first) < len(SERVERS):
+        lines.append("plain `make` built " + (f"only {', '.join(first)}" if first else
+                                              "none of main1..main4")
+                     + ": make the first target (or `all`) build main1 main2 main3 main4")
+    return "fail", lines, bdir, len(first) / len(SERVERS) if not fcommon else 0.0
 
 
 # ---- checks -----------------------------------------------------------------------------
@@ -632,6 +728,9 @@ def probe(ctx, bin_dir, name, what, payload, i) -> str:
     return out
 
 
+ROBUSTNESS_TITLE = "Robustness (main1): empty connection, malformed frames, client leaving early"
+
+
 def check_robustness(ctx, bin_dir) -> dict:
     name = "main1"
     ev, ok, findings = [], True, []
@@ -645,8 +744,7 @@ def check_robustness(ctx, bin_dir) -> dict:
             ev.append(f"{what}: {out}")
         else:
             ev.append(f"{what}: survived, next request served")
-    return check("robustness", f"Robustness ({name}): empty connection, malformed frames, "
-                 "client leaving early", "pass" if ok else "fail", ev, findings=findings,
+    return check("robustness", ROBUSTNESS_TITLE, "pass" if ok else "fail", ev, findings=findings,
                  fraction=1 - len(findings) / len(MALFORMED))
 
 
@@ -695,14 +793,17 @@ def race_check(ctx, servers) -> dict:
     """Rebuilt with -fsanitize=thread, each server under one kit run. PASS only when every
     server was checked and none raced; a server not checked makes it SKIP, never PASS."""
     lim = {**ctx.limits, "no_as": True}
-    status, ev, bdir = build(ctx, "build_tsan", ["CC=gcc", "CFLAGS=-O1 -g -fsanitize=thread",
-                                                 "LDFLAGS=-fsanitize=thread"], lim)
-    if status != "pass":
+    status, ev, bdir, _ = build(ctx, "build_tsan", ["CC=gcc", "CFLAGS=-O1 -g -fsanitize=thread",
+                                                    "LDFLAGS=-fsanitize=thread"], lim)
+    have = built(bdir)
+    if not have:
         return check("races", RACE_TITLE, "skip",
-                     ["not checked: could not rebuild with -fsanitize=thread", *ev[:3]])
+                     ["not checked: could not rebuild with -fsanitize=thread", *ev[-3:]])
     saved, ctx.limits = ctx.limits, lim
     try:
-        res = [_race_one(ctx, bdir, name) for name in servers]
+        res = [_race_one(ctx, bdir, name) if name in have else
+               (None, f"{name}: not checked: not built with -fsanitize=thread")
+               for name in servers]
     finally:
         ctx.limits = saved
     racy = [r for r, _ in res]
@@ -712,35 +813,72 @@ def race_check(ctx, servers) -> dict:
 
 # ---- the whole submission ---------------------------------------------------------------
 
+# Checks that judge each server: a server that is missing fails them, for its share.
+PER_SERVER = {"cmdline": "mainN n ip port, with the kit's port quirk",
+              "initial": "Initial values 'String i: the initial value'",
+              "workload": "The kit workload (like test.sh): errors, crashes, hangs",
+              "consistency": "Correctness under concurrency (per-slot linearizability)",
+              "idle": "A silent client does not block the others",
+              "timing": f"The timing file {TIMING}"}
+
+
+def charge_missing(checks: list, missing: list) -> None:
+    """A missing server fails every check that needed it: each per-server check keeps only
+    the present servers' share of its points and names the missing ones; a check that is
+    absent because nothing could run is added as a failure, so every page has the same
+    maximum score."""
+    if not missing:
+        return
+    have = {c["id"] for c in checks}
+    for cid, title in PER_SERVER.items():
+        if cid not in have:
+            checks.append(check(cid, title, "fail", [], fraction=0.0))
+    for c in checks:
+        if c["id"] in PER_SERVER:
+            base = c.get("fraction", 1.0 if c["status"] == "pass" else 0.0)
+            c["fraction"] = base * (len(SERVERS) - len(missing)) / len(SERVERS)
+            c["status"] = "fail"
+            c["evidence"] = [f"{m}: missing, so it fails this check" for m in missing] + \
+                c["evidence"]
+    for cid, title, need in (("speed", "main2 and main4 clearly faster than main1 (measured "
+                              "by the grader)", ("main1", "main2", "main4")),
+                             ("robustness", ROBUSTNESS_TITLE, ("main1",))):
+        gone = [m for m in need if m in missing]
+        if gone:
+            checks[:] = [c for c in checks if c["id"] != cid]
+            checks.append(check(cid, title, "fail", f"needs {', '.join(gone)}, which is "
+                                "missing", fraction=0.0))
+
+
 def grade(ctx: Ctx) -> dict:
     cfg = ctx.cfg
     checks: list = []
     ev: dict = {"checks": checks, "config": {k: cfg[k] for k in ("runs", "sizes", "quick")}}
     t0 = time.monotonic()
     ctx.log("build")
-    status, lines, bin_dir = build(ctx, "build", [], ctx.limits)
-    checks.append(check("build", "Builds with make", status, lines))
-    present = [m for m in SERVERS if (bin_dir / m).is_file() and os.access(bin_dir / m, os.X_OK)]
+    status, lines, bin_dir, frac = build(ctx, "build", [], ctx.limits)
+    checks.append(check("build", "Builds with make", status, lines, fraction=frac))
+    present = built(bin_dir)
     missing = [m for m in SERVERS if m not in present]
     checks.append(check("binaries", "main1..main4 exist", "fail" if missing else "pass",
                         f"missing: {', '.join(missing)}" if missing else "all four present"))
-    if not present:
-        ev["seconds"] = time.monotonic() - t0
-        return ev
-    ctx.log("command line, port quirk, initial values")
-    checks.extend(check_initial(ctx, bin_dir, present))
-    ctx.log(f"kit workload: {cfg['runs']} runs x n={cfg['sizes']}")
-    wl = workload(ctx, bin_dir, present, cfg["sizes"], cfg["runs"])
-    checks.append(check_workload(wl, cfg["runs"]))
-    ctx.log("consistency")
-    checks.append(check_consistency(ctx, bin_dir, present, wl))
-    ctx.log("concurrency")
-    checks.append(check_idle(ctx, bin_dir, present))
-    checks.append(check_speed(ctx, bin_dir, present))
-    ctx.log("robustness")
-    if "main1" in present:
-        checks.append(check_robustness(ctx, bin_dir))
-    checks.append(check_timing(wl, cfg["runs"]))
+    wl: dict = {}
+    if present:
+        ctx.log("command line, port quirk, initial values")
+        checks.extend(check_initial(ctx, bin_dir, present))
+        ctx.log(f"kit workload: {cfg['runs']} runs x n={cfg['sizes']}")
+        wl = workload(ctx, bin_dir, present, cfg["sizes"], cfg["runs"])
+        checks.append(check_workload(wl, cfg["runs"]))
+        ctx.log("consistency")
+        checks.append(check_consistency(ctx, bin_dir, present, wl))
+        ctx.log("concurrency")
+        checks.append(check_idle(ctx, bin_dir, present))
+        checks.append(check_speed(ctx, bin_dir, present))
+        if "main1" in present:
+            ctx.log("robustness")
+            checks.append(check_robustness(ctx, bin_dir))
+        checks.append(check_timing(wl, cfg["runs"]))
+    charge_missing(checks, missing)
     if cfg.get("race"):
         ctx.log("race detector")
         checks.append(race_check(ctx, present))
