@@ -182,8 +182,9 @@ def _make(ctx: Ctx, bdir: Path, args: list, limits: dict, fcommon: bool) -> tupl
     what = " ".join(["make", *args]) + (" (with -fcommon)" if fcommon else "")
     took = (f"{what}: did not finish within {ctx.cfg['build_timeout_s']:g} s"
             if code is None else f"{what}: exit status {code} after "
-            f"{time.monotonic() - t0:.1f} s" + (f", {out.total} bytes of output"
-                                                 if out.total > 2 * safeio.KEEP else ""))
+            f"{time.monotonic() - t0:.1f} s" + (
+                f", {out.total} bytes of output (cut: only the first and last "
+                f"{safeio.KEEP >> 10} KiB kept)" if out.total > 2 * safeio.KEEP else ""))
     return code, out.text(), took
 
 
@@ -194,7 +195,8 @@ def built(bdir: Path) -> list:
 def _steps(ctx, bdir, extra, limits) -> tuple:
     """make as a TA would: plain make, then `make all`, then each missing server by name;
     a step whose link failed on multiple definitions is tried again with -fcommon.
-    Returns (evidence lines, servers the plain make built, fcommon needed, last failure)."""
+    Returns (evidence lines, servers the plain make built, fcommon needed, the first
+    failing step's output)."""
     lines, first, fcommon, failure = [], None, False, []
     plan = [list(extra)]
     while plan:
@@ -206,7 +208,7 @@ def _steps(ctx, bdir, extra, limits) -> tuple:
             code, text, took = _make(ctx, bdir, args, limits, fcommon)
         have = built(bdir)
         lines.append(took + f"; built so far: {', '.join(have) or 'none'}")
-        if code != 0:
+        if code != 0 and not failure:  # the first failure says most
             failure = text.splitlines()[-15:]
         if first is None:
             first = have
@@ -279,7 +281,7 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
         return "pass", lines, bdir, 1.0
     if len(have) < len(SERVERS):
         lines.append(f"not built by any step: {', '.join(m for m in SERVERS if m not in have)}"
-                     "; the last make said:")
+                     "; the first make that failed said:")
         lines += failure
     elif len(first) < len(SERVERS):
         lines.append("plain `make` built " + (f"only {', '.join(first)}" if first else
