@@ -1,0 +1,172 @@
+"""`python -m analysis grade` on submissions as a class really hands them in (KIT.md, "How
+submissions arrive"): made by the test from the honest fixtures (tests/fixtures/correct and
+the kit-style server of tests/fixtures/hostile/common), graded once together (--quick
+--runs 2 --jobs 2), each with its expected per-check verdicts."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.grade import sandbox
+
+NO_SANDBOX = sandbox.available()
+if NO_SANDBOX:
+    pytest.skip(f"no sandbox: {NO_SANDBOX}", allow_module_level=True)
+
+REPO = Path(__file__).resolve().parents[2]
+CORRECT = REPO / "tests" / "fixtures" / "correct"
+HOSTILE = REPO / "tests" / "fixtures" / "hostile"
+MACHO = b"\xcf\xfa\xed\xfe" + bytes(60)
+PER_SERVER = ("cmdline", "initial", "workload", "consistency", "idle", "timing")
+
+
+def _correct(dest: Path) -> Path:
+    shutil.copytree(CORRECT, dest)
+    return dest
+
+
+def _first_only(d: Path) -> None:
+    mk = d / "Makefile"
+    mk.write_text(mk.read_text().replace("all: main1", "first: main1\nall: main1", 1))
+
+
+def _main_all(d: Path) -> None:
+    (d / "Makefile").write_text(
+        "main: main.c\n\t$(CC) -O2 -DVARIANT=1 -o main main.c -lpthread\n"
+        "all: main main2 main3 main4\n"
+        "main2 main3 main4: main%: main.c\n\t$(CC) -O2 -DVARIANT=$* -o $@ main.c -lpthread\n")
+
+
+def _fcommon(d: Path) -> None:
+    # a global defined (not declared extern) in a header that two files include
+    (d / "g.h").write_text("int shared_counter;\n")
+    (d / "other.c").write_text('#include "g.h"\nint bump(void) { return ++shared_counter; }\n')
+    src = (d / "main.c").read_text()
+    (d / "main.c").write_text('#include "g.h"\n' + src)
+    mk = d / "Makefile"
+    mk.write_text(mk.read_text().replace("main.c -lpthread", "main.c other.c -lpthread"))
+
+
+def _stale_macho(d: Path) -> None:
+    (d / "main1").write_bytes(MACHO)
+    (d / "main1").chmod(0o755)
+
+
+def _no_makefile(d: Path) -> None:
+    subprocess.run(["make", "-s"], cwd=d, check=True, capture_output=True)
+    for f in ("Makefile", "main.c"):
+        (d / f).unlink()
+    (d / "main3").write_bytes(MACHO)
+
+
+def _only_main1(d: Path) -> None:
+    mk = d / "Makefile"
+    mk.write_text(mk.read_text().replace("main1 main2 main3 main4: main%", "main1: main%")
+                  .replace("all: main1 main2 main3 main4", "all: main1"))
+
+
+def _pattern(case: str, dest: Path) -> Path:
+    shutil.copytree(HOSTILE / case, dest)
+    shutil.copy(HOSTILE / "common" / "kitserver.h", dest)
+    return dest
+
+
+CASES = {"first_only": _first_only, "main_all": _main_all, "fcommon": _fcommon,
+         "stale_macho": _stale_macho, "no_makefile": _no_makefile, "only_main1": _only_main1}
+
+
+def grade(subs, out, *flags):
+    p = subprocess.run([sys.executable, "-m", "analysis", "grade", *map(str, subs),
+                        "--quick", "--runs", "2", "--no-reference", "--no-progress",
+                        "--jobs", "2", *flags, "--out", str(out)],
+                       capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("subs")
+    subs = []
+    for name, make in CASES.items():
+        make(_correct(root / name))
+        subs.append(root / name)
+    subs += [_pattern(c, root / c) for c in ("timing_after_lock", "timing_sum")]
+    return grade(subs, tmp_path_factory.mktemp("grades"))
+
+
+def checks(out: Path, name: str) -> dict:
+    ev = json.loads((out / name / "evidence.json").read_text())
+    assert not ev.get("error"), ev.get("error")
+    return {c["id"]: c for c in ev["checks"]}
+
+
+def text(c: dict) -> str:
+    return "\n".join(c["evidence"] + list(c.get("fix") or []))
+
+
+def test_a_first_target_that_builds_one_server_is_not_a_passing_build(graded):
+    c = checks(graded, "first_only")
+    assert c["build"]["status"] == "fail" and c["build"]["fraction"] == 0.25
+    assert "make all" in text(c["build"]) and "built only main1" in text(c["build"])
+    assert c["binaries"]["status"] == "pass" and c["workload"]["status"] == "pass"
+
+
+def test_a_default_target_named_main_gets_the_layout_hint_and_main1_fails_its_checks(graded):
+    c = checks(graded, "main_all")
+    assert "--layout main1=NAME" in text(c["build"]) and "main" in text(c["build"])
+    assert c["binaries"]["status"] == "fail"
+    for cid in PER_SERVER:
+        assert c[cid]["status"] == "fail" and c[cid]["fraction"] <= 0.75, cid
+    assert c["robustness"]["status"] == "fail" and c["speed"]["status"] == "fail"
+
+
+def test_the_layout_option_grades_main_as_main1(tmp_path):
+    sub = _correct(tmp_path / "main_all")
+    _main_all(sub)
+    out = grade([sub], tmp_path / "out", "--layout", "main1=main")
+    c = checks(out, "main_all")
+    assert c["binaries"]["status"] == "pass" and "layout: main1 is main" in text(c["build"])
+
+
+def test_multiple_definitions_are_built_with_fcommon_and_the_fix_is_named(graded):
+    c = checks(graded, "fcommon")
+    assert c["build"]["status"] == "fail" and "-fcommon" in text(c["build"])
+    assert "extern" in text(c["build"])
+    assert c["binaries"]["status"] == "pass" and c["workload"]["status"] == "pass"
+
+
+def test_a_stale_foreign_binary_is_set_aside_and_rebuilt(graded):
+    c = checks(graded, "stale_macho")
+    assert c["build"]["status"] == "pass" and "Mach-O" in text(c["build"])
+    assert all(x["status"] == "pass" for x in c.values()), {k: x["status"] for k, x in c.items()}
+
+
+def test_handed_in_binaries_without_a_makefile_are_used_unless_they_cannot_run(graded):
+    c = checks(graded, "no_makefile")
+    assert c["build"]["status"] == "skip" and "Mach-O" in text(c["build"])
+    assert c["binaries"]["status"] == "fail" and "main3" in text(c["binaries"])
+    assert c["workload"]["fraction"] == 0.75
+
+
+def test_three_missing_servers_cost_their_share_of_every_check(graded):
+    res = json.loads((graded / "only_main1" / "results.json").read_text())
+    assert res["score"] < 50, res["score"]  # an earlier grader gave 77 of 100
+    assert res["max_score"] == json.loads(
+        (graded / "stale_macho" / "results.json").read_text())["max_score"]
+
+
+def test_a_clock_started_after_the_lock_is_named_and_costs_only_timing(graded):
+    c = checks(graded, "timing_after_lock")
+    assert c["timing"]["status"] == "fail" and "lock waiting" in text(c["timing"])
+    assert all(x["status"] == "pass" for k, x in c.items() if k != "timing")
+
+
+def test_timing_lines_that_are_sums_are_named_sums(graded):
+    c = checks(graded, "timing_sum")
+    assert c["timing"]["status"] == "fail" and "a sum" in text(c["timing"])
+    assert all(x["status"] == "pass" for k, x in c.items() if k != "timing")
