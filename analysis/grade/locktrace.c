@@ -95,11 +95,13 @@ static void note(const void *o, char kind, int count_held) {
       st.objs[i].count++;
       return;
     }
-  if (st.n == MAX_OBJS) {
+  int i = st.n; /* read once: a signal handler that locks cannot push it past the table */
+  if (i >= MAX_OBJS) {
     st.overflow = 1;
     return;
   }
-  st.objs[st.n++] = (struct obj){(uintptr_t)o, 1, kind};
+  st.n = i + 1;
+  st.objs[i] = (struct obj){(uintptr_t)o, 1, kind};
 }
 
 static size_t put_str(char *b, size_t at, const char *s) {
