@@ -19,7 +19,7 @@ from analysis.grade import render, sandbox
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 NAMES = ["correct", "crash_on_empty", "no_lock", "serialised", "no_init", "garbage_timing",
-         "hangs"]
+         "hangs", "crash_after_batch"]
 CHROMIUM = shutil.which("chromium")
 # '' where grading can run; else why not (no bubblewrap, or a system where it cannot make
 # its namespaces, such as a chroot): those tests are skipped with that reason.
@@ -75,6 +75,14 @@ def test_crash_on_empty_connection_is_a_robustness_finding_with_its_signal(grade
     assert c["robustness"]["status"] == "fail"
     line = next(ln for ln in c["robustness"]["evidence"] if ln.startswith("empty connection"))
     assert "SIGSEGV" in line
+    assert c["workload"]["status"] == "pass" and c["consistency"]["status"] == "pass"
+
+
+def test_a_crash_when_the_batch_after_a_probe_completes_is_a_robustness_finding(graded):
+    c = checks(graded, "crash_after_batch")
+    assert c["robustness"]["status"] == "fail"
+    line = next(ln for ln in c["robustness"]["evidence"] if ln.startswith("empty connection"))
+    assert "batch of 1000" in line and "SIGSEGV" in line, line
     assert c["workload"]["status"] == "pass" and c["consistency"]["status"] == "pass"
 
 
