@@ -4,13 +4,21 @@ index.html) and the console lines. Pure functions of (evidence, weights) but the
 
 Every string of the evidence may carry a student's text (make output, server stderr,
 replies, timing-file lines, the folder's name): it is shown only through analysis.grade.names
-(code spans or escapes in Markdown, html.escape in HTML, escaped controls everywhere)."""
+(code spans or escapes in Markdown, html.escape in HTML, escaped controls everywhere).
+
+Every page teaches: for each check that did not pass, "What to fix" (the check's own `fix`,
+the worker's specific diagnosis, else FIX_BY_CHECK's default for its id; the grader's words,
+which may quote a student's, so escaped alike), and "How the score was made" (each check's
+weight, the share earned, its points, the verdict rule, the weights file), with the
+settings, the date and the grader version (evidence["grader"], when present)."""
 
 import csv
 import html
 import json
+import math
 import re
 import tomllib
+from fractions import Fraction
 from pathlib import Path
 
 from . import names as N
@@ -33,7 +41,7 @@ def load_weights(path: Path) -> dict:
     for k, v in points.items():
         if not isinstance(v, (int, float)) or v < 0:
             raise WeightsError(f"weights {path}: points.{k} must be a number >= 0, got {v!r}")
-    return {"points": points, "thresholds": data.get("thresholds", {})}
+    return {"points": points, "thresholds": data.get("thresholds", {}), "path": str(path)}
 
 
 def score(evidence: dict, weights: dict) -> list:
@@ -46,11 +54,19 @@ def score(evidence: dict, weights: dict) -> list:
         if c["status"] == "undetermined":
             out.append({**c, "points": 0.0, "max_points": 0.0})
             continue
-        frac = c.get("fraction", 1.0 if c["status"] == "pass" else 0.0)
-        if c["status"] == "skip":
-            frac = 0.0
-        out.append({**c, "points": round(mx * frac, 2), "max_points": mx})
+        out.append({**c, "points": round(mx * earned_share(c), 2), "max_points": mx})
     return out
+
+
+def earned_share(check: dict) -> float:
+    """The share of its points a scored check earns: its `fraction` (partial credit, held
+    to 0..1) when it has a numeric one, else 1 for a pass and 0 otherwise; 0 when skipped."""
+    if check.get("status") == "skip":
+        return 0.0
+    frac = check.get("fraction")
+    if isinstance(frac, (int, float)) and not isinstance(frac, bool) and math.isfinite(frac):
+        return min(1.0, max(0.0, float(frac)))
+    return 1.0 if check.get("status") == "pass" else 0.0
 
 
 # Failing these is a finding (the kit's own sample fails some robustness probes), not a FAIL.
@@ -145,8 +161,213 @@ def _lines(text) -> list:
     return [N.visible(line) for line in str(text).split("\n")]
 
 
-def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
-    scored = score(evidence, weights)
+# ---- teaching: what to fix, how the score was made ------------------------------------
+
+# The default diagnosis per check id, for a check that did not pass and whose evidence has
+# no `fix` of its own (the worker's specific one, e.g. the timing file's). Backticks mark
+# code: shown as code spans in Markdown and <code> in HTML.
+FIX_BY_CHECK = {
+    "build": "make sure `make` with no arguments, run in the submission's top folder, "
+             "builds main1, main2, main3 and main4 there: its first target (as in "
+             "`all: main1 main2 main3 main4`) must name all four, every source file it "
+             "needs must be handed in, and it must link with `-lpthread`; the make output "
+             "quoted in this check's evidence shows the first error",
+    "binaries": "build (or hand in) four executables named exactly main1, main2, main3 and "
+                "main4 in the top folder of the submission: not in a subfolder, not under "
+                "other names",
+    "cmdline": "start as the kit does, `./mainN n ip port` (the array size, the IP address, "
+               "the port), and listen on the port given without htons, like the kit's "
+               "server: `sock_var.sin_port = atoi(argv[3])` (the kit's client connects to "
+               "the byte-swapped port, so a server that uses htons cannot be reached by it)",
+    "initial": "before accepting any connection, set every string i < n to exactly "
+               "\"String i: the initial value\": "
+               "`sprintf(theArray[i], \"String %d: the initial value\", i)`",
+    "workload": "the server must answer every request of 100 client threads x 10 requests "
+                "and never stop: accept in a loop, one thread per connection that reads the "
+                "whole request, replies and closes; a crash names its signal and the request "
+                "in flight (follow that request through your code), a hang names the "
+                "requests left without a reply (a lock not unlocked on some path, threads "
+                "never joined or detached)",
+    "consistency": "hold the string's lock across the whole read or write, from before the "
+                   "access to after it (its usleep included), and build the reply from what "
+                   "was read under the lock; the counterexample shows the interleaving: "
+                   "which requests overlapped and what each one saw",
+    "idle": "do not read in the accepting thread: accept the connection and hand it to a "
+            "thread of its own (a thread per connection) that reads the request, so that a "
+            "client that connects and sends nothing blocks only its own thread",
+    "speed": "main2 must lock only the string it touches (an array of n mutexes: lock "
+             "position pos's own), and main4 likewise with a read/write lock per string "
+             "(`pthread_rwlock_rdlock` to read, `pthread_rwlock_wrlock` to write); let each "
+             "connection's thread run on its own: no `pthread_join` right after "
+             "`pthread_create`, no global lock around the access",
+    "robustness": "check read()'s return before using the buffer (0 or -1: close the "
+                  "connection and end the thread) and the request's fields before using "
+                  "them: a '-' between them, 0 <= position < n, is_read 0 or 1, a NUL "
+                  "within the 100 bytes; ignore SIGPIPE (`signal(SIGPIPE, SIG_IGN)`) so that "
+                  "a client that leaves before its reply cannot kill the server",
+    "timing": "write server_output_time_aggregated in the server's working folder: one "
+              "line per 1000 requests, their mean latency in seconds printed with %e "
+              "(`fprintf(f, \"%e\\n\", mean)`), each request timed from when it has been "
+              "read to when its reply is ready, the lock waiting included",
+    "races": "make every access to shared data (the array, counters, the timing sums) "
+             "under the lock that protects it (the first stack in the evidence shows "
+             "where), and let the Makefile take CC, CFLAGS and LDFLAGS from the command "
+             "line (`$(CC) $(CFLAGS) -o main1 main1.c $(LDFLAGS)`) so that it can be "
+             "rebuilt with -fsanitize=thread",
+    "design": "use the lock design the lab asks of this server number: main1 one mutex "
+              "for the whole array, main2 a mutex per string, main3 one read/write lock "
+              "for the whole array, main4 a read/write lock per string",
+}
+
+# Said of a check that neither passed nor failed, before what to fix.
+STATUS_NOTE = {
+    "skip": "Skipped: this check could not be run on this submission, so it earns none of "
+            "its points (the evidence says why).",
+    "undetermined": "Undetermined: the grader could not tell (e.g. a measurement too close "
+                    "to call on a noisy machine), so this check is not scored: neither its "
+                    "points nor its maximum count, and no point is lost. Look at it anyway:",
+}
+
+
+def fixes(check: dict) -> list:
+    """What to fix for a check that did not pass: its own `fix` (a text or a list of texts,
+    the worker's specific diagnosis) when it has one, else FIX_BY_CHECK's default for its
+    id; [] for a passed check. The texts may quote a student's: show them escaped."""
+    if check.get("status") == "pass":
+        return []
+    own = check.get("fix")
+    own = [own] if isinstance(own, str) else own if isinstance(own, list) else []
+    own = [str(x) for x in own if isinstance(x, str) and x.strip()]
+    if own:
+        return own
+    default = FIX_BY_CHECK.get(check.get("id"))
+    return [default] if default else []
+
+
+def _code_parts(text) -> list:
+    """[(is_code, part)]: `text` split at its pairs of backticks (with an unpaired one, all
+    of it is text)."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:
+        return [(False, str(text))]
+    return [(i % 2 == 1, p) for i, p in enumerate(parts) if p]
+
+
+def rich_md(text, cell: bool = False) -> str:
+    """Grader prose that may quote a student (a fix, a rule) as Markdown: the parts between
+    backticks as code spans (N.md_code, N.md_cell in a table), the rest through N.md_text."""
+    code = N.md_cell if cell else N.md_code
+    return "".join(code(p) if is_code else N.md_text(p) for is_code, p in _code_parts(text))
+
+
+def rich_html(text) -> str:
+    """rich_md() for HTML: <code> for the parts between backticks, everything escaped."""
+    e = html.escape
+    return "".join(f"<code>{e(N.visible(p))}</code>" if is_code else e(N.visible(p))
+                   for is_code, p in _code_parts(text))
+
+
+# How a check's share of its points is counted, when the check reports a fraction.
+PARTIAL_RULE = {
+    "build": "the share of main1..main4 that a plain `make` built (none when the link "
+             "needed -fcommon)",
+    "workload": "the share of (server, n) settings whose runs all went without an error, "
+                "crash or hang",
+    "timing": "the share of (server, n) settings whose timing lines were plausible",
+    "robustness": "the share of the probes main1 survived, answering the next request",
+    "design": "the share of the servers that use the lock design the lab asks of them",
+}
+# Checks that judge each server: a missing server costs its quarter of their points.
+PER_SERVER_CHECKS = ("cmdline", "initial", "workload", "consistency", "idle", "timing")
+
+
+def score_rule(check: dict) -> str:
+    """How this check's points were counted, in words."""
+    status = check.get("status")
+    if status == "undetermined":
+        return "not scored: the grader could not tell"
+    if status == "skip":
+        return "skipped: earns nothing"
+    if "fraction" not in check:
+        return "all or nothing"
+    cid = check.get("id")
+    if cid not in PER_SERVER_CHECKS:
+        return PARTIAL_RULE.get(cid, "the share the check reported")
+    return (PARTIAL_RULE.get(cid, "all or nothing for the servers present")
+            + "; each missing server costs its quarter")
+
+
+def share_text(check: dict) -> str:
+    """The share earned: '1', '0', '5/7 (71 %)'; 'not scored' for an undetermined check."""
+    if check.get("status") == "undetermined":
+        return "not scored"
+    share = earned_share(check)
+    if share in (0.0, 1.0):
+        return f"{share:g}"
+    frac = Fraction(share).limit_denominator(64)
+    shown = f"{frac.numerator}/{frac.denominator} " if abs(float(frac) - share) < 1e-9 else ""
+    return f"{shown}({share * 100:.0f} %)"
+
+
+VERDICT_RULE = ("PASS when no check failed; PASS WITH FINDINGS when the only checks that "
+                "failed are robustness and races (the kit's own sample fails some robustness "
+                "probes); FAIL when any other check failed, or when grading itself failed. A "
+                "skipped check earns nothing but does not decide the verdict; an "
+                "undetermined check is not scored at all: the grader's limits never cost a "
+                "point.")
+
+
+def verdict_reason(evidence: dict) -> str:
+    """Why this submission got its verdict word (check ids through names.visible)."""
+    word, failed = verdict(evidence)
+    ids = ", ".join(map(N.visible, failed))
+    if evidence.get("error"):
+        return "FAIL because grading itself failed (see the grading error)"
+    if word == "PASS":
+        return "PASS because no check failed"
+    if word == "PASS WITH FINDINGS":
+        return f"PASS WITH FINDINGS because only {ids} failed"
+    findings = [f for f in failed if f in FINDINGS]
+    decisive = ", ".join(N.visible(f) for f in failed if f not in FINDINGS)
+    return (f"FAIL because {decisive} failed"
+            + (f" (and {', '.join(findings)}, a finding)" if findings else ""))
+
+
+def how_rows(evidence: dict, weights: dict) -> list:
+    """One row per check for 'How the score was made': (title, verdict word, weight, share
+    earned, points, rule); the title as it is (escape it), the rest the grader's words."""
+    rows = []
+    for c in score(evidence, weights):
+        weight = float(weights["points"].get(c["id"], 0))
+        pts = ("0 (not scored)" if c["status"] == "undetermined"
+               else f"{c['points']:g} / {c['max_points']:g}")
+        rows.append((c["title"], status_word(c), f"{weight:g}", share_text(c), pts,
+                     score_rule(c)))
+    return rows
+
+
+def _grader_field(evidence: dict, key: str):
+    g = evidence.get("grader")
+    v = g.get(key) if isinstance(g, dict) else None
+    return v if isinstance(v, str) and v else None
+
+
+def weights_file(evidence: dict, weights: dict) -> str:
+    """The weights file used: the evidence's grader record, else the loaded weights' path."""
+    path = _grader_field(evidence, "weights") or weights.get("path")
+    return str(path) if path else "not recorded"
+
+
+def grader_text(evidence: dict, weights: dict) -> str:
+    """'graded DATE by the lockbench grader VERSION; weights from FILE' (escape it)."""
+    date, version = _grader_field(evidence, "date"), _grader_field(evidence, "version")
+    return ((f"graded {date}" if date else "date not recorded")
+            + (f" by the lockbench grader {version}" if version
+               else " by the lockbench grader (version not recorded)")
+            + f"; weights from {weights_file(evidence, weights)}")
+
+
+def _md_head(name: str, evidence: dict, weights: dict, scored: list) -> list:
     word, failed = verdict(evidence)
     got, mx = totals(scored)
     failed_md = ", ".join(map(N.md_code, failed))
@@ -155,6 +376,7 @@ def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
            f"**Score: {got:g} / {mx:g}**", "",
            f"Settings: {settings_text(evidence)}; grading took "
            f"{_num(evidence.get('seconds', 0), '.0f')} s.", "",
+           f"Grader: {N.md_text(grader_text(evidence, weights))}.", "",
            f"Sandbox: {N.md_text(sandbox_text(evidence))}", ""]
     if evidence.get("error"):
         out += [f"Grading error: {N.md_code(evidence['error'])}", ""]
@@ -162,27 +384,104 @@ def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
     for c in scored:
         out.append(f"| {N.md_text(c['title'])} | {status_word(c)} | "
                    f"{c['points']:g} / {c['max_points']:g} |")
-    out.append("")
+    return [*out, ""]
+
+
+def _md_fix_list(items: list, indent: str = "") -> list:
+    return [f"{indent}- {rich_md(x)}" for x in items]
+
+
+def _md_fix_summary(scored: list) -> list:
+    """'## What to fix': every check that did not pass, with what to change."""
+    todo = [(c, fixes(c)) for c in scored if c["status"] != "pass"]
+    todo = [(c, f) for c, f in todo if f]
+    if not todo:
+        return []
+    out = ["## What to fix", ""]
+    for c, items in todo:
+        head = f"- **{N.md_text(c['title'])}** ({status_word(c)}" + (
+            ", not scored)" if c["status"] == "undetermined" else ")")
+        out += ([f"{head}: {rich_md(items[0])}"] if len(items) == 1
+                else [f"{head}:", *_md_fix_list(items, "  ")])
+    return [*out, ""]
+
+
+def _md_teach(c: dict) -> list:
+    """A check's status note (skipped, undetermined) and its 'What to fix' line."""
+    out = [N.md_text(STATUS_NOTE[c["status"]]), ""] if c["status"] in STATUS_NOTE else []
+    items = fixes(c)
+    if len(items) == 1:
+        out += [f"**What to fix:** {rich_md(items[0])}", ""]
+    elif items:
+        out += ["**What to fix:**", "", *_md_fix_list(items), ""]
+    return out
+
+
+def _md_check_sections(scored: list) -> list:
+    out = []
     for c in scored:
         out += [f"## {N.md_text(c['title'])}: {status_word(c)}", ""]
         out += [f"- {N.md_code(line)}" for line in c["evidence"]]
         for ex in c.get("counterexamples", []):
             out += ["", "Counterexample:", "", N.md_fence(ex)]
         out.append("")
+        out += _md_teach(c)
+    return out
+
+
+def score_sums(evidence: dict, weights: dict, scored: list) -> str:
+    """'Score: the sum of the points, G of M.' and what undetermined checks left out."""
+    got, mx = totals(scored)
+    left = [c for c in scored if c["status"] == "undetermined"]
+    text = f"Score: the sum of the points earned, {got:g} of {mx:g}."
+    if left:
+        pts = sum(float(weights["points"].get(c["id"], 0)) for c in left)
+        text += (f" Not scored (undetermined): {', '.join(N.visible(c['title']) for c in left)}"
+                 f"; their {pts:g} points are left out of the maximum.")
+    return text
+
+
+def _md_how(evidence: dict, weights: dict, scored: list) -> list:
+    """'## How the score was made': weights, shares earned, points, the verdict rule."""
+    out = ["## How the score was made", "",
+           "| Check | Verdict | Weight | Earned | Points | How it is counted |",
+           "|---|---|---|---|---|---|"]
+    for title, word, weight, share, pts, rule in how_rows(evidence, weights):
+        out.append(f"| {N.md_text(title)} | {word} | {weight} | {share} | {pts} | "
+                   f"{rich_md(rule, cell=True)} |")
+    return [*out, "", N.md_text(score_sums(evidence, weights, scored)), "",
+            f"Verdict: {N.md_text(verdict_reason(evidence))}. The rule: "
+            f"{N.md_text(VERDICT_RULE)}", "",
+            f"Weights: {N.md_code(weights_file(evidence, weights))} (points per check; a "
+            "course edits it or passes its own with `--weights FILE`).", ""]
+
+
+def _md_tables(evidence: dict, ref: dict | None) -> list:
     sub_t = evidence.get("tables")
-    if sub_t:
-        ref_t = (ref or {}).get("tables", {})
-        sizes = sizes_of(evidence)
-        for num, (key, what) in enumerate((("mean", "Mean"), ("median", "Median")), 1):
-            out += [f"## Table {num}: {what} memory access latency (s), submission | reference", ""]
-            head = "| Server | " + " | ".join(f"n={n} | ref n={n}" for n in sizes) + " |"
-            out += [head, "|---" * (1 + 2 * len(sizes)) + "|"]
-            out += ["| " + " | ".join(r) + " |" for r in table_rows(sub_t, ref_t, key, sizes)]
-            out.append("")
-        out += ["Ranking by mean latency (fastest first):", ""]
-        for n in sizes:
-            out.append(f"- n={n}: submission {ranking(sub_t, n)}; reference {ranking(ref_t, n)}")
+    if not sub_t:
+        return []
+    out = []
+    ref_t = (ref or {}).get("tables", {})
+    sizes = sizes_of(evidence)
+    for num, (key, what) in enumerate((("mean", "Mean"), ("median", "Median")), 1):
+        out += [f"## Table {num}: {what} memory access latency (s), submission | reference", ""]
+        head = "| Server | " + " | ".join(f"n={n} | ref n={n}" for n in sizes) + " |"
+        out += [head, "|---" * (1 + 2 * len(sizes)) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in table_rows(sub_t, ref_t, key, sizes)]
         out.append("")
+    out += ["Ranking by mean latency (fastest first):", ""]
+    for n in sizes:
+        out.append(f"- n={n}: submission {ranking(sub_t, n)}; reference {ranking(ref_t, n)}")
+    return [*out, ""]
+
+
+def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
+    """verdict.md: the verdict and score, what to fix, each check's evidence, how the score
+    was made, Tables 1 and 2 beside the reference."""
+    scored = score(evidence, weights)
+    out = _md_head(name, evidence, weights, scored) + _md_fix_summary(scored)
+    out += _md_check_sections(scored) + _md_how(evidence, weights, scored)
+    out += _md_tables(evidence, ref)
     return "\n".join(out)
 
 
@@ -215,6 +514,42 @@ FAIL_COLOUR = "#d00000"
 FINDINGS_COLOUR = "#b06000"
 
 
+def _html_fix(items: list) -> str:
+    """'What to fix:' with one item inline, several as a list (escaped by rich_html)."""
+    if len(items) == 1:
+        return f"<strong>What to fix:</strong> {rich_html(items[0])}"
+    return ("<strong>What to fix:</strong><ul>"
+            + "".join(f"<li>{rich_html(x)}</li>" for x in items) + "</ul>")
+
+
+def html_teach(c: dict) -> str:
+    """A check's status note (skipped, undetermined) and 'What to fix', as one block."""
+    items = fixes(c)
+    note = STATUS_NOTE.get(c["status"]) if isinstance(c["status"], str) else None
+    if not items and not note:
+        return ""
+    parts = [f"<p>{html.escape(note)}</p>"] if note else []
+    if items:
+        parts.append(f"<p>{_html_fix(items)}</p>")
+    return f"<div class='fix'>{''.join(parts)}</div>"
+
+
+def html_fix_summary(scored: list) -> list:
+    """'What to fix' near the top: each check that did not pass, linked to its section."""
+    todo = [(c, fixes(c)) for c in scored if c["status"] != "pass"]
+    todo = [(c, f) for c, f in todo if f]
+    if not todo:
+        return []
+    b = ["<h2 id='what-to-fix'>What to fix</h2><ul class='fixes'>"]
+    for c, items in todo:
+        word = status_word(c) + (", not scored" if c["status"] == "undetermined" else "")
+        b.append(f"<li><a href='#{_anchor(c['id'])}'>{html.escape(N.visible(c['title']))}</a>"
+                 f" ({word}): " + (rich_html(items[0]) if len(items) == 1 else
+                                   "<ul>" + "".join(f"<li>{rich_html(x)}</li>"
+                                                    for x in items) + "</ul>") + "</li>")
+    return [*b, "</ul>"]
+
+
 def html_checks(scored: list) -> list:
     """The checks' table and one section per check with its evidence, as HTML parts."""
     e = html.escape
@@ -233,22 +568,70 @@ def html_checks(scored: list) -> list:
         b.append("</ul>")
         for ex in c.get("counterexamples", []):
             b.append(f"<p>Counterexample:</p><pre>{e(chr(10).join(_lines(ex)))}</pre>")
+        b.append(html_teach(c))
     return b
 
 
+def html_how(evidence: dict, weights: dict, scored: list) -> list:
+    """'How the score was made': weights, shares earned, points, the verdict rule."""
+    e = html.escape
+    b = ["<h2 id='how'>How the score was made</h2><table><tr><th>Check</th><th>Verdict</th>"
+         "<th>Weight</th><th>Earned</th><th>Points</th><th>How it is counted</th></tr>"]
+    for title, word, weight, share, pts, rule in how_rows(evidence, weights):
+        b.append(f"<tr><td>{e(N.visible(title))}</td><td class='{word.lower()}'>{word}</td>"
+                 f"<td>{weight}</td><td>{share}</td><td>{pts}</td><td>{rich_html(rule)}</td>"
+                 "</tr>")
+    b.append("</table>")
+    b += [f"<p>{e(score_sums(evidence, weights, scored))}</p>",
+          f"<p>Verdict: {e(verdict_reason(evidence))}. The rule: {e(VERDICT_RULE)}</p>",
+          f"<p>Weights: <code>{e(N.visible(weights_file(evidence, weights)))}</code> (points "
+          "per check; a course edits it or passes its own with <code>--weights FILE</code>)."
+          "</p>"]
+    return b
+
+
+def html_tables(evidence: dict, ref: dict | None) -> list:
+    e = html.escape
+    sub_t = evidence.get("tables")
+    if not sub_t:
+        return []
+    b = []
+    ref_t = (ref or {}).get("tables", {})
+    sizes = sizes_of(evidence)
+    for num, (key, what) in enumerate((("mean", "Mean"), ("median", "Median")), 1):
+        b.append(f"<h2>Table {num}: {what} memory access latency (s)</h2>"
+                 "<table><tr><th>Server</th>"
+                 + "".join(f"<th>n={n}</th><th>reference n={n}</th>" for n in sizes) + "</tr>")
+        for r in table_rows(sub_t, ref_t, key, sizes):
+            b.append("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>")
+        b.append("</table>")
+    b.append("<h2>Ranking (fastest first)</h2><ul>")
+    for n in sizes:
+        b.append(f"<li>n={n}: submission {e(ranking(sub_t, n))}; reference "
+                 f"{e(ranking(ref_t, n))}</li>")
+    b.append("</ul><h2>Figures</h2>")
+    return b + [svg_bars(sub_t, ref_t, n) for n in sizes]
+
+
+PAGE_STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:60em}"
+              "table{border-collapse:collapse;margin:.5em 0}"
+              "td,th{border:1px solid #999;padding:.2em .5em}"
+              ".pass{color:#070}.fail{color:#b00}.skip{color:#777}.undetermined{color:#777}"
+              "pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap}"
+              ".fix{background:#fff6d6;border-left:4px solid #b06000;padding:.1em .8em;"
+              "margin:.5em 0}code{background:#f4f4f4;padding:0 .2em}")
+
+
 def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
+    """verdict.html, one self-contained page: the verdict banner, what to fix, each check's
+    evidence, how the score was made, the tables and figures."""
     e = html.escape
     scored = score(evidence, weights)
     word, failed = verdict(evidence)
     got, mx = totals(scored)
     colour = {"PASS": PASS_COLOUR, "FAIL": FAIL_COLOUR}.get(word, FINDINGS_COLOUR)
     b = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-         f"<title>Lab 2 grade: {e(N.visible(name))}</title><style>",
-         "body{font-family:sans-serif;margin:1.5em;max-width:60em}"
-         "table{border-collapse:collapse;margin:.5em 0}"
-         "td,th{border:1px solid #999;padding:.2em .5em}"
-         ".pass{color:#070}.fail{color:#b00}.skip{color:#777}.undetermined{color:#777}pre{background:#f4f4f4;padding:.5em;"
-         "white-space:pre-wrap}",
+         f"<title>Lab 2 grade: {e(N.visible(name))}</title><style>", PAGE_STYLE,
          f"#verdict{{background:{colour};color:#fff;font-size:2em;padding:.4em .8em}}",
          "</style></head><body>",
          f"<h1>Lab 2 grade: {e(N.visible(name))}</h1>",
@@ -257,44 +640,81 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
         b.append(f"<p>Failed: {e(', '.join(map(N.visible, failed)))}</p>")
     b.append(f"<p>{e(settings_text(evidence))}; grading took "
              f"{_num(evidence.get('seconds', 0), '.0f')} s.</p>"
+             f"<p>Grader: {e(N.visible(grader_text(evidence, weights)))}. "
+             "<a href='#how'>How the score was made</a>.</p>"
              f"<p>Sandbox: {e(N.visible(sandbox_text(evidence)))}</p>")
     if evidence.get("error"):
         b.append(f"<p class='fail'>Grading error: {e(N.visible(evidence['error']))}</p>")
-    b += html_checks(scored)
-    sub_t = evidence.get("tables")
-    if sub_t:
-        ref_t = (ref or {}).get("tables", {})
-        sizes = sizes_of(evidence)
-        for num, (key, what) in enumerate((("mean", "Mean"), ("median", "Median")), 1):
-            b.append(f"<h2>Table {num}: {what} memory access latency (s)</h2>"
-                     "<table><tr><th>Server</th>"
-                     + "".join(f"<th>n={n}</th><th>reference n={n}</th>" for n in sizes) + "</tr>")
-            for r in table_rows(sub_t, ref_t, key, sizes):
-                b.append("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>")
-            b.append("</table>")
-        b.append("<h2>Ranking (fastest first)</h2><ul>")
-        for n in sizes:
-            b.append(f"<li>n={n}: submission {e(ranking(sub_t, n))}; reference "
-                     f"{e(ranking(ref_t, n))}</li>")
-        b.append("</ul><h2>Figures</h2>")
-        b += [svg_bars(sub_t, ref_t, n) for n in sizes]
+    b += html_fix_summary(scored) + html_checks(scored) + html_how(evidence, weights, scored)
+    b += html_tables(evidence, ref)
     b.append("</body></html>")
     return "\n".join(b)
 
 
+def _gs_test_output(c: dict) -> str:
+    """One Gradescope test's output: its verdict and points, the evidence, a status note
+    (skipped, undetermined) and what to fix, each line through names.visible."""
+    if c["status"] == "undetermined":
+        head = f"{status_word(c)}: not scored (0 of 0 points)"
+    else:
+        head = f"{status_word(c)}: {c['points']:g} of {c['max_points']:g} points"
+    lines = [f"{head}; counted: {score_rule(c)}", "",
+             *map(N.visible, c["evidence"]),
+             *(x for ex in c.get("counterexamples", []) for x in ["", "Counterexample:",
+                                                                  *_lines(ex)])]
+    note = STATUS_NOTE.get(c["status"]) if isinstance(c["status"], str) else None
+    if note:
+        lines += ["", note]
+    items = fixes(c)
+    if items:
+        lines += ["", "What to fix:", *(f"- {N.visible(x)}" for x in items)]
+    return "\n".join(lines)
+
+
+def gradescope_output(evidence: dict, weights: dict, scored: list) -> str:
+    """The submission's output on Gradescope: verdict, score, what to fix, how the score
+    was made, the settings and the grader."""
+    word, _ = verdict(evidence)
+    got, mx = totals(scored)
+    out = [f"Verdict: {word}; score {got:g} / {mx:g}",
+           f"Why: {verdict_reason(evidence)}."]
+    if evidence.get("error"):
+        out.append(f"Grading error: {N.visible(evidence['error'])}")
+    todo = [(c, fixes(c)) for c in scored if c["status"] != "pass"]
+    todo = [(c, f) for c, f in todo if f]
+    if todo:
+        out += ["", "What to fix:"]
+        out += [f"- {N.visible(c['title'])} ({status_word(c)}): {N.visible(x)}"
+                for c, items in todo for x in items]
+    out += ["", "How the score was made (check: verdict, weight x share earned = points; "
+                "how it is counted):"]
+    out += [f"- {N.visible(t)}: {w}, {wt} x {sh} = {pts}; {rule}"
+            for t, w, wt, sh, pts, rule in how_rows(evidence, weights)]
+    out += [score_sums(evidence, weights, scored), f"Verdict rule: {VERDICT_RULE}", "",
+            f"Settings: {settings_text(evidence)}; grading took "
+            f"{_num(evidence.get('seconds', 0), '.0f')} s.",
+            f"Grader: {N.visible(grader_text(evidence, weights))}."]
+    return "\n".join(out)
+
+
 def gradescope(evidence: dict, weights: dict) -> dict:
+    """results.json in Gradescope's format: one test per check, status 'passed' or 'failed'
+    only (an undetermined check, not scored, counts as passed: 0 of 0 points, as Gradescope
+    would infer; its output says it was not scored and why)."""
     scored = score(evidence, weights)
     got, mx = totals(scored)
-    word, failed = verdict(evidence)
-    return {"score": got, "max_score": mx, "visibility": "visible",
-            "output": N.visible(word + (f": failed {', '.join(failed)}" if failed else "")),
-            "tests": [{"name": N.visible(c["title"]), "number": str(i + 1), "score": c["points"],
-                       "max_score": c["max_points"],
-                       "status": "passed" if c["status"] == "pass" else "failed",
-                       "output": "\n".join([*map(N.visible, c["evidence"]),
-                                            *(x for ex in c.get("counterexamples", [])
-                                              for x in _lines(ex))])}
-                      for i, c in enumerate(scored)]}
+    out = {"score": got, "max_score": mx, "visibility": "visible",
+           "output": gradescope_output(evidence, weights, scored),
+           "tests": [{"name": N.visible(c["title"]), "number": str(i + 1),
+                      "score": c["points"], "max_score": c["max_points"],
+                      "status": "passed" if c["status"] in ("pass", "undetermined")
+                      else "failed",
+                      "output": _gs_test_output(c)}
+                     for i, c in enumerate(scored)]}
+    secs = evidence.get("seconds")
+    if isinstance(secs, (int, float)) and not isinstance(secs, bool) and math.isfinite(secs):
+        out["execution_time"] = max(0, round(secs))
+    return out
 
 
 def write_pages(out: Path, name: str, evidence: dict, ref: dict | None, weights: dict) -> None:
@@ -329,18 +749,57 @@ def write_summary_csv(path: Path, rows: list[dict]) -> None:
             w.writerow([N.csv_cell(r.get(k, "")) for k in SUMMARY_FIELDS])
 
 
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def settings_words(settings) -> str:
+    """A class's settings (cli's dict of runs, sizes, quick, race) in words; any other
+    dict as key=value pairs, any other value as text (escape it)."""
+    if not isinstance(settings, dict):
+        return str(settings) if settings else ""
+    runs, sizes = settings.get("runs"), settings.get("sizes")
+    if (isinstance(runs, int) and not isinstance(runs, bool) and isinstance(sizes, list)
+            and all(map(_is_number, sizes))):
+        text = settings_text({"config": settings})
+        if "race" in settings:
+            text += "; race detector " + ("on" if settings["race"] else "off")
+        return text
+    return ", ".join(f"{k}={v}" for k, v in settings.items())
+
+
 def _meta_html(meta: dict | None) -> str:
-    """'Graded DATE; settings: ...' from meta's 'date' and 'settings' (text or a dict)."""
+    """'Graded DATE; settings: ...; grader: lockbench VERSION; weights: FILE' from meta's
+    'date', 'settings' (text or a dict) and 'grader' ({'version', 'date', 'weights'}) or
+    'version' and 'weights'."""
     meta = meta or {}
-    parts = []
-    if meta.get("date"):
-        parts.append(f"Graded {meta['date']}")
-    settings = meta.get("settings")
-    if isinstance(settings, dict):
-        settings = ", ".join(f"{k}={v}" for k, v in settings.items())
-    if settings:
-        parts.append(f"settings: {settings}")
+    grader = meta.get("grader") if isinstance(meta.get("grader"), dict) else {}
+    date = meta.get("date") or grader.get("date")
+    version = meta.get("version") or grader.get("version")
+    weights = meta.get("weights") or grader.get("weights")
+    settings = settings_words(meta.get("settings"))
+    parts = [text for text, there in ((f"Graded {date}", date),
+                                      (f"settings: {settings}", settings),
+                                      (f"grader: lockbench {version}", version),
+                                      (f"weights: {weights}", weights)) if there]
     return f"<p>{html.escape(N.visible('; '.join(parts)))}</p>" if parts else ""
+
+
+def class_max(rows: list) -> list:
+    """The distinct maximum scores of the rows, sorted (one for a class graded alike)."""
+    return sorted({float(r.get("max_score")) for r in rows if _is_number(r.get("max_score"))})
+
+
+def _max_html(rows: list) -> str:
+    maxes = class_max(rows)
+    if len(maxes) == 1:
+        return f"<p>Maximum score: {maxes[0]:g}, the same for every submission.</p>"
+    if not maxes:
+        return ""
+    return ("<p class='note'>Note: the maximum score is not the same for every submission ("
+            + ", ".join(f"{m:g}" for m in maxes) + "): a check the grader could not decide "
+            "(undetermined) is not scored, and leaves its points out of that submission's "
+            "maximum. Each row shows its own maximum.</p>")
 
 
 def _index_row(r: dict) -> str:
@@ -359,17 +818,24 @@ def _index_row(r: dict) -> str:
 
 def write_class(out: Path, rows: list[dict], meta: dict | None = None) -> None:
     """summary.csv and index.html of a class in `out`: rows as summary_row() gives them, in
-    the order to show; meta optionally {'date': ..., 'settings': text or dict}."""
+    the order to show; meta optionally {'date': ..., 'settings': text or dict, 'grader':
+    {'version', 'date', 'weights'}}. The page shows the one maximum score of the class
+    (or a note when the rows' maxima differ) and the verdict rule."""
     write_summary_csv(out / "summary.csv", rows)
     body = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Lab 2 grades</title>"
             "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
             "td,th{border:1px solid #999;padding:.2em .5em}.PASS{color:#070}.FAIL{color:#b00}"
             ".PASS-WITH-FINDINGS{color:#b06000}"
-            "</style></head><body><h1>Lab 2 grades</h1>", _meta_html(meta),
-            "<table><tr><th>Submission</th><th>Source</th><th>Verdict</th><th>Score</th>"
+            ".note{background:#fff6d6;padding:.3em .6em}"
+            "</style></head><body><h1>Lab 2 grades</h1>", _meta_html(meta), _max_html(rows),
+            "<table><tr><th>Submission</th><th>Source</th><th>Verdict</th>"
+            "<th>Score / max</th>"
             "<th>Failed checks</th></tr>"]
     body += [_index_row(r) for r in rows]
-    body.append("</table></body></html>")
+    body.append("</table><p>Verdicts: PASS when no check failed; PASS WITH FINDINGS when "
+                "only robustness and races failed; FAIL otherwise. Undetermined checks are "
+                "not scored. Each submission's page says what to fix and how its score was "
+                "made.</p></body></html>")
     (out / "index.html").write_text("\n".join(body))
 
 
