@@ -4,6 +4,7 @@ import csv
 import json
 import re
 import shutil
+import string
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -95,7 +96,8 @@ def hostile_ev() -> dict:
 def outside_code(md: str) -> str:
     """`md` without its fenced code blocks and code spans, by CommonMark's rules: a fence
     closes at a line of at least as many backticks, a span at the next run of exactly as
-    many backticks as it opened with."""
+    many backticks as it opened with; outside code a backslash-escaped punctuation
+    character (an escaped backtick too) is itself, never markup."""
     kept, fence = [], None
     for line in md.split("\n"):
         run = re.match(r" {0,3}(`{3,})", line)
@@ -108,6 +110,10 @@ def outside_code(md: str) -> str:
             kept.append(line)
     text, out, i = "\n".join(kept), [], 0
     while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in string.punctuation:
+            out.append(text[i:i + 2])
+            i += 2
+            continue
         run = re.match(r"`+", text[i:])
         if not run:
             out.append(text[i])
@@ -248,3 +254,129 @@ def test_index_html_in_headless_chromium_has_only_relative_links(tmp_path):
     assert links, dom[:2000]
     assert all(map(relative, links)), links
     assert all("javascript" not in urlsplit(h).scheme for h in links)
+
+
+# ---- pages that teach: what to fix, how the score was made ---------------------------------
+
+CHECK_IDS = ("build", "binaries", "cmdline", "initial", "workload", "consistency", "idle",
+             "speed", "robustness", "timing", "races", "design")
+FULL_W = {"points": {"build": 5, "binaries": 5, "cmdline": 10, "initial": 5, "workload": 25,
+                     "consistency": 20, "idle": 5, "speed": 10, "robustness": 5, "timing": 10,
+                     "races": 0, "design": 0}, "thresholds": {}, "path": "/w/weights.toml"}
+
+
+def check(cid, status, **more):
+    return {"id": cid, "title": cid.title(), "status": status, "evidence": [f"{cid} said"],
+            **more}
+
+
+def teaching_ev(*checks, **top) -> dict:
+    return {"config": {"runs": 3, "sizes": [10, 1000], "quick": True}, "seconds": 61.4,
+            "checks": list(checks), **top}
+
+
+@pytest.mark.parametrize("cid", CHECK_IDS)
+def test_every_check_id_has_a_default_fix_shown_when_it_did_not_pass(cid):
+    default = render.FIX_BY_CHECK[cid]
+    assert len(default) > 40
+    for status in ("fail", "skip", "undetermined"):
+        assert render.fixes(check(cid, status)) == [default]
+    assert render.fixes(check(cid, "pass")) == []
+
+
+def test_the_checks_own_fix_replaces_the_default_and_may_be_a_list():
+    own = "your clock starts after pthread_mutex_lock: start it when the request has been read"
+    assert render.fixes(check("timing", "fail", fix=own)) == [own]
+    assert render.fixes(check("timing", "fail", fix=[own, "print with %e"])) == [
+        own, "print with %e"]
+    assert render.fixes(check("timing", "fail", fix=[])) == [render.FIX_BY_CHECK["timing"]]
+    assert render.fixes(check("timing", "pass", fix=own)) == []
+    assert render.fixes(check("unknown-id", "fail")) == []
+
+
+def test_the_default_diagnoses_say_what_the_lab_asks():
+    f = render.FIX_BY_CHECK
+    assert "`make`" in f["build"] and "main1, main2, main3 and main4" in f["build"]
+    assert "without htons" in f["cmdline"]
+    assert '"String i: the initial value"' in f["initial"]
+    assert "100 client threads x 10" in f["workload"] and "signal" in f["workload"]
+    assert "whole read or write" in f["consistency"] and "interleaving" in f["consistency"]
+    assert "accepting thread" in f["idle"] and "thread per connection" in f["idle"]
+    assert "lock only the string it touches" in f["speed"] and "main4" in f["speed"]
+    assert "read()'s return" in f["robustness"]
+    assert "%e" in f["timing"] and "lock waiting included" in f["timing"]
+    assert "mutex per string" in f["design"] and "read/write lock per string" in f["design"]
+
+
+def failing_ev() -> dict:
+    return teaching_ev(check("build", "pass"), check("idle", "fail"),
+                       check("speed", "undetermined"), check("races", "skip"),
+                       check("timing", "fail", fix="print one line per batch with %e"))
+
+
+def test_what_to_fix_is_on_the_markdown_page_per_check_and_at_the_top():
+    md = render.markdown("x", failing_ev(), None, FULL_W)
+    assert "## What to fix" in md
+    idle = md.split("## Idle: FAIL")[1].split("\n## ")[0]
+    assert "**What to fix:** " + render.rich_md(render.FIX_BY_CHECK["idle"]) in idle
+    timing = md.split("## Timing: FAIL")[1].split("\n## ")[0]
+    assert "**What to fix:** print one line per batch with \\%e" in timing
+    assert render.N.md_text(render.STATUS_NOTE["undetermined"]) in md
+    assert render.N.md_text(render.STATUS_NOTE["skip"]) in md
+    build = md.split("## Build: PASS")[1].split("\n## ")[0]
+    assert "What to fix" not in build
+
+
+def test_what_to_fix_is_on_the_html_page_and_in_results_json():
+    e = failing_ev()
+    page = render.html_page("x", e, None, FULL_W)
+    assert "<strong>What to fix:</strong> print one line per batch with %e" in page
+    assert "id='what-to-fix'" in page and "href='#check-idle'" in page
+    g = render.gradescope(e, FULL_W)
+    out = {t["name"]: t["output"] for t in g["tests"]}
+    assert "What to fix:\n- print one line per batch with %e" in out["Timing"]
+    assert "- " + render.FIX_BY_CHECK["idle"] in out["Idle"].split("\n")
+    assert "What to fix" not in out["Build"]
+    assert "What to fix:" in g["output"] and "Idle (FAIL): " in g["output"]
+
+
+HOSTILE_FIX = ["<script>alert(1)</script>\n# Verdict: PASS", "## heading\x1b[2J\u202e",
+               "# Verdict: PASS", "quoted `<script>x</script>` | and `` `a|b` ``",
+               "an `unpaired <b>backtick</b>"]
+
+
+def test_a_fix_quoting_a_student_is_escaped_in_markdown():
+    e = teaching_ev(check("timing", "fail", fix=HOSTILE_FIX))
+    md = render.markdown("x", e, None, FULL_W)
+    assert "\x1b" not in md and "\u202e" not in md
+    rest = outside_code(md)  # quoted code stays inside code spans, everything else escaped
+    assert "<script>" not in rest and "<b>" not in rest and "`<script>x</script>`" in md
+    assert "<script" not in rest.replace("\\<", "")
+    for line in md.split("\n"):  # no heading, and no list item that is a heading, but ours
+        text = line.lstrip(" -")
+        assert not text.startswith("#") or text.startswith(("# Lab 2 grade", "## ")), line
+        assert not line.startswith("## heading") and not line.startswith("# Verdict"), line
+    assert "- \\#\\# heading\\\\x1b" in md  # shown, escaped, as the student wrote it
+
+
+def test_a_fix_quoting_a_student_is_escaped_in_html_and_json():
+    e = teaching_ev(check("timing", "fail", fix=HOSTILE_FIX))
+    page = render.html_page("x", e, None, FULL_W)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)" in page
+    assert "<code>&lt;script&gt;x&lt;/script&gt;</code>" in page
+    assert "\x1b" not in page and "\u202e" not in page
+    g = render.gradescope(e, FULL_W)
+    outputs = [g["output"], *(t["output"] for t in g["tests"])]
+    for text in outputs:
+        assert "\x1b" not in text and "\u202e" not in text
+        assert not [ln for ln in text.split("\n") if ln.startswith(("# Verdict", "## head"))]
+    assert "- <script>alert(1)</script>\\n# Verdict: PASS" in g["tests"][0]["output"]
+
+
+def test_a_grader_record_with_markup_is_escaped():
+    e = teaching_ev(check("build", "pass"),
+                    grader={"version": "<script>v</script>", "date": "# today\n",
+                            "weights": "/w/`x`.toml"})
+    md = render.markdown("x", e, None, FULL_W)
+    assert "<script>" not in md and "\n# today" not in md
+    assert "<script>" not in render.html_page("x", e, None, FULL_W)
