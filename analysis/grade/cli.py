@@ -135,7 +135,7 @@ def config(a) -> dict:
                  "speed_ratio": float(weights["thresholds"].get("speed_ratio", 1.5)),
                  "speed_ratio_serial": float(weights["thresholds"].get("speed_ratio_serial",
                                                                        1.25)),
-                 "burst_rounds": 11 if a.quick else 41,
+                 "burst_rounds": 11 if a.quick else 21,
                  "timeout_s": a.timeout or (600.0 if a.quick else 3600.0)})
     return base
 
