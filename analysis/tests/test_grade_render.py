@@ -380,3 +380,152 @@ def test_a_grader_record_with_markup_is_escaped():
     md = render.markdown("x", e, None, FULL_W)
     assert "<script>" not in md and "\n# today" not in md
     assert "<script>" not in render.html_page("x", e, None, FULL_W)
+
+
+def partial_ev(**top) -> dict:
+    return teaching_ev(check("build", "fail", fraction=0.75),
+                       check("workload", "fail", fraction=5 / 6),
+                       check("speed", "undetermined"), check("robustness", "fail", fraction=5 / 7),
+                       check("races", "skip"), check("idle", "pass"),
+                       check("cmdline", "fail", fraction=0.75), **top)
+
+
+def test_how_the_score_was_made_lists_weight_share_points_and_rule():
+    rows = {r[0]: r[1:] for r in render.how_rows(partial_ev(), FULL_W)}
+    assert rows["Build"] == ("FAIL", "5", "3/4 (75 %)", "3.75 / 5", render.PARTIAL_RULE["build"])
+    assert rows["Workload"][:4] == ("FAIL", "25", "5/6 (83 %)", "20.83 / 25")
+    assert "(server, n) settings" in rows["Workload"][4]
+    assert "each missing server costs its quarter" in rows["Workload"][4]
+    assert rows["Robustness"][2:] == ("5/7 (71 %)", "3.57 / 5", render.PARTIAL_RULE["robustness"])
+    assert "probes" in rows["Robustness"][4]
+    assert rows["Speed"] == ("UNDETERMINED", "10", "not scored", "0 (not scored)",
+                             "not scored: the grader could not tell")
+    assert rows["Races"][2:] == ("0", "0 / 0", "skipped: earns nothing")
+    assert rows["Idle"][2:] == ("1", "5 / 5", "all or nothing")
+    assert rows["Cmdline"][2:] == ("3/4 (75 %)", "7.5 / 10", "all or nothing for the servers "
+                                   "present; each missing server costs its quarter")
+
+
+def test_the_how_section_is_on_both_pages_with_the_verdict_rule_and_weights_file():
+    e = partial_ev()
+    md = render.markdown("x", e, None, FULL_W)
+    how = md.split("## How the score was made")[1]
+    assert "| Robustness | FAIL | 5 | 5/7 (71 %) | 3.57 / 5 |" in how
+    assert "Not scored \\(undetermined\\)\\: Speed\\; their 10 points are left out" in how
+    assert render.N.md_text(render.VERDICT_RULE) in how
+    assert "Verdict: FAIL because build\\, workload\\, cmdline failed \\(and robustness\\, a " \
+           "finding\\)" in how
+    assert "Weights: `/w/weights.toml`" in how
+    page = render.html_page("x", e, None, FULL_W)
+    assert "<h2 id='how'>How the score was made</h2>" in page and "href='#how'" in page
+    assert "<td>5/7 (71 %)</td><td>3.57 / 5</td>" in page
+    assert render.html.escape(render.VERDICT_RULE) in page
+
+
+def test_the_weights_file_comes_from_the_grader_record_else_the_loaded_weights():
+    e = partial_ev(grader={"version": "1.4.2", "date": "2026-11-25 10:00 UTC",
+                           "weights": "/course/w.toml"})
+    assert render.weights_file(e, FULL_W) == "/course/w.toml"
+    assert render.weights_file(partial_ev(), FULL_W) == "/w/weights.toml"
+    assert render.weights_file(partial_ev(), W) == "not recorded"
+    assert render.load_weights(render.DEFAULT_WEIGHTS)["path"] == str(render.DEFAULT_WEIGHTS)
+
+
+def test_undetermined_is_not_scored_and_only_findings_give_pass_with_findings():
+    e = teaching_ev(check("build", "pass"), check("speed", "undetermined"),
+                    check("robustness", "fail", fraction=0.5), check("races", "fail"))
+    assert render.verdict(e) == ("PASS WITH FINDINGS", ["robustness", "races"])
+    assert render.totals(render.score(e, FULL_W)) == (7.5, 10)
+    assert render.verdict_reason(e) == "PASS WITH FINDINGS because only robustness, races failed"
+    e["checks"][1]["status"] = "fail"
+    assert render.verdict_reason(e) == ("FAIL because speed failed (and robustness, races, a "
+                                        "finding)")
+    assert render.verdict_reason(teaching_ev(check("build", "undetermined"))) == \
+        "PASS because no check failed"
+
+
+@pytest.mark.parametrize("fraction,points", [(1.5, 5), (-1, 0), ("0.5", 0), (float("nan"), 0),
+                                             (True, 0), (0.25, 1.25)])
+def test_a_fraction_earns_between_none_and_all_of_the_points(fraction, points):
+    e = teaching_ev(check("build", "fail", fraction=fraction))
+    assert render.score(e, FULL_W)[0]["points"] == points
+
+
+def test_settings_date_and_grader_version_are_on_every_page():
+    e = partial_ev(grader={"version": "1.4.2", "date": "2026-11-25 10:00 UTC",
+                           "weights": "/course/w.toml"})
+    settings = "3 kit runs per server and n = 10, 1000 (quick)"
+    md = render.markdown("x", e, None, FULL_W)
+    page = render.html_page("x", e, None, FULL_W)
+    out = render.gradescope(e, FULL_W)["output"]
+    for text, esc in ((md, render.N.md_text), (page, lambda s: s), (out, lambda s: s)):
+        assert settings in text
+        assert esc("graded 2026-11-25 10:00 UTC by the lockbench grader 1.4.2") in text
+        assert esc("/course/w.toml") in text
+    bare = render.markdown("x", partial_ev(), None, FULL_W)
+    assert render.N.md_text("date not recorded by the lockbench grader (version not "
+                            "recorded)") in bare
+
+
+def test_gradescope_statuses_max_scores_and_why_a_check_was_not_scored():
+    e = partial_ev()
+    g = render.gradescope(e, FULL_W)
+    tests = {t["name"]: t for t in g["tests"]}
+    assert {t["status"] for t in g["tests"]} <= {"passed", "failed"}
+    speed, races = tests["Speed"], tests["Races"]
+    assert (speed["score"], speed["max_score"], speed["status"]) == (0, 0, "passed")
+    assert speed["output"].startswith("UNDETERMINED: not scored (0 of 0 points)")
+    assert render.STATUS_NOTE["undetermined"] in speed["output"]
+    assert (races["score"], races["max_score"], races["status"]) == (0, 0, "failed")
+    assert render.STATUS_NOTE["skip"] in races["output"]
+    skipped_build = render.gradescope(teaching_ev(check("build", "skip")), FULL_W)["tests"][0]
+    assert (skipped_build["score"], skipped_build["max_score"]) == (0, 5)
+    assert tests["Robustness"]["output"].startswith(
+        "FAIL: 3.57 of 5 points; counted: the share of the probes")
+    assert g["execution_time"] == 61 and (g["score"], g["max_score"]) == (40.65, 50)
+
+
+def test_gradescope_top_level_output_gives_the_verdict_and_how_it_was_made():
+    out = render.gradescope(partial_ev(), FULL_W)["output"].split("\n")
+    assert out[0] == "Verdict: FAIL; score 40.65 / 50"
+    assert out[1].startswith("Why: FAIL because build, workload, cmdline failed")
+    assert "- Robustness: FAIL, 5 x 5/7 (71 %) = 3.57 / 5; the share of the probes main1 " \
+           "survived, answering the next request" in out
+    assert f"Verdict rule: {render.VERDICT_RULE}" in out
+
+
+@pytest.mark.parametrize("seconds", [None, float("inf"), "61", True])
+def test_execution_time_only_for_a_number_of_seconds(seconds):
+    e = partial_ev()
+    if seconds is None:
+        del e["seconds"]
+    else:
+        e["seconds"] = seconds
+    assert "execution_time" not in render.gradescope(e, FULL_W)
+
+
+def class_page(tmp_path, rows, meta=None) -> str:
+    render.write_class(tmp_path, rows, meta)
+    return (tmp_path / "index.html").read_text()
+
+
+def test_index_shows_one_maximum_score_for_everyone_with_the_settings_and_date(tmp_path):
+    page = class_page(tmp_path, [row("alice"), row("bob")],
+                      {"date": "2026-11-25 10:00 UTC",
+                       "settings": {"runs": 3, "sizes": [10, 1000], "quick": True,
+                                    "race": False},
+                       "grader": {"version": "1.4.2", "weights": "/course/w.toml"}})
+    assert "Maximum score: 10, the same for every submission." in page
+    assert page.count("<td>9.5 / 10</td>") == 2 and "<th>Score / max</th>" in page
+    assert ("Graded 2026-11-25 10:00 UTC; settings: 3 kit runs per server and n = 10, 1000 "
+            "(quick); race detector off; grader: lockbench 1.4.2; weights: /course/w.toml"
+            ) in page
+    assert "not the same for every submission" not in page
+
+
+def test_index_notes_when_the_maximum_scores_differ(tmp_path):
+    other = {**row("bob"), "max_score": 12}
+    page = class_page(tmp_path, [row("alice"), other])
+    assert "Maximum score:" not in page
+    assert "the maximum score is not the same for every submission (10, 12)" in page
+    assert "<td>9.5 / 12</td>" in page and "<td>9.5 / 10</td>" in page
