@@ -213,7 +213,7 @@ FIX_BY_CHECK = {
              "under the lock that protects it (the first stack in the evidence shows "
              "where), and let the Makefile take CC, CFLAGS and LDFLAGS from the command "
              "line (`$(CC) $(CFLAGS) -o main1 main1.c $(LDFLAGS)`) so that it can be "
-             "rebuilt with -fsanitize=thread",
+             "rebuilt with `-fsanitize=thread`",
     "design": "use the lock design the lab asks of this server number: main1 one mutex "
               "for the whole array, main2 a mutex per string, main3 one read/write lock "
               "for the whole array, main4 a read/write lock per string",
@@ -227,6 +227,11 @@ STATUS_NOTE = {
                     "to call on a noisy machine), so this check is not scored: neither its "
                     "points nor its maximum count, and no point is lost. Look at it anyway:",
 }
+
+
+def _word_scored(c: dict) -> str:
+    """The check's verdict word, with ', not scored' when undetermined."""
+    return status_word(c) + (", not scored" if c["status"] == "undetermined" else "")
 
 
 def fixes(check: dict) -> list:
@@ -399,8 +404,7 @@ def _md_fix_summary(scored: list) -> list:
         return []
     out = ["## What to fix", ""]
     for c, items in todo:
-        head = f"- **{N.md_text(c['title'])}** ({status_word(c)}" + (
-            ", not scored)" if c["status"] == "undetermined" else ")")
+        head = f"- **{N.md_text(c['title'])}** ({_word_scored(c)})"
         out += ([f"{head}: {rich_md(items[0])}"] if len(items) == 1
                 else [f"{head}:", *_md_fix_list(items, "  ")])
     return [*out, ""]
@@ -542,9 +546,8 @@ def html_fix_summary(scored: list) -> list:
         return []
     b = ["<h2 id='what-to-fix'>What to fix</h2><ul class='fixes'>"]
     for c, items in todo:
-        word = status_word(c) + (", not scored" if c["status"] == "undetermined" else "")
         b.append(f"<li><a href='#{_anchor(c['id'])}'>{html.escape(N.visible(c['title']))}</a>"
-                 f" ({word}): " + (rich_html(items[0]) if len(items) == 1 else
+                 f" ({_word_scored(c)}): " + (rich_html(items[0]) if len(items) == 1 else
                                    "<ul>" + "".join(f"<li>{rich_html(x)}</li>"
                                                     for x in items) + "</ul>") + "</li>")
     return [*b, "</ul>"]
@@ -579,7 +582,8 @@ def html_how(evidence: dict, weights: dict, scored: list) -> list:
          "<th>Weight</th><th>Earned</th><th>Points</th><th>How it is counted</th></tr>"]
     for title, word, weight, share, pts, rule in how_rows(evidence, weights):
         b.append(f"<tr><td>{e(N.visible(title))}</td><td class='{word.lower()}'>{word}</td>"
-                 f"<td>{weight}</td><td>{share}</td><td>{pts}</td><td>{rich_html(rule)}</td>"
+                 f"<td class='num'>{weight}</td><td class='num'>{share}</td>"
+                 f"<td class='num'>{pts}</td><td>{rich_html(rule)}</td>"
                  "</tr>")
     b.append("</table>")
     b += [f"<p>{e(score_sums(evidence, weights, scored))}</p>",
@@ -619,7 +623,7 @@ PAGE_STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:60em}"
               ".pass{color:#070}.fail{color:#b00}.skip{color:#777}.undetermined{color:#777}"
               "pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap}"
               ".fix{background:#fff6d6;border-left:4px solid #b06000;padding:.1em .8em;"
-              "margin:.5em 0}code{background:#f4f4f4;padding:0 .2em}")
+              "margin:.5em 0}code{background:#f4f4f4;padding:0 .2em}.num{white-space:nowrap}")
 
 
 def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
@@ -655,10 +659,11 @@ def _gs_test_output(c: dict) -> str:
     """One Gradescope test's output: its verdict and points, the evidence, a status note
     (skipped, undetermined) and what to fix, each line through names.visible."""
     if c["status"] == "undetermined":
-        head = f"{status_word(c)}: not scored (0 of 0 points)"
+        head = f"{status_word(c)}: not scored (0 of 0 points): the grader could not tell"
     else:
-        head = f"{status_word(c)}: {c['points']:g} of {c['max_points']:g} points"
-    lines = [f"{head}; counted: {score_rule(c)}", "",
+        head = (f"{status_word(c)}: {c['points']:g} of {c['max_points']:g} points; "
+                f"counted: {score_rule(c)}")
+    lines = [head, "",
              *map(N.visible, c["evidence"]),
              *(x for ex in c.get("counterexamples", []) for x in ["", "Counterexample:",
                                                                   *_lines(ex)])]
@@ -684,11 +689,12 @@ def gradescope_output(evidence: dict, weights: dict, scored: list) -> str:
     todo = [(c, f) for c, f in todo if f]
     if todo:
         out += ["", "What to fix:"]
-        out += [f"- {N.visible(c['title'])} ({status_word(c)}): {N.visible(x)}"
+        out += [f"- {N.visible(c['title'])} ({_word_scored(c)}): {N.visible(x)}"
                 for c, items in todo for x in items]
     out += ["", "How the score was made (check: verdict, weight x share earned = points; "
                 "how it is counted):"]
-    out += [f"- {N.visible(t)}: {w}, {wt} x {sh} = {pts}; {rule}"
+    out += [f"- {N.visible(t)}: {w}, weight {wt}, not scored: the grader could not tell"
+            if sh == "not scored" else f"- {N.visible(t)}: {w}, {wt} x {sh} = {pts}; {rule}"
             for t, w, wt, sh, pts, rule in how_rows(evidence, weights)]
     out += [score_sums(evidence, weights, scored), f"Verdict rule: {VERDICT_RULE}", "",
             f"Settings: {settings_text(evidence)}; grading took "

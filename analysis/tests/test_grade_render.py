@@ -236,6 +236,15 @@ def test_summary_row_carries_the_source_and_the_scores():
 CHROMIUM = shutil.which("chromium")
 
 
+def chromium_dom(profile: Path, page: Path) -> str:
+    """The DOM headless Chromium builds from `page` (a file of its own profile)."""
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={profile}"]
+    return subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=120).stdout
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_index_html_in_headless_chromium_has_only_relative_links(tmp_path):
     sub = tmp_path / "class" / "javascript:alert(1)"
@@ -244,12 +253,7 @@ def test_index_html_in_headless_chromium_has_only_relative_links(tmp_path):
     out = tmp_path / "grades"
     out.mkdir()
     render.write_class(out, [row(name, source=str(sub)), row("javascript:alert(1)")])
-    profile = tmp_path / "profile"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={profile}"]
-    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", (out / "index.html").as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = chromium_dom(tmp_path / "profile", out / "index.html")
     links = hrefs(dom)
     assert links, dom[:2000]
     assert all(map(relative, links)), links
@@ -418,7 +422,7 @@ def test_the_how_section_is_on_both_pages_with_the_verdict_rule_and_weights_file
     assert "Weights: `/w/weights.toml`" in how
     page = render.html_page("x", e, None, FULL_W)
     assert "<h2 id='how'>How the score was made</h2>" in page and "href='#how'" in page
-    assert "<td>5/7 (71 %)</td><td>3.57 / 5</td>" in page
+    assert "<td class='num'>5/7 (71 %)</td><td class='num'>3.57 / 5</td>" in page
     assert render.html.escape(render.VERDICT_RULE) in page
 
 
@@ -529,3 +533,39 @@ def test_index_notes_when_the_maximum_scores_differ(tmp_path):
     assert "Maximum score:" not in page
     assert "the maximum score is not the same for every submission (10, 12)" in page
     assert "<td>9.5 / 12</td>" in page and "<td>9.5 / 10</td>" in page
+
+
+class Sections(HTMLParser):
+    """The text of a page per <h2 id> section (what a reader sees), and the tags built."""
+
+    def __init__(self):
+        super().__init__()
+        self.section, self.text, self.tags = "", {"": []}, []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag == "h2":
+            self.section = dict(attrs).get("id") or "h2"
+            self.text.setdefault(self.section, [])
+
+    def handle_data(self, data):
+        self.text[self.section].append(data)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_verdict_html_in_headless_chromium_shows_what_to_fix_under_the_failed_check(tmp_path):
+    e = teaching_ev(check("build", "pass"), check("idle", "fail"),
+                    check("timing", "fail", fix=["start the clock when the request has been "
+                                                 "read", "<script>alert(1)</script>"]))
+    render.write_pages(tmp_path, "x", e, None, FULL_W)
+    dom = chromium_dom(tmp_path / "profile", tmp_path / "verdict.html")
+    page = Sections()
+    page.feed(dom)
+    text = {k: " ".join(" ".join(v).split()) for k, v in page.text.items()}
+    assert "check-idle" in text, dom[:2000]
+    assert "What to fix: " + render.FIX_BY_CHECK["idle"] in text["check-idle"]
+    assert ("What to fix: start the clock when the request has been read "
+            "<script>alert(1)</script>") in text["check-timing"]
+    assert "What to fix" not in text["check-build"]
+    assert "Idle (FAIL): do not read in the accepting thread" in text["what-to-fix"]
+    assert "How it is counted" in text["how"] and "script" not in page.tags
