@@ -121,7 +121,8 @@ STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
 
 def status_word(check: dict) -> str:
     """PASS, FAIL, SKIP, or UNKNOWN for a status that is none of those."""
-    return STATUS_WORDS.get(check.get("status"), "UNKNOWN")
+    status = check.get("status")
+    return STATUS_WORDS.get(status, "UNKNOWN") if isinstance(status, str) else "UNKNOWN"
 
 
 def _num(v, spec: str = "g") -> str:
@@ -232,6 +233,12 @@ STATUS_NOTE = {
 def _word_scored(c: dict) -> str:
     """The check's verdict word, with ', not scored' when undetermined."""
     return status_word(c) + (", not scored" if c["status"] == "undetermined" else "")
+
+
+def status_note(check: dict) -> str:
+    """STATUS_NOTE's sentence for a skipped or undetermined check, else ''."""
+    status = check.get("status")
+    return STATUS_NOTE.get(status, "") if isinstance(status, str) else ""
 
 
 def fixes(check: dict) -> list:
@@ -364,11 +371,13 @@ def weights_file(evidence: dict, weights: dict) -> str:
 
 
 def grader_text(evidence: dict, weights: dict) -> str:
-    """'graded DATE by the lockbench grader VERSION; weights from FILE' (escape it)."""
+    """'graded DATE by the lockbench grader VERSION; weights from FILE', saying which of
+    them the evidence does not record (escape it)."""
     date, version = _grader_field(evidence, "date"), _grader_field(evidence, "version")
-    return ((f"graded {date}" if date else "date not recorded")
-            + (f" by the lockbench grader {version}" if version
-               else " by the lockbench grader (version not recorded)")
+    missing = " and ".join(w for w, v in (("version", version), ("date", date)) if not v)
+    return ((f"graded {date} by " if date else "")
+            + f"the lockbench grader{f' {version}' if version else ''}"
+            + (f" ({missing} not recorded)" if missing else "")
             + f"; weights from {weights_file(evidence, weights)}")
 
 
@@ -412,7 +421,7 @@ def _md_fix_summary(scored: list) -> list:
 
 def _md_teach(c: dict) -> list:
     """A check's status note (skipped, undetermined) and its 'What to fix' line."""
-    out = [N.md_text(STATUS_NOTE[c["status"]]), ""] if c["status"] in STATUS_NOTE else []
+    out = [N.md_text(status_note(c)), ""] if status_note(c) else []
     items = fixes(c)
     if len(items) == 1:
         out += [f"**What to fix:** {rich_md(items[0])}", ""]
@@ -529,7 +538,7 @@ def _html_fix(items: list) -> str:
 def html_teach(c: dict) -> str:
     """A check's status note (skipped, undetermined) and 'What to fix', as one block."""
     items = fixes(c)
-    note = STATUS_NOTE.get(c["status"]) if isinstance(c["status"], str) else None
+    note = status_note(c)
     if not items and not note:
         return ""
     parts = [f"<p>{html.escape(note)}</p>"] if note else []
@@ -667,9 +676,8 @@ def _gs_test_output(c: dict) -> str:
              *map(N.visible, c["evidence"]),
              *(x for ex in c.get("counterexamples", []) for x in ["", "Counterexample:",
                                                                   *_lines(ex)])]
-    note = STATUS_NOTE.get(c["status"]) if isinstance(c["status"], str) else None
-    if note:
-        lines += ["", note]
+    if status_note(c):
+        lines += ["", status_note(c)]
     items = fixes(c)
     if items:
         lines += ["", "What to fix:", *(f"- {N.visible(x)}" for x in items)]

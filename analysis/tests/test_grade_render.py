@@ -467,8 +467,10 @@ def test_settings_date_and_grader_version_are_on_every_page():
         assert esc("graded 2026-11-25 10:00 UTC by the lockbench grader 1.4.2") in text
         assert esc("/course/w.toml") in text
     bare = render.markdown("x", partial_ev(), None, FULL_W)
-    assert render.N.md_text("date not recorded by the lockbench grader (version not "
-                            "recorded)") in bare
+    assert render.N.md_text("the lockbench grader (version and date not recorded); weights "
+                            "from /w/weights.toml") in bare
+    e["grader"] = {"version": "1.4.2"}
+    assert render.grader_text(e, FULL_W).startswith("the lockbench grader 1.4.2 (date not")
 
 
 def test_gradescope_statuses_max_scores_and_why_a_check_was_not_scored():
