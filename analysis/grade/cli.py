@@ -174,6 +174,9 @@ def run_worker(cfg: dict, out: Path, submission: Path | None = None,
         binds = {REPO / "analysis": (f"{sandbox.CODE}/analysis", False)}
         if submission is not None:
             binds[submission.resolve()] = (sandbox.SUBMISSION, False)
+            tracer = Path(cfg.get("tracer", ""))
+            if tracer.name and tracer.is_file():  # the design check's interposer
+                binds[tracer.resolve()] = (f"{sandbox.REFERENCE}/{tracer.name}", False)
         if refbin is not None:
             binds[refbin.resolve()] = (sandbox.REFERENCE, False)
         inside = [f"{sandbox.CGROUPS}/{i}" for i in range(len(cg.dirs))]
@@ -264,6 +267,7 @@ def main(argv=None) -> int:
     a.bin_dir = a.bin_dir or REPO / "build" / "release"
     try:
         cfg = config(a)
+        cfg["tracer"] = str((a.bin_dir / "liblocktrace.so").resolve())
         weights = render.load_weights(a.weights)
     except render.WeightsError as e:
         ap.error(str(e))

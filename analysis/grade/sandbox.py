@@ -84,6 +84,7 @@ def outer(binds: dict, argv: list, env: dict, budget: Budget) -> list:
     cmd = ["bwrap", *_system_view(), "--proc", "/proc", "--dev", "/dev",
            "--perms", "01777", "--size", str(budget.tmp), "--tmpfs", "/tmp",
            "--perms", "0755", "--dir", "/grade", "--perms", "0755", "--dir", CODE,
+           "--perms", "0755", "--dir", REFERENCE,
            "--perms", "0755", "--size", str(budget.scratch), "--tmpfs", SCRATCH,
            "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
            "--die-with-parent", "--new-session", "--clearenv", "--chdir", "/tmp"]

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import kernel_sockets as ks
+from . import design as D
 from . import kitload as K
 from . import launcher as LA
 from . import linearize as L
@@ -86,13 +87,14 @@ def spawn(ctx: Ctx, argv, ro: dict, rw: dict, chdir: str, limits: dict, keep: in
 class Server:
     """One sandboxed server process (kit command line) in its own fresh working folder."""
 
-    def __init__(self, ctx: Ctx, bin_dir: Path, name: str, n: int, tag: str, wrap=()):
+    def __init__(self, ctx: Ctx, bin_dir: Path, name: str, n: int, tag: str, wrap=(),
+                 extra_ro: dict | None = None):
         self.ctx, self.name, self.n = ctx, name, n
         ctx.launcher.call(op="mkdir", path=f"runs/{tag}")
         self.run_dir = Path(S.SCRATCH) / "runs" / tag
         self.asked = ctx.next_port()
         argv = [*wrap, f"/sub/bin/{name}", str(n), "127.0.0.1", str(self.asked)]
-        self.proc, self.output = spawn(ctx, argv, {bin_dir: "/sub/bin"},
+        self.proc, self.output = spawn(ctx, argv, {bin_dir: "/sub/bin", **(extra_ro or {})},
                                        {self.run_dir: "/sub/run"}, "/sub/run", ctx.limits,
                                        SERVER_OUTPUT_KEEP)
         self.port = None
@@ -866,6 +868,52 @@ def tables(wl) -> dict:
     return out
 
 
+TRACER = Path(S.REFERENCE) / "liblocktrace.so"
+TRACE = "locktrace.trace"
+DESIGN_TITLE = "Each server uses the lock design of its number (traced)"
+
+
+def _design_one(ctx, bin_dir, name) -> tuple:
+    """(True conforms | False another design | None undetermined, evidence line, fix)."""
+    wrap = ("/usr/bin/env", "LD_PRELOAD=/sub/liblocktrace.so",
+            f"LOCKTRACE_FILE=/sub/run/{TRACE}")
+    n = 1000
+    s = Server(ctx, bin_dir, name, n, f"{name}_design", wrap=wrap,
+               extra_ro={TRACER: "/sub/liblocktrace.so"})
+    why = s.wait_ready(ctx.cfg["ready_timeout_s"])
+    if not why:
+        K.drive(s.port, K.kit_plan(n), ctx.cfg["request_timeout_s"])
+        time.sleep(0.2)
+    s.stop()
+    if why:
+        return None, f"{name}: not checked ({why})", ""
+    try:
+        text, _ = safeio.read_text(s.run_dir / TRACE, 8 << 20)
+    except (FileNotFoundError, safeio.Unsafe) as e:
+        return None, f"{name}: no lock trace ({e or 'absent'}): undetermined", ""
+    design = D.classify(D.parse(text), n)
+    ok, line = D.verdict_line(name, design)
+    fix = "" if ok is not False else (f"{name} must use {D.EXPECTED[name]} (the lab's design "
+                                      f"for {name}); it behaves as {design.kind}")
+    return ok, f"{line} ({design.evidence})", fix
+
+
+def check_design(ctx, bin_dir, present: list) -> dict:
+    """The lock design each mainN really uses, from its lock calls traced by an LD_PRELOAD
+    interposer under the kit workload at n = 1000. A server the tracer could not judge
+    (a static binary, locks it does not see) is undetermined and costs nothing."""
+    if not TRACER.is_file():
+        return check("design", DESIGN_TITLE, "undetermined",
+                     "not checked: the lock tracer (liblocktrace.so) is not built")
+    res = [_design_one(ctx, bin_dir, name) for name in present]
+    decided = [ok for ok, _, _ in res if ok is not None]
+    status = ("fail" if False in decided else
+              "pass" if decided and len(decided) == len(res) else "undetermined")
+    return check("design", DESIGN_TITLE, status, [line for _, line, _ in res],
+                 fraction=sum(decided) / len(decided) if decided else 0.0,
+                 fix=[f for _, _, f in res if f])
+
+
 RACE_TITLE = "Race detector (ThreadSanitizer)"
 
 
@@ -921,6 +969,7 @@ PER_SERVER = {"cmdline": "mainN n ip port, with the kit's port quirk",
               "workload": "The kit workload (like test.sh): errors, crashes, hangs",
               "consistency": "Correctness under concurrency (per-slot linearizability)",
               "idle": "A silent client does not block the others",
+              "design": DESIGN_TITLE,
               "timing": f"The timing file {TIMING}"}
 
 
@@ -976,6 +1025,8 @@ def grade(ctx: Ctx) -> dict:
         ctx.log("concurrency")
         checks.append(check_idle(ctx, bin_dir, present))
         checks.append(check_speed(ctx, bin_dir, present))
+        ctx.log("lock design")
+        checks.append(check_design(ctx, bin_dir, present))
         if "main1" in present:
             ctx.log("robustness")
             checks.append(check_robustness(ctx, bin_dir))

@@ -19,7 +19,7 @@ from analysis.grade import render, sandbox
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 NAMES = ["correct", "crash_on_empty", "no_lock", "serialised", "no_init", "garbage_timing",
-         "hangs", "crash_after_batch"]
+         "hangs", "crash_after_batch", "design_swap", "handmade_rwlock"]
 CHROMIUM = shutil.which("chromium")
 # '' where grading can run; else why not (no bubblewrap, or a system where it cannot make
 # its namespaces, such as a chroot): those tests are skipped with that reason.
@@ -86,10 +86,24 @@ def test_a_crash_when_the_batch_after_a_probe_completes_is_a_robustness_finding(
     assert c["workload"]["status"] == "pass" and c["consistency"]["status"] == "pass"
 
 
+def test_servers_built_with_the_wrong_design_for_their_number_are_named(graded):
+    c = checks(graded, "design_swap")["design"]
+    assert c["status"] == "fail", c
+    text = "\n".join(c["evidence"])
+    assert "main2 behaves as one rwlock for the whole array; expected a mutex per string" in text
+    assert "main3 behaves as an rwlock per string" in text
+    assert "main4 behaves as a mutex per string" in text
+    assert c["fraction"] == 0.25  # main1 conforms
+    hand = checks(graded, "handmade_rwlock")
+    assert hand["design"]["status"] == "pass" and "hand-made" in "\n".join(
+        hand["design"]["evidence"])
+
+
 def test_no_lock_is_not_linearizable_and_a_counterexample_is_given(graded):
     c = checks(graded, "no_lock")["consistency"]
     assert c["status"] == "fail"
     assert c["counterexamples"] and "slot" in c["counterexamples"][0]
+    assert checks(graded, "no_lock")["design"]["status"] == "fail"
 
 
 def test_serialised_fails_the_concurrency_checks_only(graded):
