@@ -286,11 +286,14 @@ PARTIAL_RULE = {
     "workload": "the share of (server, n) settings whose runs all went without an error, "
                 "crash or hang",
     "timing": "the share of (server, n) settings whose timing lines were plausible",
-    "robustness": "the share of the probes main1 survived, answering the next request",
-    "design": "the share of the servers that use the lock design the lab asks of them",
+    "robustness": "the share of the probes main1 survived, answering the next request (a "
+                  "probe that could not run costs nothing)",
+    "design": "the share of the servers the tracer could judge that use the lock design "
+              "the lab asks of their number",
 }
-# Checks that judge each server: a missing server costs its quarter of their points.
-PER_SERVER_CHECKS = ("cmdline", "initial", "workload", "consistency", "idle", "timing")
+# Checks that judge each server (worker.PER_SERVER): a missing server costs its quarter.
+PER_SERVER_CHECKS = ("cmdline", "initial", "workload", "consistency", "idle", "design",
+                     "timing")
 
 
 def score_rule(check: dict) -> str:

@@ -401,7 +401,11 @@ def test_how_the_score_was_made_lists_weight_share_points_and_rule():
     assert "(server, n) settings" in rows["Workload"][4]
     assert "each missing server costs its quarter" in rows["Workload"][4]
     assert rows["Robustness"][2:] == ("5/7 (71 %)", "3.57 / 5", render.PARTIAL_RULE["robustness"])
-    assert "probes" in rows["Robustness"][4]
+    assert "probes" in rows["Robustness"][4] and "could not run costs nothing" in \
+        rows["Robustness"][4]
+    design = render.how_rows(teaching_ev(check("design", "fail", fraction=2 / 3)), FULL_W)[0]
+    assert design[3:] == ("2/3 (67 %)", "0 / 0", render.PARTIAL_RULE["design"]
+                          + "; each missing server costs its quarter")
     assert rows["Speed"] == ("UNDETERMINED", "10", "not scored", "0 (not scored)",
                              "not scored: the grader could not tell")
     assert rows["Races"][2:] == ("0", "0 / 0", "skipped: earns nothing")
@@ -496,7 +500,8 @@ def test_gradescope_top_level_output_gives_the_verdict_and_how_it_was_made():
     assert out[0] == "Verdict: FAIL; score 40.65 / 50"
     assert out[1].startswith("Why: FAIL because build, workload, cmdline failed")
     assert "- Robustness: FAIL, 5 x 5/7 (71 %) = 3.57 / 5; the share of the probes main1 " \
-           "survived, answering the next request" in out
+           "survived, answering the next request (a probe that could not run costs " \
+           "nothing)" in out
     assert f"Verdict rule: {render.VERDICT_RULE}" in out
 
 
