@@ -225,8 +225,19 @@ def _run_outer(cmd: list, timeout: float, out: Path) -> dict:
                 "checks": []}
 
 
+def grader_version() -> str:
+    """This checkout's commit (and '+changes' when it has uncommitted ones), or 'unknown'."""
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty=+changes"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return head.stdout.strip() or "unknown"
+
+
 def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dict:
     ev = run_worker(cfg, out, submission=sub)
+    ev["grader"] = {**cfg["grader"], "date": time.strftime("%Y-%m-%d %H:%M %Z")}
     (out / "evidence.json").write_text(json.dumps(ev, indent=1))
     render.write_pages(out, out.name, ev, ref, weights)
     return ev
@@ -268,6 +279,7 @@ def main(argv=None) -> int:
     try:
         cfg = config(a)
         cfg["tracer"] = str((a.bin_dir / "liblocktrace.so").resolve())
+        cfg["grader"] = {"version": grader_version(), "weights": str(a.weights)}
         weights = render.load_weights(a.weights)
     except render.WeightsError as e:
         ap.error(str(e))
@@ -314,7 +326,8 @@ def main(argv=None) -> int:
         rows = [rows[n] for n in out_names]
         render.write_class(out, rows, {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
                                        "settings": {k: cfg[k] for k in ("runs", "sizes",
-                                                                        "quick", "race")}})
+                                                                        "quick", "race")},
+                                       "grader": cfg["grader"]})
     except GradeError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
