@@ -77,12 +77,12 @@ def processes_of(uids: set) -> list:
     return found
 
 
-def kill_uids(uids: set, rounds: int = 50) -> int:
-    """SIGKILL every process of `uids` until none is left (a fork loop is outrun by
+def kill_until_none(find, rounds: int = 50) -> int:
+    """SIGKILL every pid `find()` returns until it returns none (a fork loop is outrun by
     repetition); returns how many were killed."""
     killed = 0
     for _ in range(rounds):
-        pids = processes_of(uids)
+        pids = find()
         if not pids:
             break
         for p in pids:
@@ -91,6 +91,10 @@ def kill_uids(uids: set, rounds: int = 50) -> int:
                 killed += 1
         time.sleep(0.02)
     return killed
+
+
+def kill_uids(uids: set) -> int:
+    return kill_until_none(lambda: processes_of(uids))
 
 
 @dataclass
@@ -188,16 +192,7 @@ def cgroup_pids(cg: Cgroup) -> set:
 
 def remove_cgroup(cg: Cgroup) -> int:
     """Kills what is left in the cgroup, then removes it; returns how many were killed."""
-    killed = 0
-    for _ in range(50):
-        left = cgroup_pids(cg)
-        if not left:
-            break
-        for p in left:
-            with contextlib.suppress(OSError):
-                os.kill(p, signal.SIGKILL)
-                killed += 1
-        time.sleep(0.02)
+    killed = kill_until_none(lambda: cgroup_pids(cg))
     for d in cg.dirs:
         for _ in range(50):
             try:
