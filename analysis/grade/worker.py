@@ -166,22 +166,31 @@ def check(cid, title, status, evidence, **data) -> dict:
 
 # ---- build ------------------------------------------------------------------------------
 
+SOURCES = (".c", ".cpp", ".cc")
+
+
 def _make(ctx: Ctx, bdir: Path, args: list, limits: dict, fcommon: bool) -> tuple:
     """One make in an inner sandbox: (exit status or None on timeout, output text, line)."""
     ro, env = {}, None
     if fcommon:
         tools = ctx.launcher.call(op="tools")["dir"]
         ro, env = {tools: "/sub/tools"}, {"PATH": "/sub/tools:/usr/bin:/bin"}
+    code, text, took = _run(ctx, bdir, ["make", *args], limits, ro, env)
+    return code, text, took.replace(":", " (with -fcommon):", 1) if fcommon else took
+
+
+def _run(ctx: Ctx, bdir: Path, argv: list, limits: dict, ro=None, env=None) -> tuple:
+    """A build command in the copy: (exit status or None on timeout, output, one line)."""
     t0 = time.monotonic()
-    proc, out = spawn(ctx, ["make", *args], ro, {bdir: "/sub/src"}, "/sub/src", limits,
-                          safeio.KEEP, env)
+    proc, out = spawn(ctx, argv, ro or {}, {bdir: "/sub/src"}, "/sub/src", limits,
+                      safeio.KEEP, env)
     try:
         code = proc.wait(ctx.cfg["build_timeout_s"])
     except subprocess.TimeoutExpired:
         proc.kill()
         code = None
     out.join()
-    what = " ".join(["make", *args]) + (" (with -fcommon)" if fcommon else "")
+    what = " ".join(argv)
     took = (f"{what}: did not finish within {ctx.cfg['build_timeout_s']:g} s"
             if code is None else f"{what}: exit status {code} after "
             f"{time.monotonic() - t0:.1f} s" + (
@@ -229,6 +238,12 @@ def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
     for server, name in layout.items():
         if (bdir / server).exists():
             continue
+        if name.endswith(SOURCES) and (bdir / name).is_file():
+            compiler = "cc" if name.endswith(".c") else "c++"
+            _, text, took = _run(ctx, bdir, [compiler, "-O2", "-pthread", "-o", server, name,
+                                             "-lpthread"], limits)
+            lines += [took, *text.splitlines()[-5:]]
+            continue
         if not (bdir / name).is_file():
             code, _, took = _make(ctx, bdir, [*extra, name], limits, False)
             lines.append(took)
@@ -237,12 +252,14 @@ def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
             lines.append(f"layout: {server} is {name}")
     missing = [m for m in SERVERS if m not in built(bdir)]
     others = sorted(p.name for p in bdir.iterdir() if p.is_file() and not p.is_symlink()
-                    and os.access(p, os.X_OK) and p.name not in SERVERS
-                    and not P.describe_binary(_head(p)))[:8] if missing and not layout else []
+                    and (p.name.endswith(SOURCES) or os.access(p, os.X_OK)
+                         and not P.describe_binary(_head(p)))
+                    and p.name not in SERVERS)[:8] if missing and not layout else []
     if others:
-        lines.append(f"{', '.join(missing)} missing; executables found: {', '.join(others)}. "
-                     f"If they are the servers, grade with --layout "
-                     + ",".join(f"{m}=NAME" for m in missing))
+        lines.append(f"{', '.join(missing)} missing; executables and sources found: "
+                     f"{', '.join(others)}. If they are the servers, grade with --layout "
+                     + ",".join(f"{m}=NAME" for m in missing) + " (a make target, a built "
+                     "file, or a .c/.cpp file compiled alone)")
     return lines
 
 
@@ -274,7 +291,9 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
             if what:
                 notes.append(f"handed-in {m} is {what}: not used")
                 ctx.launcher.call(op="unlink", path=f"{tag}/{m}")
-        return "skip", ["no Makefile: using the binaries as handed in", *notes], bdir, 0.0
+        layout = _layout(ctx, tag, bdir, [], limits)
+        return "skip", ["no Makefile: using the binaries as handed in", *layout, *notes], \
+            bdir, 0.0
     lines, first, fcommon, failure = _steps(ctx, bdir, extra_make, limits)
     lines += _layout(ctx, tag, bdir, extra_make, limits)
     have = built(bdir)
@@ -706,10 +725,11 @@ def _judge_speed(spans: dict, k: int, floor: float, pass_at: float, fail_at: flo
     its median with a 99 % interval. Concurrent (pass) when the interval lies above
     `fail_at` (what two servers that both serve one at a time measure), one at a time
     (fail) when it lies below `pass_at`; otherwise 'undetermined' (measure more)."""
-    med = {name: statistics.median(v) for name, v in spans.items()}
-    ev = [f"median time from the first of {k} simultaneous writes to distinct slots to the "
-          f"last reply: " + ", ".join(f"{m} {v * 1e3:.2f} ms" for m, v in med.items())]
-    if med["main1"] < k * floor:
+    main1 = statistics.median(spans["main1"])
+    ev = [f"main1 took {main1 * 1e3:.2f} ms (median) from the first of {k} simultaneous "
+          "writes to distinct slots to the last reply; each ratio below is main1's burst "
+          "over the other server's burst of the same round"]
+    if main1 < k * floor:
         ev.append(f"main1 took less than {k} x usleep(10) = {k * floor * 1e3:.2f} ms, so it "
                   "does not hold one lock across every access")
     words = []

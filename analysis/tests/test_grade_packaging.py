@@ -75,8 +75,21 @@ def _pattern(case: str, dest: Path) -> Path:
     return dest
 
 
+def _server_sources(d: Path) -> None:
+    # no Makefile; one source per server, named after the server's number
+    src = (d / "main.c").read_text()
+    for i, name in enumerate(("server.c", "server2.c", "server3.c", "server4.c"), 1):
+        (d / name).write_text(f"#define VARIANT {i}\n" + src)
+    for f in ("Makefile", "main.c"):
+        (d / f).unlink()
+
+
+SOURCES_LAYOUT = "main1=server.c,main2=server2.c,main3=server3.c,main4=server4.c"
+
+
 CASES = {"first_only": _first_only, "main_all": _main_all, "fcommon": _fcommon,
-         "stale_macho": _stale_macho, "no_makefile": _no_makefile, "only_main1": _only_main1}
+         "stale_macho": _stale_macho, "no_makefile": _no_makefile, "only_main1": _only_main1,
+         "server_sources": _server_sources}
 
 
 def grade(subs, out, *flags):
@@ -170,3 +183,16 @@ def test_timing_lines_that_are_sums_are_named_sums(graded):
     c = checks(graded, "timing_sum")
     assert c["timing"]["status"] == "fail" and "a sum" in text(c["timing"])
     assert all(x["status"] == "pass" for k, x in c.items() if k != "timing")
+
+
+def test_sources_named_otherwise_get_the_exact_layout_and_are_graded_with_it(graded, tmp_path):
+    c = checks(graded, "server_sources")
+    assert "server.c, server2.c, server3.c, server4.c" in text(c["build"])
+    assert "--layout main1=NAME,main2=NAME" in text(c["build"])
+    sub = _correct(tmp_path / "server_sources")
+    _server_sources(sub)
+    out = grade([sub], tmp_path / "out", "--layout", SOURCES_LAYOUT)
+    c = checks(out, "server_sources")
+    assert c["binaries"]["status"] == "pass"
+    assert all(x["status"] == "pass" for k, x in c.items() if k != "build"), \
+        {k: x["status"] for k, x in c.items()}
