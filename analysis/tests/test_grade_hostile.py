@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -334,6 +335,24 @@ def test_a_process_holder_does_not_starve_a_submission_graded_beside_it(tmp_path
     st = {k: c["status"] for k, c in checks(g.out, "correct").items()}
     assert set(st.values()) == {"pass"}, st
     assert not left, f"{len(left)} of the holder's processes outlived grading"
+
+
+def test_a_process_holder_in_another_grade_command_does_not_starve_this_one(tmp_path):
+    # 6bef42e: two grade commands on one host both ran submissions as user nobody, so one
+    # command's holder spent the other's RLIMIT_NPROC. Each grading now takes a slot (uids
+    # of its own) with a lock file that the other command sees.
+    holder = prepare("process_holder", tmp_path / "process_holder")
+    with ThreadPoolExecutor(2) as pool:
+        hostile = pool.submit(grade, [holder], tmp_path / "out_h", *QUICK, "--no-reference")
+        time.sleep(2)  # the holder is building and forking while the honest one is graded
+        honest = pool.submit(grade, [FIXTURES / "correct"], tmp_path / "out_c", *QUICK,
+                             "--no-reference")
+        g, h = honest.result(), hostile.result()
+    assert g.code == 0 and h.code == 0, (g.stderr[-2000:], h.stderr[-2000:])
+    assert marker("process_holder") in h.marks, "no holder process seen: the test is void"
+    st = {k: c["status"] for k, c in checks(g.out, "correct").items()}
+    assert set(st.values()) == {"pass"}, st
+    assert not survivors(marker("process_holder"))
 
 
 def test_a_memory_hog_meets_a_memory_limit_and_is_gone_after_grading(tmp_path):
