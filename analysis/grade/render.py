@@ -41,7 +41,17 @@ def load_weights(path: Path) -> dict:
     for k, v in points.items():
         if not isinstance(v, (int, float)) or v < 0:
             raise WeightsError(f"weights {path}: points.{k} must be a number >= 0, got {v!r}")
-    return {"points": points, "thresholds": data.get("thresholds", {}), "path": str(path)}
+    seen = data.get("visibility", {})
+    for k, v in seen.items():
+        if v not in VISIBILITY:
+            raise WeightsError(f"weights {path}: visibility.{k} must be one of "
+                               f"{', '.join(VISIBILITY)}, got {v!r}")
+    return {"points": points, "thresholds": data.get("thresholds", {}), "path": str(path),
+            "visibility": seen}
+
+
+# Gradescope's values: when the student sees a test (and the results as a whole)
+VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
 
 
 def score(evidence: dict, weights: dict) -> list:
@@ -720,12 +730,14 @@ def gradescope(evidence: dict, weights: dict) -> dict:
     would infer; its output says it was not scored and why)."""
     scored = score(evidence, weights)
     got, mx = totals(scored)
-    out = {"score": got, "max_score": mx, "visibility": "visible",
+    seen = weights.get("visibility", {})
+    out = {"score": got, "max_score": mx, "visibility": seen.get("results", "visible"),
            "output": gradescope_output(evidence, weights, scored),
            "tests": [{"name": N.visible(c["title"]), "number": str(i + 1),
                       "score": c["points"], "max_score": c["max_points"],
                       "status": "passed" if c["status"] in ("pass", "undetermined")
                       else "failed",
+                      "visibility": seen.get(c["id"], "visible"),
                       "output": _gs_test_output(c)}
                      for i, c in enumerate(scored)]}
     secs = evidence.get("seconds")

@@ -789,6 +789,12 @@ def check_speed(ctx, bin_dir, present: list) -> dict:
         return check("speed", title, "fail", ev)
     lines.insert(0, f"n={n}; {looks} look(s) of {ctx.cfg['burst_rounds']} rounds, the three "
                     f"servers in turns; error rate at most {2 * SPEED_ALPHA * looks:.0%}")
+    cpus = len(os.sched_getaffinity(0))
+    if status == "fail" and cpus < 2:
+        status = "undetermined"
+        lines.append(f"undetermined on {cpus} CPU: with one CPU the servers' threads cannot "
+                     "run side by side, so not being faster here is not held against main2 "
+                     "and main4")
     return check("speed", title, status, lines)
 
 

@@ -203,6 +203,21 @@ def test_a_sandbox_that_cannot_start_is_one_line_and_exit_1_before_any_grading(t
     assert not (out / "correct").exists()
 
 
+def test_on_one_cpu_a_speed_failure_is_undetermined_not_a_fail(tmp_path):
+    if NO_SANDBOX:
+        pytest.skip(f"no sandbox: {NO_SANDBOX}")
+    out = tmp_path / "out"
+    p = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "analysis", "grade",
+                        FIXTURES / "serialised", "--quick", "--runs", "2", "--no-reference",
+                        "--no-progress", "--out", out],
+                       capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    c = checks(out, "serialised")["speed"]
+    assert c["status"] == "undetermined" and "undetermined on 1 CPU" in " ".join(c["evidence"])
+    res = json.loads((out / "serialised" / "results.json").read_text())
+    assert res["max_score"] == 90  # the speed check's 10 points are left out, not lost
+
+
 def test_bad_command_lines_exit_2_with_one_line(tmp_path):
     bad_weights = tmp_path / "w.toml"
     bad_weights.write_text("[points]\nbuild = -1\n")

@@ -576,3 +576,22 @@ def test_verdict_html_in_headless_chromium_shows_what_to_fix_under_the_failed_ch
     assert "What to fix" not in text["check-build"]
     assert "Idle (FAIL): do not read in the accepting thread" in text["what-to-fix"]
     assert "How it is counted" in text["how"] and "script" not in page.tags
+
+
+def test_visibility_from_the_weights_reaches_results_json(tmp_path):
+    w = tmp_path / "w.toml"
+    w.write_text('[points]\nbuild = 5\ntiming = 4\n[visibility]\ntiming = "after_due_date"\n'
+                 'results = "after_published"\n')
+    weights = render.load_weights(w)
+    res = render.gradescope(ev(build="pass", timing="fail"), weights)
+    vis = {t["name"]: t["visibility"] for t in res["tests"]}
+    assert vis == {"Build": "visible", "Timing": "after_due_date"}
+    assert res["visibility"] == "after_published"
+
+
+def test_an_unknown_visibility_is_refused_with_one_line(tmp_path):
+    import pytest
+    w = tmp_path / "w.toml"
+    w.write_text('[points]\nbuild = 5\n[visibility]\nbuild = "sometimes"\n')
+    with pytest.raises(render.WeightsError, match="visibility.build must be one of"):
+        render.load_weights(w)
