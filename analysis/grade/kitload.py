@@ -171,10 +171,11 @@ def drive(port: int, plan: list, timeout: float = 5.0, stop: threading.Event | N
     return done, time.monotonic() - t0
 
 
-def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05):
+def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05,
+          read: bool = False):
     """The grader's own concurrency measurement: one connection per position, all opened
     first (a kit-style server accepts each and parks a thread in read()), then one write
-    request sent on every connection at once; returns (seconds from the first send to the
+    (or read) request sent on every connection at once; returns (seconds from the first send to the
     last reply, '') or (None, what went wrong). With one lock held across each access's
     usleep the replies come out one delay apart; with a lock per slot they overlap."""
     socks, sel = [], selectors.DefaultSelector()
@@ -182,7 +183,8 @@ def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05):
         for _ in positions:
             socks.append(socket.create_connection(("127.0.0.1", port), timeout=timeout))
         time.sleep(settle_s)
-        frames = [frame(request_text(p, False, f"burst {p}")) for p in positions]
+        frames = [frame(request_text(p, read, "" if read else f"burst {p}"))
+                  for p in positions]
         t0 = time.monotonic()
         for s, f in zip(socks, frames):
             s.sendall(f)

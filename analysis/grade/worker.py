@@ -915,13 +915,97 @@ def _design_one(ctx, bin_dir, name) -> tuple:
         return None, f"{name}: not checked ({why})", ""
     try:
         text, _ = safeio.read_text(s.run_dir / TRACE, 8 << 20)
-    except (FileNotFoundError, safeio.Unsafe) as e:
-        return None, f"{name}: no lock trace ({e or 'absent'}): undetermined", ""
-    design = D.classify(D.parse(text), n)
+        design = D.classify(D.parse(text), n)
+    except (FileNotFoundError, safeio.Unsafe):
+        design = D.Design(D.UNDETERMINED, "no trace written: a static binary?")
+    if design.kind == D.UNDETERMINED:  # the tracer saw too little: measure instead
+        ok, line = _blackbox(ctx, bin_dir, name, design)
+        return ok, line, "" if ok is not False else f"{name} must use {D.EXPECTED[name]}"
     ok, line = D.verdict_line(name, design)
     fix = "" if ok is not False else (f"{name} must use {D.EXPECTED[name]} (the lab's design "
                                       f"for {name}); it behaves as {design.kind}")
     return ok, f"{line} ({design.evidence})", fix
+
+
+BURSTS = {"same": (False, True), "distinct": (False, False), "rsame": (True, True),
+          "rdistinct": (True, False)}   # kind: (reads?, all on one string?)
+
+
+def _bursts_of_kinds(ctx, s, k: int, rounds: int, spans: dict) -> None:
+    """Per round, in a shuffled order, k writes and k reads, each to one string and to k
+    strings; appended to spans."""
+    rng = random.Random(20261126 + len(spans["same"]))
+    order = list(BURSTS)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for kind in order:
+            read, one = BURSTS[kind]
+            where = [0] * k if one else list(range(0, 1000, 1000 // k))[:k]
+            span, err = K.burst(s.port, where, ctx.cfg["request_timeout_s"], read=read)
+            if err:
+                raise OSError(err)
+            spans[kind].append(span)
+
+
+def _slower(ctx, spans: dict, one: str, many: str) -> bool | None:
+    """Whether bursts on one string are slower than on k strings (they were serialised and
+    the others overlapped), by the speed check's sequential rule: True, False or None."""
+    lo, _, hi = median_ci([a / b for a, b in zip(spans[one], spans[many]) if b > 0],
+                          2 * SPEED_ALPHA)
+    return (True if lo > ctx.cfg["speed_ratio_serial"] else
+            False if hi < ctx.cfg["speed_ratio"] else None)
+
+
+def _measure_design(ctx, bin_dir, name) -> tuple:
+    """(writes serialised per string, reads of one string serialised) or an error text,
+    each True, False or None (not clear after SPEED_LOOKS looks)."""
+    spans = {kind: [] for kind in BURSTS}
+    s, why = start(ctx, bin_dir, name, 1000, f"{name}_blackbox")
+    if why:
+        s.stop()
+        return None, None, f"not measured: {why}"
+    try:
+        for _ in range(SPEED_LOOKS):
+            _bursts_of_kinds(ctx, s, BURST, ctx.cfg["burst_rounds"], spans)
+            per_string = _slower(ctx, spans, "same", "distinct")
+            reads_one = _slower(ctx, spans, "rsame", "rdistinct")
+            if per_string is False or None not in (per_string, reads_one):
+                break
+    except OSError as e:
+        return None, None, f"the measurement failed: {e}"
+    finally:
+        s.stop()
+    return per_string, reads_one, ""
+
+
+def _blackbox(ctx, bin_dir, name, traced) -> tuple:
+    """(ok, line) from what the grader measures when the trace cannot tell (a static
+    binary, locks the tracer does not see). Writes to one string against writes to k
+    strings: slower only when each string has its own lock. Then, for a lock per string,
+    reads of one string against reads of k strings: slower under a mutex, alike under an
+    rwlock. One lock for the whole array is not told apart as mutex or rwlock. Not clear:
+    undetermined, never a guess."""
+    per_string, reads_one, err = _measure_design(ctx, bin_dir, name)
+    head = f"{name}: no usable lock trace ({traced.evidence}); measured instead: "
+    want = D.EXPECTED[name]
+    if err:
+        return None, head + err + ": undetermined"
+    if per_string is None:
+        return None, head + "whether writes to different strings overlap is not clear: " \
+            "undetermined"
+    if per_string is False:
+        text = head + "writes to different strings took as long as writes to one string: " \
+            "one lock for the whole array (or none)"
+        if want in (D.ONE_MUTEX, D.ONE_RWLOCK):
+            return None, text + "; mutex or rwlock is not told apart: undetermined"
+        return False, text + f"; expected {want}"
+    if reads_one is None:
+        return None, head + "a lock per string; whether reads of one string overlap is " \
+            "not clear: undetermined"
+    got = D.MUTEX_PER_STRING if reads_one else D.RWLOCK_PER_STRING
+    text = head + "writes to different strings overlapped, reads of one string " \
+        + ("did not: " if reads_one else "did too: ") + got
+    return (True, text + ", as expected") if got == want else (False, text + f"; expected {want}")
 
 
 def check_design(ctx, bin_dir, present: list) -> dict:
