@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, default=Path("grades"),
                     help="output folder (default: %(default)s); one subfolder per submission")
     ap.add_argument("--quick", action="store_true",
-                    help="3 runs per server and n = 10, 1000, fewer probes (about a minute each)")
+                    help="3 runs per server and n = 10, 1000, fewer probes (about 20 s each)")
     ap.add_argument("--runs", type=_runs, help="kit runs per server and n (default 100; 3 quick)")
     ap.add_argument("--sizes", type=_sizes, help="comma list of n (default 10,100,1000)")
     ap.add_argument("--weights", type=Path, default=render.DEFAULT_WEIGHTS,
