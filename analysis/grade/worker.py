@@ -481,7 +481,10 @@ TIMING_FIXES = {
              "means the clock or the division is wrong",
     "sum": "the lines look like the sum of the 1000 latencies: divide by 1000 for the mean",
     "after_lock": "main1's lines leave out the lock waiting the grader's client saw: start "
-                  "the clock when the request has been read, before pthread_mutex_lock",
+                  "the clock when the request has been read, before pthread_mutex_lock, and "
+                  "keep each request's start time in a local variable of its own thread (a "
+                  "start time in a global shared by all threads is a race: a thread then "
+                  "measures from whichever request started last)",
     "above": "a latency above what the client itself waited cannot be: check the clock "
              "(one start and end time per thread, not shared globals) and the units",
     "unsafe": f"{TIMING} must be a regular file the server writes, not a link",
@@ -539,7 +542,9 @@ def _setting_problems(name, e, lock_wait=None) -> list:
         out.append(("after_lock", f"median line {statistics.median(vals):.3e} s is below "
                                   f"{AFTER_LOCK_SHARE:g} x the {lock_wait:.3e} s of lock "
                                   "waiting the client saw (its wait beyond main2's and "
-                                  "main4's): the lock waiting is left out"))
+                                  "main4's): the lock waiting is left out (a clock "
+                                  "started after the lock, or start times shared between "
+                                  "threads)"))
     return out
 
 

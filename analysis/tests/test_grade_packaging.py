@@ -108,7 +108,7 @@ def graded(tmp_path_factory):
     for name, make in CASES.items():
         make(_correct(root / name))
         subs.append(root / name)
-    subs += [_pattern(c, root / c) for c in ("timing_after_lock", "timing_sum")]
+    subs += [_pattern(c, root / c) for c in ("timing_after_lock", "timing_sum", "timing_racy")]
     return grade(subs, tmp_path_factory.mktemp("grades"))
 
 
@@ -196,3 +196,10 @@ def test_sources_named_otherwise_get_the_exact_layout_and_are_graded_with_it(gra
     assert c["binaries"]["status"] == "pass"
     assert all(x["status"] == "pass" for k, x in c.items() if k != "build"), \
         {k: x["status"] for k, x in c.items()}
+
+
+def test_start_times_shared_between_threads_are_named_a_race_and_cost_only_timing(graded):
+    c = checks(graded, "timing_racy")
+    assert c["timing"]["status"] == "fail" and "shared between threads" in text(c["timing"])
+    assert "global shared by all threads" in text(c["timing"])
+    assert all(x["status"] == "pass" for k, x in c.items() if k != "timing")
