@@ -663,24 +663,35 @@ def check_idle(ctx, bin_dir, servers) -> dict:
 BURST = 32              # simultaneous requests of one burst (distinct slots)
 
 
-def _bursts(ctx, servers: dict, positions: list, rounds: int, spans: dict,
-            failed: dict) -> None:
-    """Every started server takes `rounds` more bursts, in a shuffled order each round, so
-    noise on the machine hits them alike; appends to spans {name: [seconds]} and records
-    failures {name: why}."""
+def _rounds(ctx, targets: dict, rounds: int, spans: dict, failed: dict) -> None:
+    """`rounds` more rounds of bursts, every target once a round in a shuffled order, so
+    noise on the machine hits them alike. targets {key: (Server, positions, reads?)};
+    appends to spans {key: [seconds]} and records failures {key: why}."""
     rng = random.Random(20261125 + len(next(iter(spans.values()), [])))
-    order = list(servers)
+    order = list(targets)
     for _ in range(rounds):
         rng.shuffle(order)
-        for name in order:
-            if name in failed:
+        for key in order:
+            if key in failed:
                 continue
-            span, err = K.burst(servers[name].port, positions, ctx.cfg["request_timeout_s"])
+            s, positions, read = targets[key]
+            span, err = K.burst(s.port, positions, ctx.cfg["request_timeout_s"], read=read)
             if err:
-                s = servers[name]
-                failed[name] = err + ("" if s.alive() else f" (server {s.death()})")
+                failed[key] = err + ("" if s.alive() else f" (server {s.death()})")
             else:
-                spans[name].append(span)
+                spans[key].append(span)
+
+
+def _slower(ctx, spans: dict, slow: str, fast: str) -> tuple:
+    """The sequential rule of the speed and design checks, on the round-by-round ratio
+    spans[slow] / spans[fast]: (True when its 99 % interval lies above
+    speed_ratio_serial, False when below speed_ratio, else None; low, median, high,
+    rounds)."""
+    ratios = [a / b for a, b in zip(spans[slow], spans[fast]) if b > 0]
+    lo, mid, hi = median_ci(ratios, 2 * SPEED_ALPHA)
+    verdict = (True if lo > ctx.cfg["speed_ratio_serial"] else
+               False if hi < ctx.cfg["speed_ratio"] else None)
+    return verdict, lo, mid, hi, len(ratios)
 
 
 def median_ci(xs: list, alpha: float) -> tuple:
@@ -725,11 +736,12 @@ SPEED_ALPHA = 0.005   # per look and side of the interval; at most SPEED_LOOKS l
 SPEED_LOOKS = 4
 
 
-def _judge_speed(spans: dict, k: int, floor: float, pass_at: float, fail_at: float) -> tuple:
+def _judge_speed(ctx, spans: dict, k: int, floor: float) -> tuple:
     """(status, evidence lines). Per round the ratio main1 / mainX of the paired bursts;
     its median with a 99 % interval. Concurrent (pass) when the interval lies above
-    `fail_at` (what two servers that both serve one at a time measure), one at a time
-    (fail) when it lies below `pass_at`; otherwise 'undetermined' (measure more)."""
+    speed_ratio_serial (what two servers that both serve one at a time measure), one at a
+    time (fail) when it lies below speed_ratio; otherwise 'undetermined' (measure more)."""
+    pass_at, fail_at = ctx.cfg["speed_ratio"], ctx.cfg["speed_ratio_serial"]
     main1 = statistics.median(spans["main1"])
     ev = [f"main1 took {main1 * 1e3:.2f} ms (median) from the first of {k} simultaneous "
           "writes to distinct slots to the last reply; each ratio below is main1's burst "
@@ -739,12 +751,11 @@ def _judge_speed(spans: dict, k: int, floor: float, pass_at: float, fail_at: flo
                   "does not hold one lock across every access")
     words = []
     for fast in ("main2", "main4"):
-        ratios = [a / b for a, b in zip(spans["main1"], spans[fast]) if b > 0]
-        lo, mid, hi = median_ci(ratios, 2 * SPEED_ALPHA)
-        word = "pass" if lo > fail_at else "fail" if hi < pass_at else "undetermined"
+        verdict, lo, mid, hi, rounds = _slower(ctx, spans, "main1", fast)
+        word = {True: "pass", False: "fail", None: "undetermined"}[verdict]
         words.append(word)
         ev.append(f"main1 / {fast}, round by round: median {mid:.2f}, 99 % interval "
-                  f"{lo:.2f}-{hi:.2f} over {len(ratios)} rounds: " + {
+                  f"{lo:.2f}-{hi:.2f} over {rounds} rounds: " + {
                       "pass": f"above {fail_at:g}, {fast} serves these requests concurrently",
                       "fail": f"below {pass_at:g}, {fast} is not clearly faster than main1: "
                               "it serves these requests one at a time (one lock for all, "
@@ -778,11 +789,11 @@ def check_speed(ctx, bin_dir, present: list) -> dict:
         looks = 0
         for _ in range(SPEED_LOOKS):
             looks += 1
-            _bursts(ctx, servers, positions, ctx.cfg["burst_rounds"], spans, failed)
+            _rounds(ctx, {name: (s, positions, False) for name, s in servers.items()},
+                    ctx.cfg["burst_rounds"], spans, failed)
             if ev or failed:
                 break
-            status, lines = _judge_speed(spans, len(positions), floor, ctx.cfg["speed_ratio"],
-                                         ctx.cfg["speed_ratio_serial"])
+            status, lines = _judge_speed(ctx, spans, len(positions), floor)
             if status != "undetermined":
                 break
     finally:
@@ -936,48 +947,26 @@ BURSTS = {"same": (False, True), "distinct": (False, False), "rsame": (True, Tru
           "rdistinct": (True, False)}   # kind: (reads?, all on one string?)
 
 
-def _bursts_of_kinds(ctx, s, k: int, rounds: int, spans: dict) -> None:
-    """Per round, in a shuffled order, k writes and k reads, each to one string and to k
-    strings; appended to spans."""
-    rng = random.Random(20261126 + len(spans["same"]))
-    order = list(BURSTS)
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for kind in order:
-            read, one = BURSTS[kind]
-            where = [0] * k if one else list(range(0, 1000, 1000 // k))[:k]
-            span, err = K.burst(s.port, where, ctx.cfg["request_timeout_s"], read=read)
-            if err:
-                raise OSError(err)
-            spans[kind].append(span)
-
-
-def _slower(ctx, spans: dict, one: str, many: str) -> bool | None:
-    """Whether bursts on one string are slower than on k strings (they were serialised and
-    the others overlapped), by the speed check's sequential rule: True, False or None."""
-    lo, _, hi = median_ci([a / b for a, b in zip(spans[one], spans[many]) if b > 0],
-                          2 * SPEED_ALPHA)
-    return (True if lo > ctx.cfg["speed_ratio_serial"] else
-            False if hi < ctx.cfg["speed_ratio"] else None)
-
-
 def _measure_design(ctx, bin_dir, name) -> tuple:
     """(writes serialised per string, reads of one string serialised) or an error text,
     each True, False or None (not clear after SPEED_LOOKS looks)."""
-    spans = {kind: [] for kind in BURSTS}
+    spans, failed = {kind: [] for kind in BURSTS}, {}
     s, why = start(ctx, bin_dir, name, 1000, f"{name}_blackbox")
     if why:
         s.stop()
         return None, None, f"not measured: {why}"
+    spread = list(range(0, 1000, 1000 // BURST))[:BURST]
+    targets = {kind: (s, [0] * BURST if one else spread, read)
+               for kind, (read, one) in BURSTS.items()}
     try:
         for _ in range(SPEED_LOOKS):
-            _bursts_of_kinds(ctx, s, BURST, ctx.cfg["burst_rounds"], spans)
-            per_string = _slower(ctx, spans, "same", "distinct")
-            reads_one = _slower(ctx, spans, "rsame", "rdistinct")
+            _rounds(ctx, targets, ctx.cfg["burst_rounds"], spans, failed)
+            if failed:
+                return None, None, f"the measurement failed: {next(iter(failed.values()))}"
+            per_string = _slower(ctx, spans, "same", "distinct")[0]
+            reads_one = _slower(ctx, spans, "rsame", "rdistinct")[0]
             if per_string is False or None not in (per_string, reads_one):
                 break
-    except OSError as e:
-        return None, None, f"the measurement failed: {e}"
     finally:
         s.stop()
     return per_string, reads_one, ""
