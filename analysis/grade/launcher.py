@@ -171,10 +171,17 @@ class Launcher:
         rw = {self._inside(k): v for k, v in msg["rw"].items()}
         limits = S.Limits(**msg.get("limits", {}))
         env = {str(k): str(v) for k, v in msg.get("env", {}).items()}
-        cmd = S.inner(ro, rw, msg["chdir"], msg["argv"], limits, self.uid, self.budget, env)
         out, err = (fds + [subprocess.DEVNULL] * 2)[:2]
-        p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
-                             stdout=out, stderr=err)
+        if self.cfg.get("sandbox") == "container":
+            cmd, cwd, env = S.direct(ro, rw, msg["chdir"], msg["argv"], limits, self.uid, env)
+            p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=err, cwd=cwd, env=env,
+                                 start_new_session=True)
+        else:
+            cmd = S.inner(ro, rw, msg["chdir"], msg["argv"], limits, self.uid, self.budget,
+                          env)
+            p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=err)
         for fd in fds:
             os.close(fd)
         self.procs[p.pid] = p
@@ -223,7 +230,7 @@ def main() -> int:
     uid = cfg["worker_uid"]
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": S.CODE,
            "PYTHONDONTWRITEBYTECODE": "1", "LOCKBENCH_GRADE": json.dumps(cfg),
-           "LOCKBENCH_LAUNCHER_FD": str(theirs.fileno())}
+           "LOCKBENCH_GRADE_ROOT": S.ROOT, "LOCKBENCH_LAUNCHER_FD": str(theirs.fileno())}
     worker = subprocess.Popen(
         ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
          "--bounding-set=-all", "--no-new-privs", "--", sys.executable, "-m",

@@ -14,16 +14,21 @@
   limits, and inside the submission's cgroup where the host has one.
 """
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-SCRATCH = "/grade/scratch"       # inside the outer sandbox: the tmpfs every copy and run is in
-CODE = "/grade/code"             # the grading code (read-only)
-SUBMISSION = "/grade/submission"  # the submission as handed in (read-only)
-REFERENCE = "/grade/ref"         # the reference binaries (read-only)
-CGROUPS = "/grade/cg"            # the submission's cgroup directories
+# Where grading's folders are as the launcher and the worker see them: /grade inside the
+# outer bubblewrap sandbox; in container mode (no bubblewrap) a folder of the host that the
+# grader made, named in LOCKBENCH_GRADE_ROOT.
+ROOT = os.environ.get("LOCKBENCH_GRADE_ROOT", "/grade")
+SCRATCH = f"{ROOT}/scratch"        # the tmpfs (or folder) every copy and run is in
+CODE = f"{ROOT}/code"              # the grading code (read-only)
+SUBMISSION = f"{ROOT}/submission"  # the submission as handed in (read-only)
+REFERENCE = f"{ROOT}/ref"          # the reference binaries (read-only)
+CGROUPS = f"{ROOT}/cg"             # the submission's cgroup directories
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "hosts",
        "host.conf", "localtime", "protocols", "services")
 
@@ -120,6 +125,53 @@ def inner(ro: dict, rw: dict, chdir: str, argv: list, limits: Limits, uid: int,
     return cmd + ["--"] + list(argv)
 
 
+def _translate(text: str, inside_to_host: list) -> str:
+    """A path as an inner sandbox would see it (/sub/run/x) as the host sees it, for
+    container mode, where nothing is bound and every path is the host's."""
+    for inside, host in inside_to_host:
+        if text == inside or text.startswith(inside + "/"):
+            return host + text[len(inside):]
+    return text
+
+
+def _translate_arg(arg: str, inside_to_host: list) -> str:
+    """An argument, an environment assignment (LD_PRELOAD=/sub/x) or a search path
+    (/sub/tools:/usr/bin), translated."""
+    key, eq, value = arg.partition("=")
+    if eq and not key.startswith("/"):
+        return key + "=" + _translate_arg(value, inside_to_host)
+    return ":".join(_translate(p, inside_to_host) for p in arg.split(":"))
+
+
+def direct(ro: dict, rw: dict, chdir: str, argv: list, limits: Limits, uid: int,
+           env: dict | None = None) -> tuple:
+    """Container mode's inner run (no bubblewrap): (argv, cwd, environment) running `argv`
+    as `uid` with no capabilities and the same per-process limits as inner(); the paths
+    inner() would bind are translated back to the host's. The container is the outer
+    boundary: this run sees its file system, as any unprivileged user of it would."""
+    table = sorted(((inside, str(host)) for host, inside in {**ro, **rw}.items()),
+                   key=lambda p: -len(p[0]))
+    cwd = _translate(chdir, table)
+    full_env = {"PATH": "/usr/bin:/bin", "HOME": cwd,
+                **{k: _translate_arg(v, table) for k, v in (env or {}).items()}}
+    cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+           "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+           "prlimit", f"--cpu={limits.cpu_s}", f"--nproc={limits.processes}",
+           f"--fsize={limits.file_size}", "--core=0"]
+    if not limits.no_as:
+        cmd.append(f"--as={limits.address_space}")
+    return cmd + ["--"] + [_translate_arg(a, table) for a in argv], cwd, full_env
+
+
+def container_ready() -> str:
+    """'' when container mode can run here (root, to give the worker and the submission
+    uids of their own; setpriv and prlimit on PATH), else why not."""
+    if os.geteuid() != 0:
+        return "container mode needs root (to run the submission as an unprivileged uid)"
+    missing = [t for t in ("setpriv", "prlimit") if shutil.which(t) is None]
+    return f"missing {', '.join(missing)} (Debian/Ubuntu: util-linux)" if missing else ""
+
+
 def in_cgroups(dirs: list, cmd: list) -> list:
     """`cmd`, started inside each cgroup directory of `dirs` (paths in the outer view)."""
     if not dirs:
@@ -129,7 +181,9 @@ def in_cgroups(dirs: list, cmd: list) -> list:
 
 
 def exit_signal(returncode: int | None) -> int:
-    """bwrap exits 128+N when the sandboxed process died of signal N; 0 otherwise."""
+    """The signal a sandboxed process died of (bwrap exits 128+N for signal N), else 0."""
     if returncode is not None and 128 < returncode < 160:
         return returncode - 128
+    if returncode is not None and returncode < 0:  # container mode: no bwrap in between
+        return -returncode
     return 0
