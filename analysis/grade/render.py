@@ -143,14 +143,19 @@ def _num(v, spec: str = "g") -> str:
 def settings_text(evidence: dict) -> str:
     """'R kit runs per server and n = 10, 1000 (quick)', from numbers only."""
     cfg = evidence.get("config", {})
+    budget, cpus = cfg.get("budget_s"), cfg.get("cpus")
     return (f"{_num(cfg.get('runs'))} kit runs per server and n = "
-            f"{', '.join(map(str, sizes_of(evidence)))}" + (" (quick)" if cfg.get("quick") else ""))
+            f"{', '.join(map(str, sizes_of(evidence)))}" + (" (quick)" if cfg.get("quick") else "")
+            + (f"; time budget {_num(budget, '.0f')} s" if _is_number(budget) else "")
+            + (f"; {_num(cpus)} CPU" if _is_number(cpus) else ""))
 
 
 def sandbox_text(evidence: dict) -> str:
     """Which limits applied to this submission (the grader's own words)."""
     sb = evidence.get("sandbox") or {}
-    parts = ["bubblewrap: own loopback, only /usr, a few /etc files and its own copy "
+    mode = sb.get("mode")
+    parts = [N.visible(mode) if isinstance(mode, str) and mode.startswith("container") else
+             "bubblewrap: own loopback, only /usr, a few /etc files and its own copy "
              "visible, its own unprivileged uid without capabilities"]
     for key, what in (("memory", "memory"), ("processes", "processes"),
                       ("scratch", "disk")):
@@ -720,6 +725,7 @@ def gradescope_output(evidence: dict, weights: dict, scored: list) -> str:
     out += [score_sums(evidence, weights, scored), f"Verdict rule: {VERDICT_RULE}", "",
             f"Settings: {settings_text(evidence)}; grading took "
             f"{_num(evidence.get('seconds', 0), '.0f')} s.",
+            f"Sandbox: {sandbox_text(evidence)}.",
             f"Grader: {N.visible(grader_text(evidence, weights))}."]
     return "\n".join(out)
 
@@ -754,28 +760,74 @@ def write_pages(out: Path, name: str, evidence: dict, ref: dict | None, weights:
 
 # ---- the class: summary.csv, index.html, console lines ----------------------------------
 
-SUMMARY_FIELDS = ("submission", "source", "verdict", "score", "max_score", "failed", "seconds")
+# summary.csv's first columns, in this order (spreadsheets and scripts read them by place);
+# each check's points and maximum follow (check_fields()).
+SUMMARY_FIELDS = ("submission", "source", "verdict", "score", "max_score", "failed", "seconds",
+                  "similarity")
+
+
+def check_points(scored: list) -> dict:
+    """{check id: {'title', 'status', 'points', 'max_points'}} of score()'s checks, in their
+    order: what the class page and summary.csv show per check (the first of a repeated id)."""
+    out = {}
+    for c in scored:
+        cid = str(c.get("id"))
+        if cid not in out:
+            status = c.get("status")
+            out[cid] = {"title": str(c.get("title") or cid),
+                        "status": status if isinstance(status, str) else "unknown",
+                        "points": c["points"], "max_points": c["max_points"]}
+    return out
 
 
 def summary_row(name: str, source, evidence: dict, weights: dict) -> dict:
     """One submission's row of the class summary: `name` its output folder (an
-    names.assign() name), `source` the folder it was graded from."""
-    got, mx = totals(score(evidence, weights))
+    names.assign() name), `source` the folder it was graded from; SUMMARY_FIELDS, with
+    'similarity' empty (write_class() fills it from the similarity check's flags), then
+    'checks', each check's points and maximum (check_points())."""
+    scored = score(evidence, weights)
+    got, mx = totals(scored)
     word, failed = verdict(evidence)
     secs = evidence.get("seconds", 0)
     return {"submission": name, "source": str(source), "verdict": word, "score": got,
             "max_score": mx, "failed": " ".join(map(str, failed)),
-            "seconds": round(secs, 1) if isinstance(secs, (int, float)) else 0.0}
+            "seconds": round(secs, 1) if _is_number(secs) else 0.0, "similarity": "",
+            "checks": check_points(scored)}
+
+
+def check_fields(rows: list[dict]) -> list:
+    """The check ids of the rows, in the order first seen (summary.csv's last columns)."""
+    seen: dict = {}
+    for r in rows:
+        checks = r.get("checks")
+        for cid in checks if isinstance(checks, dict) else ():
+            seen.setdefault(str(cid), None)
+    return list(seen)
+
+
+def _check_cells(row: dict, ids: list) -> list:
+    """[points, max] per check id; empty cells for a check the row does not have."""
+    checks = row.get("checks") if isinstance(row.get("checks"), dict) else {}
+    out = []
+    for cid in ids:
+        c = checks.get(cid)
+        c = c if isinstance(c, dict) else {}
+        out += [v if _is_number(v) else "" for v in (c.get("points"), c.get("max_points"))]
+    return out
 
 
 def write_summary_csv(path: Path, rows: list[dict]) -> None:
-    """summary.csv with every cell through names.csv_cell(), and every text cell quoted (a
-    spreadsheet that splits on ';' or tabs still keeps a cell whole)."""
+    """summary.csv: SUMMARY_FIELDS, then 'ID points' and 'ID max' per check; every cell
+    through names.csv_cell(), every text cell quoted (a spreadsheet that splits on ';' or
+    tabs still keeps a cell whole)."""
+    ids = check_fields(rows)
+    header = [*SUMMARY_FIELDS, *(f"{N.visible(i)} {w}" for i in ids for w in ("points", "max"))]
     with open(path, "w", newline="") as f:
-        csv.writer(f).writerow(SUMMARY_FIELDS)
+        csv.writer(f).writerow([N.csv_cell(h) for h in header])
         w = csv.writer(f, quoting=csv.QUOTE_NONNUMERIC)
         for r in rows:
-            w.writerow([N.csv_cell(r.get(k, "")) for k in SUMMARY_FIELDS])
+            w.writerow([N.csv_cell(r.get(k, "")) for k in SUMMARY_FIELDS]
+                       + _check_cells(r, ids))
 
 
 def _is_number(v) -> bool:
@@ -797,75 +849,26 @@ def settings_words(settings) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
 
-def _meta_html(meta: dict | None) -> str:
-    """'Graded DATE; settings: ...; grader: lockbench VERSION; weights: FILE' from meta's
-    'date', 'settings' (text or a dict) and 'grader' ({'version', 'date', 'weights'}) or
-    'version' and 'weights'."""
-    meta = meta or {}
-    grader = meta.get("grader") if isinstance(meta.get("grader"), dict) else {}
-    date = meta.get("date") or grader.get("date")
-    version = meta.get("version") or grader.get("version")
-    weights = meta.get("weights") or grader.get("weights")
-    settings = settings_words(meta.get("settings"))
-    parts = [text for text, there in ((f"Graded {date}", date),
-                                      (f"settings: {settings}", settings),
-                                      (f"grader: lockbench {version}", version),
-                                      (f"weights: {weights}", weights)) if there]
-    return f"<p>{html.escape(N.visible('; '.join(parts)))}</p>" if parts else ""
-
-
 def class_max(rows: list) -> list:
     """The distinct maximum scores of the rows, sorted (one for a class graded alike)."""
     return sorted({float(r.get("max_score")) for r in rows if _is_number(r.get("max_score"))})
 
 
-def _max_html(rows: list) -> str:
-    maxes = class_max(rows)
-    if len(maxes) == 1:
-        return f"<p>Maximum score: {maxes[0]:g}, the same for every submission.</p>"
-    if not maxes:
-        return ""
-    return ("<p class='note'>Note: the maximum score is not the same for every submission ("
-            + ", ".join(f"{m:g}" for m in maxes) + "): a check the grader could not decide "
-            "(undetermined) is not scored, and leaves its points out of that submission's "
-            "maximum. Each row shows its own maximum.</p>")
+def write_class(out: Path, rows: list[dict], meta: dict | None = None,
+                similarity: dict | None = None, similarity_page: str | None = None) -> None:
+    """summary.csv, index.html and gradescope_scores.csv of a class in `out` (the page by
+    analysis.grade.dashboard): rows as summary_row() gives them, in the order to show;
+    meta optionally {'date': ..., 'settings': text or dict, 'grader': {'version', 'date',
+    'weights'}}; similarity optionally the similarity check's flags, {submission name:
+    text such as 'partner (0.83)'}, put in the rows' 'similarity'; similarity_page the
+    file name of the similarity report written beside index.html (linked from it)."""
+    from . import dashboard  # it draws on this module: imported when first needed
 
-
-def _index_row(r: dict) -> str:
-    e = html.escape
-    name = str(r.get("submission", ""))
-    shown = e(N.visible(name))
-    # A name that is not an assign() name is shown without a link rather than linked unsafely.
-    cell = f"<a href='{e(N.html_href(name))}'>{shown}</a>" if N.is_safe(name) else shown
-    word = str(r.get("verdict", ""))
-    css = word.replace(" ", "-") if word in ("PASS", "FAIL", "PASS WITH FINDINGS") else ""
-    return (f"<tr><td>{cell}</td><td>{e(N.visible(r.get('source', '')))}</td>"
-            f"<td class='{css}'>{e(N.visible(word))}</td>"
-            f"<td>{_num(r.get('score'))} / {_num(r.get('max_score'))}</td>"
-            f"<td>{e(N.visible(r.get('failed', '')))}</td></tr>")
-
-
-def write_class(out: Path, rows: list[dict], meta: dict | None = None) -> None:
-    """summary.csv and index.html of a class in `out`: rows as summary_row() gives them, in
-    the order to show; meta optionally {'date': ..., 'settings': text or dict, 'grader':
-    {'version', 'date', 'weights'}}. The page shows the one maximum score of the class
-    (or a note when the rows' maxima differ) and the verdict rule."""
+    if similarity:
+        rows = [{**r, "similarity": str(similarity.get(r.get("submission"))
+                                         or r.get("similarity") or "")} for r in rows]
     write_summary_csv(out / "summary.csv", rows)
-    body = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Lab 2 grades</title>"
-            "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
-            "td,th{border:1px solid #999;padding:.2em .5em}.PASS{color:#070}.FAIL{color:#b00}"
-            ".PASS-WITH-FINDINGS{color:#b06000}"
-            ".note{background:#fff6d6;padding:.3em .6em}"
-            "</style></head><body><h1>Lab 2 grades</h1>", _meta_html(meta), _max_html(rows),
-            "<table><tr><th>Submission</th><th>Source</th><th>Verdict</th>"
-            "<th>Score / max</th>"
-            "<th>Failed checks</th></tr>"]
-    body += [_index_row(r) for r in rows]
-    body.append("</table><p>Verdicts: PASS when no check failed; PASS WITH FINDINGS when "
-                "only robustness and races failed; FAIL otherwise. Undetermined checks are "
-                "not scored. Each submission's page says what to fix and how its score was "
-                "made.</p></body></html>")
-    (out / "index.html").write_text("\n".join(body))
+    dashboard.write(out, rows, meta, similarity_page)
 
 
 def console_line(row: dict) -> str:

@@ -188,7 +188,7 @@ def test_summary_csv_numbers_are_unquoted_numbers(tmp_path):
     render.write_class(tmp_path, [row("alice")])
     text = (tmp_path / "summary.csv").read_text().splitlines()
     assert text[0] == ",".join(render.SUMMARY_FIELDS)
-    assert text[1] == '"alice","/x/s","PASS",9.5,10,"",1.5'
+    assert text[1] == '"alice","/x/s","PASS",9.5,10,"",1.5,""'
 
 
 def hrefs(page: str) -> list:
@@ -214,8 +214,13 @@ def test_index_links_are_relative_and_text_is_escaped(tmp_path):
                        meta={"date": "<b>today</b>", "settings": {"runs": "<i>3</i>"}})
     page = (tmp_path / "index.html").read_text()
     links = hrefs(page)
-    assert links == [f"./{safe}/verdict.html"] and all(map(relative, links))
-    assert "<script>" not in page and "<b>today" not in page and "&lt;b&gt;today" in page
+    assert [h for h in links if h.endswith("verdict.html")] == [f"./{safe}/verdict.html"]
+    assert set(links) == {f"./{safe}/verdict.html", "gradescope_scores.csv", "summary.csv"}
+    assert all(map(relative, links))
+    # the page's own sorting script is its one script; the student's text is escaped
+    assert page.count("<script") == 1 and "<script>x" not in page
+    assert "&lt;script&gt;x" in page
+    assert "<b>today" not in page and "&lt;b&gt;today" in page
     assert "runs=&lt;i&gt;3" in page
 
 
@@ -229,8 +234,12 @@ def test_console_lines_are_one_line_each():
 def test_summary_row_carries_the_source_and_the_scores():
     r = render.summary_row("alice", Path("/c/alice"), ev(build="pass", timing="fail"), W)
     assert r == {"submission": "alice", "source": "/c/alice", "verdict": "FAIL", "score": 5,
-                 "max_score": 9, "failed": "timing", "seconds": 1.0}
-    assert list(r) == list(render.SUMMARY_FIELDS)
+                 "max_score": 9, "failed": "timing", "seconds": 1.0, "similarity": "",
+                 "checks": {"build": {"title": "Build", "status": "pass", "points": 5,
+                                      "max_points": 5},
+                            "timing": {"title": "Timing", "status": "fail", "points": 0,
+                                       "max_points": 4}}}
+    assert list(r) == [*render.SUMMARY_FIELDS, "checks"]
 
 
 CHROMIUM = shutil.which("chromium")
@@ -527,7 +536,7 @@ def test_index_shows_one_maximum_score_for_everyone_with_the_settings_and_date(t
                                     "race": False},
                        "grader": {"version": "1.4.2", "weights": "/course/w.toml"}})
     assert "Maximum score: 10, the same for every submission." in page
-    assert page.count("<td>9.5 / 10</td>") == 2 and "<th>Score / max</th>" in page
+    assert page.count("<td>9.5 / 10</td>") == 2 and ">Score / max</button></th>" in page
     assert ("Graded 2026-11-25 10:00 UTC; settings: 3 kit runs per server and n = 10, 1000 "
             "(quick); race detector off; grader: lockbench 1.4.2; weights: /course/w.toml"
             ) in page
