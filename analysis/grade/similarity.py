@@ -1,0 +1,561 @@
+"""Which submissions share code: pairwise similarity of their C sources, MOSS-style.
+
+Every pair of submissions is compared with copydetect's winnowing (the algorithm of MOSS):
+each source file is tokenised, identifiers become one letter (so renaming changes nothing),
+comments and layout are dropped (so reformatting changes nothing), and a sample of the
+hashes of its k-character substrings is kept as its fingerprints. Code that appears in both
+submissions shares fingerprints wherever a run of at least GUARANTEE_T filtered characters
+is the same, whatever order the functions are in. A pair's score on each side is the share
+of that side's fingerprinted code found in the other; the pair is flagged when the larger
+share reaches the threshold.
+
+The course kit (common.h and the like, given to every student) would make every pair look
+alike, so its fingerprints, when the TA names the kit's folder, are removed from every
+submission before comparing.
+
+A submission is hostile: its files are read without following links, only regular files,
+up to byte caps, and everything it wrote (file names and code) reaches the report escaped.
+"""
+
+import csv
+import html
+import io
+import os
+import re
+import stat
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+from copydetect import CodeFingerprint
+from copydetect.utils import get_copied_slices, get_token_coverage
+
+from . import names as N
+
+# Winnowing parameters, in characters of copydetect's filtered code, where an identifier is
+# one letter, a keyword its word, and punctuation one character each: 25 characters are about
+# 10-15 C tokens, roughly one statement line. Shorter runs are noise every lab 2 server has
+# (socket(AF_INET, SOCK_STREAM, 0), pthread_mutex_lock(&V)); a run of GUARANTEE_T characters
+# or more that two files share is always found. The window of GUARANTEE_T - NOISE_T + 1 = 6
+# hashes keeps about 2 in 7 of them (winnowing's density 2 / (w + 1)): few enough to compare
+# a class quickly, enough that a copied function leaves many matches.
+NOISE_T = 25
+GUARANTEE_T = 30
+WINDOW = GUARANTEE_T - NOISE_T + 1
+# A pair is flagged when one side has at least this share of its own (non-kit) code in the
+# other. An independent lab 2 server shares only idioms (socket setup, lock calls) with
+# another, which stays well under a third; a copy with renamed identifiers, reordered
+# functions and new comments keeps most of its runs and scores far above. The tests'
+# fixtures: such a copy 0.97-0.98, independent servers 0.00-0.26 with the kit left out (two
+# small servers carrying the kit's common.h score 0.81 when it is not left out). Scores move
+# by about 0.01 between runs: copydetect hashes with Python's hash(), salted per process, so
+# the sampled fingerprints differ a little.
+DEFAULT_THRESHOLD = 0.5
+# A pair whose matched code is shorter than this (filtered characters, about ten lines) is
+# not flagged, whatever its share: a submission with almost nothing beyond the kit would
+# otherwise reach 100% on a shared idiom or two.
+MIN_OVERLAP = 200
+LANGUAGE = "c"  # one lexer for every file, so the same code gives the same fingerprints
+
+EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".hpp"})
+# Build outputs and tool folders: their sources are generated, or copies of the student's.
+SKIP_DIRS = frozenset({".git", ".svn", ".hg", "build", "builds", "cmake-build-debug",
+                       "cmake-build-release", "CMakeFiles", "_deps", "obj", "bin", "out",
+                       "dist", "__MACOSX", "node_modules", ".vscode", ".idea"})
+FILE_CAP = 1 << 20        # bytes read of one file
+SUBMISSION_CAP = 2 << 20  # bytes read of one submission (tokenising 1 MiB costs up to ~10 s)
+MAX_FILES = 300           # source files read of one submission
+MAX_ENTRIES = 20000       # directory entries looked at in one submission
+MAX_DEPTH = 12            # folder nesting looked into
+SHOWN_PAIRS = 50          # pairs whose code the report shows
+SHOWN_CHARS = 40000       # characters of one file the report shows
+
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_OPEN_DIR = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two submissions compared: score_a is the share of a's code found in b, score_b the
+    share of b's found in a; tokens_overlap the smaller of the two matched amounts (filtered
+    characters). marks_* locate the matched parts: ((file, ((start, end), ...)), ...)."""
+    a: str
+    b: str
+    score_a: float
+    score_b: float
+    tokens_overlap: int
+    flagged: bool
+    marks_a: tuple = field(default=(), repr=False, compare=False)
+    marks_b: tuple = field(default=(), repr=False, compare=False)
+
+    @property
+    def score(self) -> float:
+        return max(self.score_a, self.score_b)
+
+
+class Best(NamedTuple):
+    """A submission's highest pair score and who with (None when it was compared with no one)."""
+    score: float
+    partner: str | None
+
+
+@dataclass
+class Source:
+    """One file read from a submission: its path inside it (as the student named it) and text."""
+    path: str
+    text: str
+
+
+@dataclass
+class Result:
+    """Every pair (most similar first), each submission's best match, and what was left out
+    or could not be read (notes, one line each, safe to print). sources keeps the text read,
+    for the report."""
+    pairs: list[Pair]
+    threshold: float
+    per_submission: dict[str, Best]
+    notes: list[str]
+    sources: dict[str, list[Source]] = field(default_factory=dict, repr=False)
+    boilerplate: str = ""  # what was left out, for the report
+
+
+# ---- reading a hostile folder -------------------------------------------------------------
+
+@dataclass
+class _Reading:
+    """What one submission's walk has read and what it left out, and the budgets left."""
+    sources: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)  # reason -> count
+    cut: list = field(default_factory=list)      # (path, bytes read, size) of files cut
+    budget: int = 0
+    entries: int = 0
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+
+def _read_fd(fd: int, cap: int) -> tuple[bytes, int]:
+    """(at most cap bytes, the file's size) of an open regular file."""
+    size = os.fstat(fd).st_size
+    chunks, got = [], 0
+    while got < cap:
+        b = os.read(fd, min(65536, cap - got))
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks), size
+
+
+def _read_file(dir_fd: int, name: str, rel: str, r: _Reading) -> None:
+    """Reads one source through its folder's descriptor: O_NOFOLLOW refuses a link,
+    O_NONBLOCK keeps a FIFO from hanging, fstat refuses anything not a regular file."""
+    try:
+        fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
+    except OSError:
+        r.skip("links or unreadable files not read")
+        return
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            r.skip("special files (FIFOs, devices, sockets) not read")
+            return
+        data, size = _read_fd(fd, min(FILE_CAP, r.budget))
+    finally:
+        os.close(fd)
+    r.budget -= len(data)
+    if size > len(data):
+        r.cut.append((rel, len(data), size))
+    r.sources.append(Source(rel, data.decode("utf-8", errors="replace")))
+
+
+def _entries(dir_fd: int, r: _Reading) -> list:
+    """The folder's entries sorted by name (the same order every run), within MAX_ENTRIES."""
+    with os.scandir(dir_fd) as it:
+        got = []
+        for e in it:
+            if r.entries >= MAX_ENTRIES:
+                r.skip(f"entries past the first {MAX_ENTRIES} not looked at")
+                break
+            r.entries += 1
+            got.append(e)
+    return sorted(got, key=lambda e: e.name)
+
+
+def _walk(dir_fd: int, prefix: str, depth: int, r: _Reading) -> None:
+    """Reads the C sources under an open folder; subfolders are opened relative to it with
+    O_NOFOLLOW, so neither a link nor a folder swapped for one leads outside the submission."""
+    for e in _entries(dir_fd, r):
+        rel = prefix + e.name
+        if e.is_symlink():
+            r.skip("symbolic links not followed")
+        elif e.is_dir(follow_symlinks=False):
+            _walk_into(dir_fd, e.name, rel, depth, r)
+        elif os.path.splitext(e.name)[1].lower() in EXTENSIONS:
+            if len(r.sources) >= MAX_FILES or r.budget <= 0:
+                r.skip("sources past the caps not read")
+            else:
+                _read_file(dir_fd, e.name, rel, r)
+
+
+def _walk_into(dir_fd: int, name: str, rel: str, depth: int, r: _Reading) -> None:
+    if name in SKIP_DIRS or name.startswith("cmake-build"):
+        return
+    if depth >= MAX_DEPTH:
+        r.skip(f"folders nested deeper than {MAX_DEPTH} not looked into")
+        return
+    try:
+        sub = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
+    except OSError:
+        r.skip("links or unreadable folders not followed")
+        return
+    try:
+        _walk(sub, rel + "/", depth + 1, r)
+    finally:
+        os.close(sub)
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
+
+
+def read_sources(root: Path) -> tuple[list[Source], list[str]]:
+    """The C/C++ sources of a submission folder and notes on what was left out. The folder
+    itself is the TA's path and may be a link; nothing inside it is followed."""
+    r = _Reading(budget=SUBMISSION_CAP)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        return [], [f"not a readable folder ({e.strerror})"]
+    try:
+        _walk(fd, "", 0, r)
+    finally:
+        os.close(fd)
+    notes = [f"{why}: {n}" for why, n in sorted(r.skipped.items())]
+    notes += [f"{N.visible(p)} cut: only the first {got} of its {size} bytes read"
+              for p, got, size in r.cut]
+    if r.budget <= 0:
+        notes.append(f"reading stopped at {_size(SUBMISSION_CAP)} of sources")
+    return r.sources, notes
+
+
+# ---- fingerprints and comparison ----------------------------------------------------------
+
+@dataclass
+class _Doc:
+    """A submission's fingerprinted files and the union of their fingerprints."""
+    name: str
+    files: list  # [(Source, CodeFingerprint)]
+    hashes: set
+    coverage: float  # filtered characters covered by fingerprints, the score's denominator
+
+
+def _fingerprint(text: str, win: int) -> CodeFingerprint:
+    return CodeFingerprint("source.c", NOISE_T, win, fp=io.StringIO(text), language=LANGUAGE)
+
+
+def boilerplate_hashes(sources: list[Source]) -> set:
+    """Every k-gram hash of the kit's files (window 1, as copydetect takes boilerplate)."""
+    out = set()
+    for s in sources:
+        out |= _fingerprint(s.text, 1).hashes
+    return out
+
+
+def _strip(fp: CodeFingerprint, boiler: set) -> None:
+    """Removes the kit's fingerprints from a file's. Done here rather than with
+    CodeFingerprint(boilerplate=...): that one matches with np.intersect1d(assume_unique=True)
+    on hashes that repeat, and so also drops every repeat of the student's own code (only the
+    last copy of a fingerprint stays), which would change scores beyond the kit's part."""
+    gone = fp.hashes & boiler
+    if not gone:
+        return
+    for h in gone:
+        del fp.hash_idx[h]
+    fp.hashes = fp.hashes - gone
+    fp.token_coverage = get_token_coverage(fp.hash_idx, fp.k, len(fp.filtered_code))
+
+
+def _doc(name: str, sources: list[Source], boiler: set, notes: list) -> _Doc:
+    files, hashes, coverage = [], set(), 0.0
+    for s in sources:
+        try:
+            fp = _fingerprint(s.text, WINDOW)
+        except Exception as e:  # a file the lexer chokes on is left out, not the run
+            notes.append(f"{N.visible(name)}: {N.visible(s.path)} not tokenised "
+                         f"({type(e).__name__})")
+            continue
+        _strip(fp, boiler)
+        files.append((s, fp))
+        hashes |= fp.hashes
+        coverage += float(fp.token_coverage)
+    return _Doc(name, files, hashes, coverage)
+
+
+def _raw_slices(fp: CodeFingerprint, slices: np.ndarray) -> np.ndarray:
+    """Slices of the filtered code moved onto the file's own text, as compare_files does."""
+    if len(fp.offsets) > 0:
+        pos = np.clip(np.searchsorted(fp.offsets[:, 0], slices), 0, fp.offsets.shape[0] - 1)
+        slices = slices + fp.offsets[:, 1][pos]
+    return np.clip(slices, 0, len(fp.raw_code))
+
+
+def _side(doc: _Doc, other: set) -> tuple[int, tuple]:
+    """How much of doc's fingerprinted code (filtered characters) is in `other`'s
+    fingerprints, and where: copydetect's copied slices, per file."""
+    total, marks = 0, []
+    for src, fp in doc.files:
+        common = fp.hashes & other
+        if not common:
+            continue
+        idx = np.concatenate([np.asarray(fp.hash_idx[h]) for h in common])
+        slices = get_copied_slices(idx, fp.k)
+        total += int(np.sum(slices[1] - slices[0]))
+        raw = _raw_slices(fp, slices)
+        marks.append((src.path, tuple(zip(raw[0].tolist(), raw[1].tolist()))))
+    return total, tuple(marks)
+
+
+def _pair(a: _Doc, b: _Doc, threshold: float) -> Pair:
+    over_a, marks_a = _side(a, b.hashes)
+    over_b, marks_b = _side(b, a.hashes)
+    score_a = min(1.0, over_a / a.coverage) if a.coverage else 0.0
+    score_b = min(1.0, over_b / b.coverage) if b.coverage else 0.0
+    overlap = min(over_a, over_b)
+    flag = max(score_a, score_b) >= threshold and overlap >= MIN_OVERLAP
+    return Pair(a.name, b.name, score_a, score_b, overlap, flag, marks_a, marks_b)
+
+
+def _best(names: list[str], pairs: list[Pair]) -> dict[str, Best]:
+    best = {n: Best(0.0, None) for n in names}
+    for p in pairs:
+        for me, them in ((p.a, p.b), (p.b, p.a)):
+            if best[me].partner is None or p.score > best[me].score:
+                best[me] = Best(p.score, them)
+    return best
+
+
+def _read_all(submissions: dict, notes: list) -> dict[str, list[Source]]:
+    out = {}
+    for name, folder in submissions.items():
+        sources, why = read_sources(Path(folder))
+        notes += [f"{N.visible(name)}: {w}" for w in why]
+        if sources:
+            out[name] = sources
+        else:
+            kinds = " ".join(sorted(EXTENSIONS))
+            notes.append(f"{N.visible(name)}: no C/C++ sources ({kinds}) found; not compared")
+    return out
+
+
+def _kit(boilerplate: Path | None, notes: list) -> tuple[set, str]:
+    if boilerplate is None:
+        return set(), "none given: code from the course kit counts as shared"
+    kit, why = read_sources(Path(boilerplate))
+    notes += [f"boilerplate: {w}" for w in why]
+    if not kit:
+        notes.append("boilerplate: no C/C++ sources found; nothing left out")
+    files = ", ".join(N.visible(s.path) for s in kit) or "no files"
+    return boilerplate_hashes(kit), f"{N.visible(str(boilerplate))} ({files})"
+
+
+def compare(submissions: dict[str, Path], boilerplate: Path | None = None,
+            threshold: float = DEFAULT_THRESHOLD) -> Result:
+    """Compares every pair of submissions ({shown name: folder}) and returns the pairs most
+    similar first. boilerplate: a folder of code every student was given, left out."""
+    notes: list[str] = []
+    boiler, kit_text = _kit(boilerplate, notes)
+    sources = _read_all(submissions, notes)
+    docs = [_doc(n, s, boiler, notes) for n, s in sources.items()]
+    for d in docs:
+        if not d.hashes:
+            notes.append(f"{N.visible(d.name)}: no code beyond the boilerplate; scores 0")
+    pairs = [_pair(docs[i], docs[j], threshold)
+             for i in range(len(docs)) for j in range(i + 1, len(docs))]
+    pairs.sort(key=lambda p: (-p.score, -p.tokens_overlap, p.a, p.b))
+    return Result(pairs, threshold, _best(list(submissions), pairs), notes, sources, kit_text)
+
+
+def flagged(result: Result) -> dict[str, str]:
+    """{submission: its flagged partners with the pair's score}, for the class index's column;
+    submissions with no flagged pair are absent."""
+    out: dict[str, list[str]] = {}
+    for p in result.pairs:
+        if p.flagged:
+            out.setdefault(p.a, []).append(f"{p.b} ({p.score:.0%})")
+            out.setdefault(p.b, []).append(f"{p.a} ({p.score:.0%})")
+    return {n: ", ".join(v) for n, v in out.items()}
+
+
+# ---- similarity.csv -----------------------------------------------------------------------
+
+def _write_csv(path: Path, result: Result) -> None:
+    """One row per pair; text cells quoted and a formula-like start neutralised, so a
+    submission named "=HYPERLINK(...)" stays text in a spreadsheet."""
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+    w.writerow(["a", "b", "score_a", "score_b", "flagged", "tokens_overlap"])
+    for p in result.pairs:
+        w.writerow([N.csv_cell(N.visible(p.a)), N.csv_cell(N.visible(p.b)),
+                    round(p.score_a, 4), round(p.score_b, 4),
+                    "yes" if p.flagged else "no", p.tokens_overlap])
+    path.write_text(buf.getvalue(), encoding="utf-8", errors="replace")
+
+
+# ---- similarity.html ----------------------------------------------------------------------
+
+_ODD = re.compile(r"[^\t\n\x20-\x7e]")
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"})
+
+
+def _code(text: str) -> str:
+    """Code text for a <pre>: escaped, and controls, bidi overrides and zero-width characters
+    written as escapes (they could hide or reorder what the TA reads)."""
+    def one(m):
+        c = m.group()
+        return N.visible(c) if unicodedata.category(c) in _HIDDEN else c
+    return html.escape(_ODD.sub(one, text), quote=False)
+
+
+def _text(s) -> str:
+    """Any name or note on one line, escaped for HTML text and attributes."""
+    return html.escape(N.visible(str(s)), quote=True)
+
+
+def _marked(text: str, ranges) -> str:
+    """The text escaped, with <mark> around the (sorted) ranges copydetect matched."""
+    out, at = [], 0
+    for start, end in ranges:
+        start, end = max(start, at), min(end, len(text))
+        if end <= start:
+            continue
+        out += [_code(text[at:start]), "<mark>", _code(text[start:end]), "</mark>"]
+        at = end
+    out.append(_code(text[at:]))
+    return "".join(out)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #bbb;padding:.2em .6em;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+tr.flag td{background:#fde8e8}
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:1em;margin-bottom:2em}
+.side{min-width:0}
+pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px;line-height:1.35}
+mark{background:#ffd27a}
+.cut{color:#a00}
+.muted{color:#666}
+"""
+
+
+def _head(title: str) -> str:
+    """Self-contained page head: inline style only, and a policy that forbids anything
+    fetched or run even if some text slipped through unescaped."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'\">"
+            f"<title>{_text(title)}</title><style>{_CSS}</style></head><body>\n")
+
+
+def _summary(result: Result) -> list[str]:
+    n_flag = sum(p.flagged for p in result.pairs)
+    below = [p for p in result.pairs if not p.flagged]
+    out = [
+        "<h1>Code similarity between submissions</h1>",
+        f"<p>{len(result.per_submission)} submissions, {len(result.pairs)} pairs compared with "
+        f"copydetect (winnowing, as MOSS; k = {NOISE_T}, guaranteed match length "
+        f"{GUARANTEE_T} filtered characters). A pair is flagged when at least "
+        f"{result.threshold:.0%} of one side's code is found in the other (and at least "
+        f"{MIN_OVERLAP} characters match). Identifiers, comments and layout are ignored.</p>",
+        f"<p>Boilerplate left out: {_text(result.boilerplate)}</p>",
+        f"<h2>Flagged pairs ({n_flag})</h2>",
+    ]
+    out.append(_pair_table([p for p in result.pairs if p.flagged]) if n_flag
+               else "<p>No pair reaches the threshold.</p>")
+    top = (f"; the most similar of them: {_text(below[0].a)} and {_text(below[0].b)}, "
+           f"{below[0].score:.0%}") if below else ""
+    out.append(f"<p>{len(below)} pairs below the threshold{top}.</p>")
+    return out
+
+
+def _pair_table(pairs: list[Pair]) -> str:
+    rows = ["<table><tr><th>#</th><th>a</th><th>b</th><th>of a in b</th><th>of b in a</th>"
+            "<th>matched (filtered chars)</th></tr>"]
+    for i, p in enumerate(pairs, 1):
+        link = f"<a href=\"#pair-{i}\">{i}</a>" if i <= SHOWN_PAIRS else str(i)
+        rows.append(f"<tr class=\"flag\"><td class=\"n\">{link}</td><td>{_text(p.a)}</td>"
+                    f"<td>{_text(p.b)}</td><td class=\"n\">{p.score_a:.0%}</td>"
+                    f"<td class=\"n\">{p.score_b:.0%}</td>"
+                    f"<td class=\"n\">{p.tokens_overlap}</td></tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def _per_submission(result: Result) -> list[str]:
+    rows = ["<h2>Per submission</h2>",
+            "<table><tr><th>submission</th><th>highest pair score</th><th>with</th></tr>"]
+    for name, best in sorted(result.per_submission.items(), key=lambda kv: -kv[1].score):
+        partner = "" if best.partner is None else _text(best.partner)
+        rows.append(f"<tr><td>{_text(name)}</td><td class=\"n\">{best.score:.0%}</td>"
+                    f"<td>{partner}</td></tr>")
+    rows.append("</table>")
+    if result.notes:
+        rows.append("<h2>Notes</h2><ul>")
+        rows += [f"<li>{_text(n)}</li>" for n in result.notes]
+        rows.append("</ul>")
+    return rows
+
+
+def _file_block(src: Source, ranges) -> str:
+    text, cut = src.text, ""
+    if len(text) > SHOWN_CHARS:
+        cut = (f"<p class=\"cut\">[cut: the {len(text) - SHOWN_CHARS} characters after the "
+               f"first {SHOWN_CHARS} are not shown]</p>")
+        text = text[:SHOWN_CHARS]
+    parts = f"{len(ranges)} matching part" + ("" if len(ranges) == 1 else "s")
+    return (f"<details open><summary>{_text(src.path)}: {parts}</summary>"
+            f"<pre>{_marked(text, ranges)}</pre>{cut}</details>")
+
+
+def _side_html(name: str, share: float, sources: list[Source], marks: tuple) -> str:
+    by_path = dict(marks)
+    out = [f"<div class=\"side\"><h3>{_text(name)}: {share:.0%} of its code matched</h3>"]
+    out += [_file_block(s, by_path[s.path]) for s in sources if s.path in by_path]
+    rest = [_text(s.path) for s in sources if s.path not in by_path]
+    if rest:
+        out.append(f"<p class=\"muted\">No matching part in: {', '.join(rest)}</p>")
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def _details(result: Result) -> list[str]:
+    shown = [p for p in result.pairs if p.flagged][:SHOWN_PAIRS]
+    out = []
+    if len(shown) < sum(p.flagged for p in result.pairs):
+        out.append(f"<p class=\"cut\">Only the first {SHOWN_PAIRS} flagged pairs are shown "
+                   "in full below.</p>")
+    for i, p in enumerate(shown, 1):
+        out.append(f"<h2 id=\"pair-{i}\">{i}. {_text(p.a)} and {_text(p.b)} "
+                   f"({p.score:.0%})</h2><div class=\"pair\">")
+        out.append(_side_html(p.a, p.score_a, result.sources.get(p.a, []), p.marks_a))
+        out.append(_side_html(p.b, p.score_b, result.sources.get(p.b, []), p.marks_b))
+        out.append("</div>")
+    return out
+
+
+def _html(result: Result) -> str:
+    parts = [_head("Code similarity"), *_summary(result), *_per_submission(result),
+             *_details(result), "</body></html>\n"]
+    return "\n".join(parts)
+
+
+def write(out: Path, result: Result) -> None:
+    """Writes out/similarity.html (flagged pairs, matched code side by side) and
+    out/similarity.csv (every pair)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "similarity.html").write_text(_html(result), encoding="utf-8", errors="replace")
+    _write_csv(out / "similarity.csv", result)
