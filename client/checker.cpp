@@ -127,7 +127,14 @@ constexpr uint64_t kFailingAfter = 5;  // errors before a session gives up
 class Session {
  public:
   Session(Shared* shared) : shared_(shared) {}
-  ~Session() { Flush(); }
+  ~Session() {
+    // A kept connection ends as a per-request one does: nothing may follow
+    // its last reply.
+    Count(conn_.CloseAfterReply(GraceMs()),
+          "long_reply after the last reply of a kept connection: the server sent more than one "
+          "100-byte reply frame");
+    Flush();
+  }
 
   // Sends one request; on success stores the reply text in *reply and
   // returns true. On failure counts an I/O error and returns false.
@@ -146,10 +153,14 @@ class Session {
       Status why;
       kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &why, cfg.keepalive);
       detail = why.message();
+      if (kind == ErrorKind::kNone) ++connected_;
     }
     if (kind == ErrorKind::kNone) {
       kind = conn_.RoundTrip(request_, &reply_);
-      if (!cfg.keepalive) conn_.Close();
+      if (!cfg.keepalive) {
+        const ErrorKind end = conn_.CloseAfterReply(GraceMs());
+        if (kind == ErrorKind::kNone) kind = end;
+      }
       if (kind != ErrorKind::kNone) {
         detail = std::string(ErrorKindName(kind)) + " on request '" +
                  Sanitize(FrameText(std::string_view(request_.data(), kFrameSize)), 40) + "'";
@@ -159,11 +170,7 @@ class Session {
         }
       }
     }
-    if (kind != ErrorKind::kNone) {
-      ++io_errors_;
-      if (first_error_.empty()) first_error_ = detail;
-      return false;
-    }
+    if (!Count(kind, detail)) return false;
     ++checked_;
     *reply = std::string(FrameText(std::string_view(reply_.data(), kFrameSize)));
     return true;
@@ -181,10 +188,22 @@ class Session {
   bool failing() const { return io_errors_ >= kFailingAfter; }
 
  private:
+  // The wait for the server's end of stream (see lab_connection.h).
+  int GraceMs() const { return std::min(shared_->cfg->timeout_ms, kEndOfStreamGraceMs); }
+
+  // Counts a failed request (false) or lets a good one through (true).
+  bool Count(ErrorKind kind, const std::string& detail) {
+    if (kind == ErrorKind::kNone) return true;
+    ++io_errors_;
+    if (first_error_.empty()) first_error_ = detail;
+    return false;
+  }
+
   void Flush() EXCLUDES(shared_->mu) {
     MutexLock guard(&shared_->mu);
     shared_->result->replies_checked += checked_;
     shared_->result->io_errors += io_errors_;
+    shared_->result->connected += connected_;
     if (shared_->result->first_io_error.empty()) {
       shared_->result->first_io_error = first_error_;
     }
@@ -196,6 +215,7 @@ class Session {
   Frame reply_{};
   uint64_t checked_ = 0;
   uint64_t io_errors_ = 0;
+  uint64_t connected_ = 0;
   std::string first_error_;
 };
 

@@ -57,6 +57,7 @@ struct CheckResult {
   uint64_t violations_total = 0;
   std::vector<Violation> violations;  // the first few
   uint64_t io_errors = 0;             // requests without a proper reply
+  uint64_t connected = 0;             // connections the server accepted
   std::string first_io_error;
   uint64_t non_initial_baselines = 0;  // positions not fresh at start
   std::vector<std::string> phase_lines;

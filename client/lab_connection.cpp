@@ -2,12 +2,17 @@
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <utility>
+
+#include "common/clock.h"
+#include "common/net.h"
 
 namespace kv {
 
@@ -42,7 +47,7 @@ std::string Endpoint::ToString() const {
 const char* ErrorKindName(ErrorKind kind) {
   // Indexed by ErrorKind.
   static constexpr const char* kNames[kNumErrorKinds] = {
-      "none", "connect", "reset", "timeout", "error_reply", "short_reply", "other"};
+      "none", "connect", "reset", "timeout", "error_reply", "short_reply", "other", "long_reply"};
   const auto i = static_cast<int>(kind);
   return i >= 0 && i < kNumErrorKinds ? kNames[i] : "other";
 }
@@ -128,9 +133,12 @@ ErrorKind LabConnection::RoundTrip(const Frame& request, Frame* reply) {
     }
     put += static_cast<std::size_t>(w);
   }
+  // One byte of room beyond the frame: a reply that arrives longer than a
+  // frame shows here without another system call.
+  std::array<char, kFrameSize + 1> in;
   std::size_t got = 0;
   while (got < kFrameSize) {
-    const ssize_t r = ::recv(fd_.get(), reply->data() + got, kFrameSize - got, 0);
+    const ssize_t r = ::recv(fd_.get(), in.data() + got, in.size() - got, 0);
     if (r == 0) return Fail(ErrorKind::kShortReply);  // peer closed early
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -138,10 +146,38 @@ ErrorKind LabConnection::RoundTrip(const Frame& request, Frame* reply) {
     }
     got += static_cast<std::size_t>(r);
   }
+  std::memcpy(reply->data(), in.data(), kFrameSize);
+  if (got > kFrameSize) return Fail(ErrorKind::kLongReply);
   if (IsErrorReply(FrameText(std::string_view(reply->data(), kFrameSize)))) {
     return ErrorKind::kErrorReply;
   }
   return ErrorKind::kNone;
+}
+
+void LabConnection::HalfClose() {
+  // Best effort: a connection the server already reset has nothing to end.
+  if (fd_) (void)::shutdown(fd_.get(), SHUT_WR);
+}
+
+ErrorKind LabConnection::ReadEnd(int64_t deadline_ns) {
+  char byte;
+  while (fd_) {
+    const ssize_t r = ::recv(fd_.get(), &byte, 1, MSG_DONTWAIT);
+    if (r > 0) return ErrorKind::kLongReply;
+    if (r == 0) return ErrorKind::kNone;  // the server's end of stream
+    if (errno == EINTR) continue;
+    // A reset after a whole reply took nothing from it.
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return ErrorKind::kNone;
+    if (WaitReady(fd_.get(), POLLIN, deadline_ns) != 1) return ErrorKind::kNone;
+  }
+  return ErrorKind::kNone;
+}
+
+ErrorKind LabConnection::CloseAfterReply(int grace_ms) {
+  HalfClose();
+  const ErrorKind kind = ReadEnd(MonotonicNanos() + int64_t{grace_ms} * 1'000'000);
+  Close();
+  return kind;
 }
 
 }  // namespace kv

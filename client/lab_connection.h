@@ -1,6 +1,7 @@
 // LabConnection: one TCP connection to a lab server, speaking 100-byte frames.
 //
-// Socket helpers only: no parsing beyond "is this reply an ERROR frame".
+// Socket helpers only: no parsing beyond "is this reply an ERROR frame" and
+// "is it exactly one frame long".
 // Every connect, send and receive has a timeout (SO_SNDTIMEO, which Linux also
 // applies to connect(), and SO_RCVTIMEO); SIGPIPE is avoided with MSG_NOSIGNAL.
 // Failures are classified into ErrorKind so the load generator can count them
@@ -44,10 +45,19 @@ enum class ErrorKind : int {
   kErrorReply,  // a full reply whose text starts with "ERROR "
   kShortReply,  // the peer closed before a full 100-byte reply
   kOther,       // anything else (socket() failed, EMFILE, ...)
+  kLongReply,   // more than 100 bytes came for one request
 };
-inline constexpr int kNumErrorKinds = 7;
-// "connect", "reset", "timeout", "error_reply", "short_reply", "other".
+inline constexpr int kNumErrorKinds = 8;
+// "connect", "reset", "timeout", "error_reply", "short_reply", "other",
+// "long_reply".
 const char* ErrorKindName(ErrorKind kind);
+
+// How long a connection that is being closed waits for the server's end of
+// stream (never longer than the request timeout). The kit's servers close
+// right after their reply and ours on the client's half-close, so the end
+// comes at once; only a server that keeps a half-closed connection open
+// waits this long, and it is not an error.
+inline constexpr int kEndOfStreamGraceMs = 100;
 
 class LabConnection {
  public:
@@ -62,9 +72,21 @@ class LabConnection {
   ErrorKind Connect(const Endpoint& ep, int timeout_ms, Status* why = nullptr,
                     bool nodelay = false);
   // Sends one request frame and reads one whole reply frame into *reply.
-  // Returns kNone, or the kind of failure. After any failure other than
-  // kErrorReply the connection is closed (framing may be lost).
+  // Returns kNone, or the kind of failure (kLongReply when more than a frame
+  // arrived at once). After any failure other than kErrorReply the
+  // connection is closed (framing may be lost).
   ErrorKind RoundTrip(const Frame& request, Frame* reply);
+  // Ends a connection whose replies have all been read: half-closes it,
+  // waits up to `grace_ms` for the server's end of stream and closes it.
+  // kLongReply if any byte came first (the last reply was longer than a
+  // frame); else kNone, also when the server keeps it open or resets it.
+  ErrorKind CloseAfterReply(int grace_ms);
+  // The two steps of CloseAfterReply, for closing many connections with one
+  // grace: HalfClose sends our end of stream; ReadEnd reads until the
+  // server's, or until `deadline_ns` (MonotonicNanos; a past deadline looks
+  // once without waiting), and says kLongReply if a byte came first.
+  void HalfClose();
+  ErrorKind ReadEnd(int64_t deadline_ns);
   bool is_open() const { return fd_.valid(); }
   // The socket, for an event loop that drives it itself (-1 when closed).
   // The connection still owns and closes it.

@@ -112,6 +112,9 @@ void NoteServerGone(Shared* shared, const std::string& detail) {
   shared->stop.store(true, std::memory_order_relaxed);
 }
 
+// What a long_reply means, after its kind and request.
+constexpr const char* kLongReplyWhy = ": the server sent more than one 100-byte reply frame";
+
 // "timeout on request '...'" (and the ERROR reply's text).
 std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& reply) {
   std::string detail = std::string(ErrorKindName(kind)) + " on request '" +
@@ -119,26 +122,74 @@ std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& rep
   if (kind == ErrorKind::kErrorReply) {
     detail += ": '" + Sanitize(FrameText(std::string_view(reply.data(), kFrameSize)), 64) + "'";
   }
+  if (kind == ErrorKind::kLongReply) detail += kLongReplyWhy;
   return detail;
 }
 
+// The reply's grace for its server's end of stream (see lab_connection.h).
+int EndGraceMs(const LoadConfig& cfg) { return std::min(cfg.timeout_ms, kEndOfStreamGraceMs); }
+
+// Bytes that came after a reply already booked as good (seen when an idle
+// keep-alive connection spoke, or was closed): that reply was longer than a
+// frame, so it is booked again as a long_reply.
+void RebookLongReply(Worker* w) {
+  if (w->ok > 0) {
+    --w->ok;
+    auto it = std::find_if(w->timeline.rbegin(), w->timeline.rend(),
+                           [](const TimelinePoint& p) { return p.ok > 0; });
+    if (it != w->timeline.rend()) {
+      --it->ok;
+      ++it->errors;
+    }
+  }
+  ++w->errors[static_cast<int>(ErrorKind::kLongReply)];
+  if (w->first_error.empty()) {
+    w->first_error = std::string("long_reply after a keep-alive reply") + kLongReplyWhy;
+  }
+}
+
+// A keep-alive connection at the end of a run, and whose stats it books into.
+struct KeptConnection {
+  LabConnection* conn;
+  Worker* w;
+};
+
+// Ends the open connections among `kept` with one grace for all (every one
+// is half-closed first); a byte after the last reply of one is booked as a
+// long_reply.
+void CloseKeptConnections(const LoadConfig& cfg, const std::vector<KeptConnection>& kept) {
+  for (const KeptConnection& k : kept) k.conn->HalfClose();
+  const int64_t deadline = MonotonicNanos() + int64_t{EndGraceMs(cfg)} * 1'000'000;
+  for (const KeptConnection& k : kept) {
+    if (k.conn->ReadEnd(deadline) == ErrorKind::kLongReply) RebookLongReply(k.w);
+    k.conn->Close();
+  }
+}
+
 // One blocking request on `conn`, connecting first if it is closed; a
-// per-request connection is closed after its reply. *detail gets the
-// connect error, or a description of any other failure.
+// per-request connection is closed after its reply, once the server's end
+// of stream shows that nothing more came. *done gets the time the reply was
+// in (the close is not timed); *detail the connect error, or a description
+// of any other failure.
 ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request, Frame* reply,
-                   std::string* detail, Worker* w) {
+                   std::string* detail, Worker* w, uint64_t* done) {
   if (!conn->is_open()) {
     Status why;
     const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, &why,
                                          /*nodelay=*/cfg.keepalive);
     if (kind != ErrorKind::kNone) {
+      *done = NowNs();
       *detail = why.message();
       return kind;
     }
     ++w->connected;
   }
-  const ErrorKind kind = conn->RoundTrip(request, reply);
-  if (!cfg.keepalive) conn->Close();
+  ErrorKind kind = conn->RoundTrip(request, reply);
+  *done = NowNs();
+  if (!cfg.keepalive) {
+    const ErrorKind end = conn->CloseAfterReply(EndGraceMs(cfg));
+    if (kind == ErrorKind::kNone) kind = end;
+  }
   if (kind != ErrorKind::kNone) *detail = DescribeError(kind, request, *reply);
   return kind;
 }
@@ -211,8 +262,9 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
     LabConnection& conn = conns[next_conn];
     if (++next_conn == plan.conns) next_conn = 0;
     std::string detail;
-    const ErrorKind kind = Exchange(cfg, &conn, request, &reply, &detail, w);
-    if (Record(*shared, open_loop, due, sent, NowNs(), kind, w)) {
+    uint64_t done = 0;
+    const ErrorKind kind = Exchange(cfg, &conn, request, &reply, &detail, w, &done);
+    if (Record(*shared, open_loop, due, sent, done, kind, w)) {
       w->progress.store(++measured, std::memory_order_relaxed);
     }
     if (kind != ErrorKind::kNone && w->first_error.empty()) w->first_error = detail;
@@ -221,6 +273,9 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
       break;
     }
   }
+  std::vector<KeptConnection> kept;
+  for (LabConnection& conn : conns) kept.push_back({&conn, w});
+  CloseKeptConnections(cfg, kept);
   FinishWorker(shared);
 }
 
@@ -246,7 +301,8 @@ struct LogicalClient {
   LabConnection* busy = nullptr;  // connection with the request in flight
   Frame request{};
   Frame reply{};
-  std::size_t got = 0;  // reply bytes so far
+  std::array<char, kFrameSize + 1> in{};  // the reply as read: a byte of room shows a long one
+  std::size_t got = 0;                    // reply bytes so far
   uint64_t sent_ns = 0;
   uint64_t measured = 0;
   bool done = false;
@@ -271,6 +327,7 @@ class EventLoop {
   void OnReadable(LogicalClient* c);
   void ExpireTimeouts(uint64_t now);
   bool OpenConnection(LogicalClient* c, LabConnection* conn);
+  void CloseConnections();
 
   Shared* shared_;
   const LoadConfig& cfg_;
@@ -364,10 +421,12 @@ void EventLoop::Finish(LogicalClient* c, ErrorKind kind, const std::string& deta
 // An event on connection (slot << 32 | index). One that is not carrying the
 // client's request (an idle keep-alive connection the server closed, or
 // sent something unasked on) is closed; it is reopened when its turn comes.
+// Bytes on it belong to its last reply, which was longer than a frame.
 void EventLoop::OnEvent(uint64_t data) {
   LogicalClient* c = clients_[data >> 32];
   LabConnection* conn = &c->conns[data & 0xffffffffu];
   if (conn != c->busy) {
+    if (conn->ReadEnd(/*deadline_ns=*/0) == ErrorKind::kLongReply) RebookLongReply(c->w);
     conn->Close();
     return;
   }
@@ -377,7 +436,7 @@ void EventLoop::OnEvent(uint64_t data) {
 void EventLoop::OnReadable(LogicalClient* c) {
   LabConnection* conn = c->busy;
   if (conn == nullptr) return;  // e.g. a close after a timeout
-  const ssize_t n = ::recv(conn->fd(), c->reply.data() + c->got, kFrameSize - c->got, 0);
+  const ssize_t n = ::recv(conn->fd(), c->in.data() + c->got, c->in.size() - c->got, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   ErrorKind kind = ErrorKind::kNone;
   if (n <= 0) {
@@ -386,7 +445,10 @@ void EventLoop::OnReadable(LogicalClient* c) {
   } else {
     c->got += static_cast<std::size_t>(n);
     if (c->got < kFrameSize) return;
-    if (IsErrorReply(FrameText(std::string_view(c->reply.data(), kFrameSize)))) {
+    std::memcpy(c->reply.data(), c->in.data(), kFrameSize);
+    if (c->got > kFrameSize) {
+      kind = ErrorKind::kLongReply;
+    } else if (IsErrorReply(FrameText(std::string_view(c->reply.data(), kFrameSize)))) {
       kind = ErrorKind::kErrorReply;
     }
   }
@@ -431,7 +493,20 @@ void EventLoop::Run() {
       ExpireTimeouts(now);
     }
   }
+  CloseConnections();
   FinishWorker(shared_);
+}
+
+// At the end of the run: a connection with its request still in flight (the
+// run was stopped) is closed as it is; every other open one is checked for
+// bytes after its last reply.
+void EventLoop::CloseConnections() {
+  std::vector<KeptConnection> kept;
+  for (LogicalClient* c : clients_) {
+    if (c->busy != nullptr) c->busy->Close();
+    for (LabConnection& conn : c->conns) kept.push_back({&conn, c->w});
+  }
+  CloseKeptConnections(cfg_, kept);
 }
 
 // Keep-alive closed loop with more clients than CPUs: the event loops.

@@ -59,8 +59,8 @@ std::vector<std::pair<std::string, std::string>> CsvColumns() {
       {"requests", "/results/requests"},
       {"ok", "/results/ok"},
   };
-  for (const char* e :
-       {"total", "connect", "reset", "timeout", "error_reply", "short_reply", "other"}) {
+  for (const char* e : {"total", "connect", "reset", "timeout", "error_reply", "short_reply",
+                        "other", "long_reply"}) {
     cols.emplace_back(std::string("errors_") + e, std::string("/results/errors/") + e);
   }
   cols.emplace_back("elapsed_s", "/results/elapsed_s");

@@ -58,8 +58,8 @@ TEST(ReportTest, JsonHasTheContractFields) {
                           "uncorrected_latency_us", "target_rate", "saturated"}) {
     EXPECT_TRUE(r.contains(key)) << key;
   }
-  for (const char* key :
-       {"total", "connect", "reset", "timeout", "error_reply", "short_reply", "other"}) {
+  for (const char* key : {"total", "connect", "reset", "timeout", "error_reply", "short_reply",
+                          "other", "long_reply"}) {
     EXPECT_TRUE(r["errors"][key].is_number_unsigned()) << key;
   }
   EXPECT_EQ(r["errors"]["total"], 10);
