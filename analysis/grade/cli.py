@@ -63,8 +63,8 @@ def _seconds(t):
         v = float(t)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {t!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {t!r}")
+    if not 0 < v < 1e6:
+        raise argparse.ArgumentTypeError(f"must be > 0 and finite (seconds), got {t!r}")
     return v
 
 
@@ -91,8 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
                f"  {PROG} submissions/* --out grades     a class: grades/index.html, summary.csv\n"
                f"  {PROG} tests/fixtures/* --quick       a quick look (3 runs, n=10,1000)\n"
                "docs: docs/grading.md")
-    ap.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
+    ap.add_argument("submissions", nargs="*", type=Path, metavar="SUBMISSION",
                     help="a folder with the sources and a Makefile, or with built main1..main4")
+    ap.add_argument("--bundle", choices=("gradescope", "prairielearn"),
+                    help="instead of grading, write the grader for a course platform into "
+                         "--out: gradescope (autograder.zip) or prairielearn (an external "
+                         "grader image's folder); --weights, --budget and --quick go with it")
+    ap.add_argument("--similarity", action="store_true",
+                    help="also compare every pair of submissions' C sources (copydetect, "
+                         "MOSS's winnowing): similarity.html and similarity.csv in --out")
+    ap.add_argument("--boilerplate", type=Path, metavar="DIR",
+                    help="with --similarity: code every student was given (the kit's "
+                         "files), left out of the comparison")
     ap.add_argument("--out", type=Path, default=Path("grades"),
                     help="output folder (default: %(default)s); one subfolder per submission")
     ap.add_argument("--quick", action="store_true",
@@ -314,7 +324,11 @@ def _run_outer(cmd: list, timeout: float, out: Path, env: dict | None = None,
 
 
 def grader_version() -> str:
-    """This checkout's commit (and '+changes' when it has uncommitted ones), or 'unknown'."""
+    """This checkout's commit (and '+changes' when it has uncommitted ones), a bundle's
+    VERSION file, or 'unknown'."""
+    stamp = REPO / "VERSION"
+    if stamp.is_file():
+        return stamp.read_text().strip()[:80] or "unknown"
     try:
         head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty=+changes"],
                               capture_output=True, text=True, timeout=10)
@@ -379,9 +393,47 @@ def choose_sandbox(cfg: dict, wanted: str) -> str:
     return ""
 
 
+def _bundle(a, ap) -> int:
+    from . import bundle
+
+    if a.submissions:
+        ap.error("--bundle writes the grader for a platform: give no SUBMISSION")
+    try:
+        path = bundle.write(a.bundle, a.out, a.weights, a.budget, a.quick,
+                            "auto" if a.sandbox == "bubblewrap" else a.sandbox,
+                            grader_version())
+    except render.WeightsError as e:
+        ap.error(str(e))
+    except OSError as e:
+        print(f"{PROG}: error: cannot write the bundle: {e}", file=sys.stderr)
+        return 1
+    print(f"{a.bundle} bundle: {path} (steps: docs/grading.md, 'Grading on "
+          f"{'Gradescope' if a.bundle == 'gradescope' else 'PrairieLearn'}')", file=sys.stderr)
+    return 0
+
+
+def _similarity(a, out: Path, out_names: list) -> dict | None:
+    """The similarity check over the class (its flags per submission), or None."""
+    if not a.similarity:
+        return None
+    from . import similarity
+
+    print("comparing the submissions' sources (similarity)", file=sys.stderr)
+    result = similarity.compare(dict(zip(out_names, a.submissions)), a.boilerplate)
+    similarity.write(out, result)
+    return similarity.flagged(result)
+
+
 def main(argv=None) -> int:
     ap = build_parser()
     a = ap.parse_args(argv)
+    if a.boilerplate is not None and not (a.similarity and a.boilerplate.is_dir()):
+        ap.error(f"--boilerplate {names.console(str(a.boilerplate))}: needs --similarity and "
+                 "a folder")
+    if a.bundle:
+        return _bundle(a, ap)
+    if not a.submissions:
+        ap.error("give at least one SUBMISSION folder (or --bundle PLATFORM)")
     for s in a.submissions:
         if not s.is_dir():
             ap.error(f"submission {names.console(str(s))} is not a folder")
@@ -436,10 +488,13 @@ def main(argv=None) -> int:
                     p.kill()
                 raise
         rows = [rows[n] for n in out_names]
+        flags = _similarity(a, out, out_names)
         render.write_class(out, rows, {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
                                        "settings": {k: cfg[k] for k in ("runs", "sizes",
                                                                         "quick", "race")},
-                                       "grader": cfg["grader"]})
+                                       "grader": cfg["grader"]},
+                           similarity=flags,
+                           similarity_page="similarity.html" if flags is not None else None)
     except GradeError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1

@@ -20,7 +20,8 @@ FALLBACK = "submission"
 # Names the grader writes beside the submissions' folders in --out (compared lower-case:
 # case-insensitive file systems would merge "Reference" with "reference").
 RESERVED = frozenset({"reference", "index", "summary", "index.html", "summary.csv",
-                      "names.csv"})
+                      "names.csv", "gradescope_scores.csv", "similarity.html",
+                      "similarity.csv", "similarity", "gradescope_scores"})
 SAFE_NAME = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9._-]{{0,{MAX_LEN - 1}}}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 # The form of a suffixed name: a bare name of that form could equal another's suffixed one.
