@@ -5,6 +5,7 @@ mounting) unavailable as in Gradescope's container; the results are checked agai
 Gradescope's documented fields. The same for PrairieLearn's external grader (PL_ROOT).
 Also: --budget keeps grading inside its time, and the bundles' command line refusals."""
 
+import csv
 import json
 import os
 import shutil
@@ -275,3 +276,26 @@ def test_bad_bundle_and_budget_options_are_refused_with_one_line(args, says, tmp
     p = grade(*args, "--out", tmp_path / "o")
     assert p.returncode == 2 and says in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox: {NO_SANDBOX}")
+def test_a_class_with_similarity_flags_the_copy_on_the_dashboard(tmp_path):
+    """The similarity fixtures (sources without a Makefile: each fails to build at once)
+    graded as a class with --similarity and the kit as boilerplate."""
+    sim = Path(__file__).parent / "fixtures" / "similarity"
+    out = tmp_path / "grades"
+    p = grade(*(sim / n for n in ("alice", "bob_copy", "carol", "dave", "erin")), "--quick",
+              "--no-reference", "--no-progress", "--out", out, "--similarity",
+              "--boilerplate", sim / "kit", timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert (out / "similarity.html").is_file() and (out / "similarity.csv").is_file()
+    index = (out / "index.html").read_text()
+    assert "href='similarity.html'" in index or 'href="similarity.html"' in index
+    rows = {r["submission"]: r for r in csv_rows(out / "summary.csv")}
+    assert "bob_copy" in rows["alice"]["similarity"] and "alice" in rows["bob_copy"]["similarity"]
+    assert not rows["carol"]["similarity"] and not rows["dave"]["similarity"]
+
+
+def csv_rows(path: Path) -> list:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
