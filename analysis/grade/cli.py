@@ -84,25 +84,19 @@ def _layout(t):
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog=PROG, description="Grade ECE 420 Lab 2 submissions, each built and run in a "
-        "bubblewrap sandbox (own loopback, read-only system, user nobody, rlimits).",
+        "bubblewrap sandbox (own loopback, read-only system, an unprivileged uid of its own, "
+        "rlimits, a cgroup).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
                f"  {PROG} submissions/alice              one submission, pages in grades/alice/\n"
                f"  {PROG} submissions/* --out grades     a class: grades/index.html, summary.csv\n"
                f"  {PROG} tests/fixtures/* --quick       a quick look (3 runs, n=10,1000)\n"
+               f"  {PROG} subs/* --similarity --boilerplate kit   and who copied whom\n"
+               f"  {PROG} --bundle gradescope --out bundle  bundle/autograder.zip for "
+               "Gradescope\n"
                "docs: docs/grading.md")
     ap.add_argument("submissions", nargs="*", type=Path, metavar="SUBMISSION",
                     help="a folder with the sources and a Makefile, or with built main1..main4")
-    ap.add_argument("--bundle", choices=("gradescope", "prairielearn"),
-                    help="instead of grading, write the grader for a course platform into "
-                         "--out: gradescope (autograder.zip) or prairielearn (an external "
-                         "grader image's folder); --weights, --budget and --quick go with it")
-    ap.add_argument("--similarity", action="store_true",
-                    help="also compare every pair of submissions' C sources (copydetect, "
-                         "MOSS's winnowing): similarity.html and similarity.csv in --out")
-    ap.add_argument("--boilerplate", type=Path, metavar="DIR",
-                    help="with --similarity: code every student was given (the kit's "
-                         "files), left out of the comparison")
     ap.add_argument("--out", type=Path, default=Path("grades"),
                     help="output folder (default: %(default)s); one subfolder per submission")
     ap.add_argument("--quick", action="store_true",
@@ -119,12 +113,6 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--layout", type=_layout, metavar="mainN=NAME,...",
                     help="where the servers are when a submission names them otherwise, e.g. "
                          "main1=main (a make target or a built file)")
-    ap.add_argument("--sandbox", choices=("bubblewrap", "container", "auto"),
-                    default="bubblewrap",
-                    help="bubblewrap (default): refuse to grade where it cannot start; "
-                         "container: inside a disposable container where bubblewrap cannot "
-                         "start (Gradescope, PrairieLearn), the container is the outer "
-                         "boundary; auto: bubblewrap when it starts, else container")
     ap.add_argument("--race", action="store_true",
                     help="also rebuild with -fsanitize=thread (CC/CFLAGS/LDFLAGS) and report races")
     ap.add_argument("--timeout", type=_seconds, metavar="S",
@@ -142,7 +130,28 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--force", action="store_true",
                     help="grade again submissions that already have a results.json in --out")
     ap.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    _platform_options(ap)
     return ap
+
+
+def _platform_options(ap) -> None:
+    """The options for grading on a course platform and across a class."""
+    ap.add_argument("--bundle", choices=("gradescope", "prairielearn"),
+                    help="instead of grading, write the grader for a course platform into "
+                         "--out: gradescope (autograder.zip) or prairielearn (an external "
+                         "grader image's folder); --weights, --budget and --quick go with it")
+    ap.add_argument("--similarity", action="store_true",
+                    help="also compare every pair of submissions' C sources (copydetect, "
+                         "MOSS's winnowing): similarity.html and similarity.csv in --out")
+    ap.add_argument("--boilerplate", type=Path, metavar="DIR",
+                    help="with --similarity: code every student was given (the kit's "
+                         "files), left out of the comparison")
+    ap.add_argument("--sandbox", choices=("bubblewrap", "container", "auto"),
+                    default="bubblewrap",
+                    help="bubblewrap (default): refuse to grade where it cannot start; "
+                         "container: inside a disposable container where bubblewrap cannot "
+                         "start (Gradescope, PrairieLearn), the container is the outer "
+                         "boundary; auto: bubblewrap when it starts, else container")
 
 
 def config(a) -> dict:
@@ -424,14 +433,14 @@ def _similarity(a, out: Path, out_names: list) -> dict | None:
     return similarity.flagged(result)
 
 
-def main(argv=None) -> int:
-    ap = build_parser()
+def _checked(ap, argv) -> argparse.Namespace:
+    """The command line, every value refused here (exit 2) before anything starts."""
     a = ap.parse_args(argv)
     if a.boilerplate is not None and not (a.similarity and a.boilerplate.is_dir()):
         ap.error(f"--boilerplate {names.console(str(a.boilerplate))}: needs --similarity and "
                  "a folder")
     if a.bundle:
-        return _bundle(a, ap)
+        return a
     if not a.submissions:
         ap.error("give at least one SUBMISSION folder (or --bundle PLATFORM)")
     for s in a.submissions:
@@ -440,6 +449,64 @@ def main(argv=None) -> int:
     if a.bin_dir is not None and not a.bin_dir.is_dir():
         ap.error(f"--bin-dir {names.console(str(a.bin_dir))} is not a folder")
     a.bin_dir = a.bin_dir or REPO / "build" / "release"
+    return a
+
+
+def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
+    """Grades one submission into --out/NAME, or keeps an earlier grading of the same
+    settings (resuming); (name, evidence, what happened)."""
+    sdir = a.out / name
+    stamp = sdir / "grade-key.json"
+    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout")}
+    if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
+            and json.loads(stamp.read_text()) == key):
+        ev = json.loads((sdir / "evidence.json").read_text())
+        render.write_pages(sdir, name, ev, ref, weights)
+        return name, ev, "kept from an earlier run"
+    ev = grade_one(cfg, sub, sdir, ref, weights)
+    stamp.write_text(json.dumps(key))
+    return name, ev, render.verdict(ev)[0]
+
+
+def _grade_all(a, cfg, weights) -> list:
+    """Every submission (J at a time), then the class pages; the class's summary rows."""
+    a.out.mkdir(parents=True, exist_ok=True)
+    ref = reference(cfg, a.out, a)
+    out_names = names.assign(a.submissions)
+    source = dict(zip(out_names, a.submissions))
+    per = a.budget or (40.0 if a.quick else 600.0)
+    prog = Progress(per * len(out_names), len(out_names), enabled=not a.no_progress)
+    rows: dict = {}
+    with ThreadPoolExecutor(a.jobs) as pool:
+        futures = [pool.submit(_one, a, cfg, ref, weights, s, n)
+                   for s, n in zip(a.submissions, out_names)]
+        try:
+            for f in as_completed(futures):
+                name, ev, what = f.result()
+                rows[name] = render.summary_row(name, source[name], ev, weights)
+                prog.advance(per, f"{name}: {what}")
+        except KeyboardInterrupt:
+            for f in futures:
+                f.cancel()
+            for p in list(RUNNING):  # --die-with-parent takes the inner sandboxes along
+                p.kill()
+            raise
+    rows = [rows[n] for n in out_names]
+    flags = _similarity(a, a.out, out_names)
+    render.write_class(a.out, rows, {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
+                                     "settings": {k: cfg[k] for k in ("runs", "sizes",
+                                                                      "quick", "race")},
+                                     "grader": cfg["grader"]},
+                       similarity=flags,
+                       similarity_page="similarity.html" if flags is not None else None)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    a = _checked(ap, argv)
+    if a.bundle:
+        return _bundle(a, ap)
     try:
         cfg = config(a)
         cfg["tracer"] = str((a.bin_dir / "liblocktrace.so").resolve())
@@ -451,62 +518,17 @@ def main(argv=None) -> int:
     if why:
         print(f"{PROG}: error: {why}", file=sys.stderr)
         return 1
-    out = a.out
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        ref = reference(cfg, out, a)
-        out_names = names.assign(a.submissions)
-        source = dict(zip(out_names, a.submissions))
-        todo_key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout")}
-        per = a.budget or (40.0 if a.quick else 600.0)
-        prog = Progress(per * len(out_names), len(out_names), enabled=not a.no_progress)
-        rows: dict = {}
-
-        def one(sub, name):
-            sdir = out / name
-            stamp = sdir / "grade-key.json"
-            if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
-                    and json.loads(stamp.read_text()) == todo_key):
-                ev = json.loads((sdir / "evidence.json").read_text())
-                render.write_pages(sdir, name, ev, ref, weights)
-                return name, ev, "kept from an earlier run"
-            ev = grade_one(cfg, sub, sdir, ref, weights)
-            stamp.write_text(json.dumps(todo_key))
-            return name, ev, render.verdict(ev)[0]
-
-        with ThreadPoolExecutor(a.jobs) as pool:
-            futures = [pool.submit(one, s, n) for s, n in zip(a.submissions, out_names)]
-            try:
-                for f in as_completed(futures):
-                    name, ev, what = f.result()
-                    rows[name] = render.summary_row(name, source[name], ev, weights)
-                    prog.advance(per, f"{name}: {what}")
-            except KeyboardInterrupt:
-                for f in futures:
-                    f.cancel()
-                for p in list(RUNNING):  # --die-with-parent takes the inner sandboxes along
-                    p.kill()
-                raise
-        rows = [rows[n] for n in out_names]
-        flags = _similarity(a, out, out_names)
-        render.write_class(out, rows, {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
-                                       "settings": {k: cfg[k] for k in ("runs", "sizes",
-                                                                        "quick", "race")},
-                                       "grader": cfg["grader"]},
-                           similarity=flags,
-                           similarity_page="similarity.html" if flags is not None else None)
-    except GradeError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
+        rows = _grade_all(a, cfg, weights)
+    except (GradeError, OSError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"\n{PROG}: interrupted; graded submissions are kept in {out} "
+        print(f"\n{PROG}: interrupted; graded submissions are kept in {a.out} "
               "(run the same command again to resume)", file=sys.stderr)
         return 130
     for r in rows:
         print(render.console_line(r))
-    print(f"pages: {out}/<submission>/verdict.html; class: {out}/index.html, {out}/summary.csv",
-          file=sys.stderr)
+    print(f"pages: {a.out}/<submission>/verdict.html; class: {a.out}/index.html, "
+          f"{a.out}/summary.csv", file=sys.stderr)
     return 0

@@ -59,21 +59,74 @@ def _ms(t, t0):
     return "never" if t == float("inf") else f"{(t - t0) * 1000:.3f} ms"
 
 
+def _unexplained_read(ops: list, initial, t0: float) -> Result | None:
+    """A read of a value nobody wrote (and not the initial one) can never be explained."""
+    written = {o.value for o in ops if o.is_write}
+    for o in ops:
+        if not o.is_write and o.value not in written and o.value != initial:
+            return Result(False, f"{o.label} (between {_ms(o.start, t0)} and "
+                                 f"{_ms(o.end, t0)}): no write in the history wrote this "
+                                 f"value, nor is it the initial value {initial!r} "
+                                 "(a torn or mixed string)", len(ops))
+    return None
+
+
+def _candidates(ops: list, order: list, mask: int) -> list:
+    """The operations not yet placed that may come next: those starting before the
+    earliest end among them."""
+    min_end = float("inf")
+    cands = []
+    for i in order:
+        if mask >> i & 1:
+            continue
+        o = ops[i]
+        if o.start > min_end:
+            break
+        min_end = min(min_end, o.end)
+        cands.append(o)
+    return [o for o in cands if o.start <= min_end]
+
+
+def _moves(cands: list, mask: int, value) -> list:
+    """The (mask, value) states one placed operation leads to, the one to try first last."""
+    ready = [o for o in cands if o.after < 0 or mask >> o.after & 1]
+    # A read that sees the current value can always go first: it changes nothing and
+    # everything that had to precede it already did. So no branching on it.
+    read = next((o for o in ready if not o.is_write and o.value == value), None)
+    if read is not None:
+        return [(mask | 1 << read.idx, read.value)]
+    moves = []
+    if value is UNKNOWN:  # the first read defines the initial value: branch on it
+        moves += [(mask | 1 << o.idx, o.value)
+                  for o in {o.value: o for o in ready if not o.is_write}.values()]
+    # Branch on the writes; the one that ends first is tried first (pushed last).
+    moves += [(mask | 1 << o.idx, o.value)
+              for o in sorted((o for o in ready if o.is_write), key=lambda o: -o.end)]
+    return moves
+
+
+def _stuck(best: tuple, n: int, t0: float) -> Result:
+    """The counterexample: how far the deepest valid order got, and what could not follow."""
+    depth, _mask, value, cands = best
+    held = "unknown" if value is UNKNOWN else repr(value)
+    lines = [f"after {depth} of {n} operations in a valid order the slot holds {held}; "
+             "none of the operations that must come next fits:"]
+    lines += [f"  - {o.label} (between {_ms(o.start, t0)} and {_ms(o.end, t0)})"
+              for o in cands[:6]]
+    return Result(False, "\n".join(lines), n)
+
+
 def check_slot(ops: list, initial=UNKNOWN, max_states: int = MAX_STATES) -> Result:
-    """Is this one register's history linearizable from `initial`?"""
+    """Is this one register's history linearizable from `initial`? A depth-first search
+    over the orders the operations' intervals allow, states (placed set, value) seen once."""
     if not ops:
         return Result(True, ops=0)
     order = sorted(range(len(ops)), key=lambda i: ops[i].start)
-    written = {o.value for o in ops if o.is_write}
     t0 = min(o.start for o in ops)
-    # A read of a value nobody wrote (and not the initial one) can never be explained.
     if initial is not UNKNOWN:
-        for o in ops:
-            if not o.is_write and o.value not in written and o.value != initial:
-                return Result(False, f"{o.label} (between {_ms(o.start, t0)} and "
-                                     f"{_ms(o.end, t0)}): no write in the history wrote this "
-                                     f"value, nor is it the initial value {initial!r} "
-                                     "(a torn or mixed string)", len(ops))
+        bad = _unexplained_read(ops, initial, t0)
+        if bad:
+            return bad
     full = (1 << len(ops)) - 1
     seen = set()
     best = (0, 0, initial, [])  # (depth, mask, value, candidates that failed)
@@ -88,43 +141,12 @@ def check_slot(ops: list, initial=UNKNOWN, max_states: int = MAX_STATES) -> Resu
         seen.add(key)
         if len(seen) > max_states:
             return Result(None, f"gave up after {max_states} states", len(ops))
-        min_end = float("inf")
-        cands = []
-        for i in order:
-            if mask >> i & 1:
-                continue
-            o = ops[i]
-            if o.start > min_end:
-                break
-            min_end = min(min_end, o.end)
-            cands.append(o)
-        cands = [o for o in cands if o.start <= min_end]
-        moved = False
-        ready = [o for o in cands if o.after < 0 or mask >> o.after & 1]
-        # A read that sees the current value can always go first: it changes nothing and
-        # everything that had to precede it already did. So no branching on it.
-        read = next((o for o in ready if not o.is_write and o.value == value), None)
-        if read is not None:
-            stack.append((mask | 1 << read.idx, read.value, depth + 1))
-            moved = True
-        else:
-            if value is UNKNOWN:  # the first read defines the initial value: branch on it
-                for o in {o.value: o for o in ready if not o.is_write}.values():
-                    stack.append((mask | 1 << o.idx, o.value, depth + 1))
-                    moved = True
-            # Branch on the writes; the one that ends first is tried first (pushed last).
-            for o in sorted((o for o in ready if o.is_write), key=lambda o: -o.end):
-                stack.append((mask | 1 << o.idx, o.value, depth + 1))
-                moved = True
-        if not moved and depth >= best[0]:
+        cands = _candidates(ops, order, mask)
+        moves = _moves(cands, mask, value)
+        stack += [(m, v, depth + 1) for m, v in moves]
+        if not moves and depth >= best[0]:
             best = (depth, mask, value, cands)
-    depth, mask, value, cands = best
-    held = "unknown" if value is UNKNOWN else repr(value)
-    lines = [f"after {depth} of {len(ops)} operations in a valid order the slot holds {held}; "
-             "none of the operations that must come next fits:"]
-    for o in cands[:6]:
-        lines.append(f"  - {o.label} (between {_ms(o.start, t0)} and {_ms(o.end, t0)})")
-    return Result(False, "\n".join(lines), len(ops))
+    return _stuck(best, len(ops), t0)
 
 
 def check_history(requests, initial: dict | None = None, max_states: int = MAX_STATES) -> dict:

@@ -631,6 +631,48 @@ def check_timing(wl, runs) -> dict:
                  fraction=good / total if total else 0.0, fix=[TIMING_FIXES[k] for k in kinds])
 
 
+def _attack(ctx, s, n: int) -> tuple:
+    """Rounds of attacker-shaped load on four slots, each history checked from what the
+    slots held before it; ([(slot, violation)], [what could not be checked])."""
+    slots = [k * n // 4 for k in range(4)]
+    initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
+    bad, unchecked = [], []
+    for rnd in range(ctx.cfg["attack_rounds"]):
+        plan = K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"])
+        done, _ = K.drive(s.port, plan, ctx.cfg["request_timeout_s"])
+        failed = [q for q in done if not q.ok]
+        if failed:  # a crash or hang is the workload check's finding; no verdict here
+            unchecked.append(f"attacker load: {len(failed)} request(s) failed ("
+                             + describe_failure(s, failed) + ")")
+            break
+        for slot, r in L.check_history(done, initial, ctx.cfg["max_states"]).items():
+            if r.ok is False:
+                bad.append((slot, r))
+            elif r.ok is None:
+                unchecked.append(f"attacker load, slot {slot}: search {r.explanation}")
+        if bad or not s.alive():
+            break
+        # next round starts from what the slots hold now
+        initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
+    return bad, unchecked
+
+
+def _kit_histories(ctx, per_n: dict, unchecked: list) -> list:
+    """The first kit run of each n, checked; [(n, slot, violation)]."""
+    bad = []
+    for n_kit, e in per_n.items():
+        if e["history"] and e["failure"]:
+            unchecked.append(f"kit run at n={n_kit}: requests failed")
+        elif e["history"]:
+            for slot, r in L.check_history(e["history"], None, ctx.cfg["max_states"]).items():
+                if r.ok is False:
+                    bad.append((n_kit, slot, r))
+                elif r.ok is None:
+                    unchecked.append(f"kit run at n={n_kit}, slot {slot}: "
+                                     f"search {r.explanation}")
+    return bad
+
+
 def check_consistency(ctx, bin_dir, servers, wl) -> dict:
     """Attacker-shaped load with a recorded history, per-slot linearizability; plus the
     histories of the first kit run of every setting."""
@@ -643,40 +685,10 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
             ok = False
             s.stop()
             continue
-        slots = [k * n // 4 for k in range(4)]
-        initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
-        bad_here, unchecked = [], []
-        for rnd in range(ctx.cfg["attack_rounds"]):
-            plan = K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"])
-            done, _ = K.drive(s.port, plan, ctx.cfg["request_timeout_s"])
-            failed = [q for q in done if not q.ok]
-            if failed:  # a crash or hang is the workload check's finding; no verdict here
-                unchecked.append(f"attacker load: {len(failed)} request(s) failed ("
-                                 + describe_failure(s, failed) + ")")
-                break
-            results = L.check_history(done, initial, ctx.cfg["max_states"])
-            for slot, r in results.items():
-                if r.ok is False:
-                    bad_here.append((slot, r))
-                elif r.ok is None:
-                    unchecked.append(f"attacker load, slot {slot}: search {r.explanation}")
-            if bad_here or not s.alive():
-                break
-            # next round starts from what the slots hold now
-            initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
+        bad_here, unchecked = _attack(ctx, s, n)
         died = "" if s.alive() else s.death()
         s.stop()
-        kit_bad = []
-        for n_kit, e in wl.get(name, {}).items():
-            if e["history"] and e["failure"]:
-                unchecked.append(f"kit run at n={n_kit}: requests failed")
-            elif e["history"]:
-                for slot, r in L.check_history(e["history"], None, ctx.cfg["max_states"]).items():
-                    if r.ok is False:
-                        kit_bad.append((n_kit, slot, r))
-                    elif r.ok is None:
-                        unchecked.append(f"kit run at n={n_kit}, slot {slot}: "
-                                         f"search {r.explanation}")
+        kit_bad = _kit_histories(ctx, wl.get(name, {}), unchecked)
         if bad_here or kit_bad:
             ok = False
             ev.append(f"{name}: NOT linearizable: {len(bad_here)} slot(s) under the attacker's "
