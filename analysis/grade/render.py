@@ -491,14 +491,20 @@ def _md_how(evidence: dict, weights: dict, scored: list) -> list:
             "course edits it or passes its own with `--weights FILE`).", ""]
 
 
+TABLES = (("mean", "Mean"), ("median", "Median"))
+
+
+def _table_data(evidence: dict, ref: dict | None) -> tuple:
+    """(the submission's tables, the reference's, the sizes); empty tables when none."""
+    return evidence.get("tables") or {}, (ref or {}).get("tables", {}), sizes_of(evidence)
+
+
 def _md_tables(evidence: dict, ref: dict | None) -> list:
-    sub_t = evidence.get("tables")
+    sub_t, ref_t, sizes = _table_data(evidence, ref)
     if not sub_t:
         return []
     out = []
-    ref_t = (ref or {}).get("tables", {})
-    sizes = sizes_of(evidence)
-    for num, (key, what) in enumerate((("mean", "Mean"), ("median", "Median")), 1):
+    for num, (key, what) in enumerate(TABLES, 1):
         out += [f"## Table {num}: {what} memory access latency (s), submission | reference", ""]
         head = "| Server | " + " | ".join(f"n={n} | ref n={n}" for n in sizes) + " |"
         out += [head, "|---" * (1 + 2 * len(sizes)) + "|"]
@@ -627,13 +633,11 @@ def html_how(evidence: dict, weights: dict, scored: list) -> list:
 
 def html_tables(evidence: dict, ref: dict | None) -> list:
     e = html.escape
-    sub_t = evidence.get("tables")
+    sub_t, ref_t, sizes = _table_data(evidence, ref)
     if not sub_t:
         return []
     b = []
-    ref_t = (ref or {}).get("tables", {})
-    sizes = sizes_of(evidence)
-    for num, (key, what) in enumerate((("mean", "Mean"), ("median", "Median")), 1):
+    for num, (key, what) in enumerate(TABLES, 1):
         b.append(f"<h2>Table {num}: {what} memory access latency (s)</h2>"
                  "<table><tr><th>Server</th>"
                  + "".join(f"<th>n={n}</th><th>reference n={n}</th>" for n in sizes) + "</tr>")

@@ -45,16 +45,21 @@ def read_bytes(path, cap: int = READ_CAP) -> tuple:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise Unsafe(_kind(st.st_mode))
-        chunks, got = [], 0
-        while got < cap:
-            b = os.read(fd, min(65536, cap - got))
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks), st.st_size
+        return read_fd(fd, cap), st.st_size
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int, cap: int) -> bytes:
+    """At most `cap` bytes from an open descriptor, in 64 KiB reads."""
+    chunks, got = [], 0
+    while got < cap:
+        b = os.read(fd, min(65536, cap - got))
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
 
 
 def read_text(path, cap: int = READ_CAP) -> tuple:

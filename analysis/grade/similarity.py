@@ -33,6 +33,7 @@ from copydetect import CodeFingerprint
 from copydetect.utils import get_copied_slices, get_token_coverage
 
 from . import names as N
+from . import safeio
 
 # Winnowing parameters, in characters of copydetect's filtered code, where an identifier is
 # one letter, a keyword its word, and punctuation one character each: 25 characters are about
@@ -136,32 +137,27 @@ class _Reading:
         self.skipped[reason] = self.skipped.get(reason, 0) + count
 
 
-def _read_fd(fd: int, cap: int) -> tuple[bytes, int]:
-    """(at most cap bytes, the file's size) of an open regular file."""
-    size = os.fstat(fd).st_size
-    chunks, got = [], 0
-    while got < cap:
-        b = os.read(fd, min(65536, cap - got))
-        if not b:
-            break
-        chunks.append(b)
-        got += len(b)
-    return b"".join(chunks), size
+def _open_at(dir_fd: int, name: str, flags: int, r: _Reading, skipped: str) -> int | None:
+    """A descriptor for `name` in the open folder, or None (counted under `skipped`)."""
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError:
+        r.skip(skipped)
+        return None
 
 
 def _read_file(dir_fd: int, name: str, rel: str, r: _Reading) -> None:
     """Reads one source through its folder's descriptor: O_NOFOLLOW refuses a link,
     O_NONBLOCK keeps a FIFO from hanging, fstat refuses anything not a regular file."""
-    try:
-        fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
-    except OSError:
-        r.skip("links or unreadable files not read")
+    fd = _open_at(dir_fd, name, _OPEN_FILE, r, "links or unreadable files not read")
+    if fd is None:
         return
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             r.skip("special files (FIFOs, devices, sockets) not read")
             return
-        data, size = _read_fd(fd, min(FILE_CAP, r.budget))
+        data, size = safeio.read_fd(fd, min(FILE_CAP, r.budget)), st.st_size
     finally:
         os.close(fd)
     r.budget -= len(data)
@@ -205,10 +201,8 @@ def _walk_into(dir_fd: int, name: str, rel: str, depth: int, r: _Reading) -> Non
     if depth >= MAX_DEPTH:
         r.skip(f"folders nested deeper than {MAX_DEPTH} not looked into")
         return
-    try:
-        sub = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
-    except OSError:
-        r.skip("links or unreadable folders not followed")
+    sub = _open_at(dir_fd, name, _OPEN_DIR, r, "links or unreadable folders not followed")
+    if sub is None:
         return
     try:
         _walk(sub, rel + "/", depth + 1, r)
