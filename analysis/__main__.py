@@ -10,7 +10,6 @@ import argparse
 import ipaddress
 import json
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 from . import SERVERS, is_server_label
 from . import runner as R
 from .load import SWEEP_KINDS, LoadError
+from .numbers import float_in, int_in, list_of
 from .procs import RunError
 from .progress import Progress, hms
 
@@ -27,53 +27,12 @@ QUICK_SWEEP = {"duration_s": 0.3, "warmup_s": 0.1, "reps": 1}
 
 
 # ---- argument types (argparse turns ArgumentTypeError into exit 2) ---------------------------
-# Every value is checked before anything starts: decimal digits only (no leading zeros, no
-# 0x/0o, no '_', no spaces), finite, inside the range the programs behind accept. The
-# message names the value and what is allowed; argparse adds the option's name.
-
-_INT_RE = re.compile(r"-?(0|[1-9][0-9]*)", re.ASCII)
-_FLOAT_RE = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?|-?\.[0-9]+", re.ASCII)
+# Every value is checked before anything starts, numbers by the one rule of numbers.py.
 
 MAX_N = 10_000_000          # the client's and the servers' limit on n
 MAX_DELAY_US = 1_000_000    # the servers' --delay-us range
 MAX_THREADS = 4096          # the client's --threads limit
 MAX_STRIPES = 1_048_576     # lockserver --stripes
-
-
-def _list(conv):
-    def parse(text):
-        items = [t.strip() for t in text.split(",")]
-        if not any(items):
-            raise argparse.ArgumentTypeError(f"{text!r} is an empty list")
-        if not all(items):
-            raise argparse.ArgumentTypeError(f"{text!r} has an empty item")
-        return [conv(t) for t in items]
-    return parse
-
-
-def _number_in(lo, hi, pattern, convert, what: str, interval: str):
-    """A number spelled as pattern allows, convert(text) inside [lo, hi] (finite bounds,
-    so 1e999 is refused too)."""
-    allowed = f"allowed: {what} in {interval}"
-
-    def parse(t):
-        if not pattern.fullmatch(t):
-            raise argparse.ArgumentTypeError(f"{t!r} is not {what}; {allowed}")
-        v = convert(t)
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{t} is out of range; {allowed}")
-        return v
-    return parse
-
-
-def int_in(lo, hi):
-    """A decimal integer in lo..hi."""
-    return _number_in(lo, hi, _INT_RE, int, "a decimal integer", f"{lo}..{hi}")
-
-
-def float_in(lo, hi):
-    """A finite decimal number in [lo, hi]."""
-    return _number_in(lo, hi, _FLOAT_RE, float, "a decimal number", f"[{lo:g}, {hi:g}]")
 
 
 def delay_us(t):
@@ -265,11 +224,11 @@ def _host_args(p):
 
 def _lab_args(p):
     g = p.add_argument_group("lab experiment")
-    g.add_argument("--servers", type=_list(server_name), default=list(SERVERS),
+    g.add_argument("--servers", type=list_of(server_name), default=list(SERVERS),
                    help="comma list of servers: main1..main4 and/or lockserver strategies "
                         "(lockserver --list-strategies), NAME:K for K stripes "
                         "(default: main1,main2,main3,main4)")
-    g.add_argument("--n", type=_list(int_in(1, MAX_N)), default=list(R.LAB_N),
+    g.add_argument("--n", type=list_of(int_in(1, MAX_N)), default=list(R.LAB_N),
                    help="comma list of array sizes (default: 10,100,1000)")
     g.add_argument("--runs", type=int_in(1, 1_000_000), default=None,
                    help=f"client runs per (server, n) (default: 100; {QUICK_RUNS} with --quick)")
@@ -284,12 +243,12 @@ def _lab_args(p):
 
 def _sweep_args(p, kinds_default):
     g = p.add_argument_group("sweeps (closed loop, one server start per point)")
-    g.add_argument("--kind", type=_list(kind_name), default=None, dest="kinds",
+    g.add_argument("--kind", type=list_of(kind_name), default=None, dest="kinds",
                    help="comma list of sweeps: threads, read-ratio, n, delay, connection "
                         f"(default: {','.join(kinds_default) if kinds_default else 'required'})")
-    g.add_argument("--values", type=_list(str), default=None,
+    g.add_argument("--values", type=list_of(str), default=None,
                    help="override the swept values (only with a single --kind)")
-    g.add_argument("--sweep-servers", type=_list(server_name), default=list(SERVERS),
+    g.add_argument("--sweep-servers", type=list_of(server_name), default=list(SERVERS),
                    dest="sweep_servers", help="servers to sweep, as --servers (default: "
                    "main1..main4)")
     g.add_argument("--base-n", type=int_in(1, MAX_N), default=1000, help="n at the base point")

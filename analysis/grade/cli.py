@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from ..numbers import float_above, int_in, list_of
 from ..progress import Progress
 from . import isolation, names, render, safeio, sandbox
 
@@ -38,34 +39,9 @@ class GradeError(Exception):
     """Grading cannot run at all (exit 1, one line)."""
 
 
-def _runs(t):
-    try:
-        v = int(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {t!r}") from None
-    if not 1 <= v <= 1000:
-        raise argparse.ArgumentTypeError(f"must be 1..1000, got {v}")
-    return v
-
-
-def _sizes(t):
-    try:
-        v = [int(x) for x in t.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma list of integers: {t!r}") from None
-    if not v or any(not 4 <= x <= 100000 for x in v):
-        raise argparse.ArgumentTypeError(f"sizes must be 4..100000, got {t!r}")
-    return sorted(set(v))
-
-
-def _seconds(t):
-    try:
-        v = float(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {t!r}") from None
-    if not 0 < v < 1e6:
-        raise argparse.ArgumentTypeError(f"must be > 0 and finite (seconds), got {t!r}")
-    return v
+_runs = int_in(1, 1000)
+_sizes = list_of(int_in(4, 100_000), distinct_sorted=True)
+_seconds = float_above(0, 1e6)
 
 
 def _layout(t):

@@ -264,8 +264,10 @@ def test_a_budget_cuts_the_runs_and_grading_ends_in_time(tmp_path):
 @pytest.mark.parametrize("args, says", [
     (["--bundle", "gradescope", "somewhere"], "give no SUBMISSION"),
     (["--bundle", "moodle"], "invalid choice"),
-    (["--budget", "0", "x"], "must be > 0"),
-    (["--budget", "inf", "x"], "finite"),
+    (["--budget", "0", "x"], "out of range"),
+    (["--budget", "inf", "x"], "is not a decimal number"),
+    (["--budget", "+5", "x"], "is not a decimal number"),
+    (["--runs", "1e3", "x"], "is not a decimal integer"),
     (["--budget", "nan", "x"], "--budget"),
     ([], "give at least one SUBMISSION"),
     (["--similarity", "--boilerplate", "/nonexistent", "x"], "--boilerplate"),
