@@ -125,12 +125,18 @@ def _join(*parts) -> str:
 
 
 def targets(runs: pd.DataFrame) -> list:
-    """The Targets of issue 11, each with its measured ratio (median over rounds)."""
-    out = []
+    """The performance targets, each with its measured ratio (median over rounds)."""
     tp = runs[runs["kind"] == "throughput"]
     on = tp[tp["timing"] == "on"]
-    # 1. One connection per request, delay 0: best lockbench config vs nullsrv_epoll.
-    den = per_round(on, server="nullsrv_epoll", client="loadgen", mode="per-request", delay_us=0)
+    return [per_request_target(on), *keepalive_targets(on), lab_target(runs),
+            *timing_targets(runs), *client_targets(on)]
+
+
+def per_request_target(on: pd.DataFrame) -> Target:
+    """One connection per request, delay 0: the best lockbench configuration against
+    nullsrv_epoll (the best, since any one I/O model reaching the reference meets it)."""
+    ref = {"server": "nullsrv_epoll", "client": "loadgen", "mode": "per-request", "delay_us": 0}
+    den = per_round(on, **ref)
     best, best_cfg, best_sel = NO_RATIO, "", {}
     for server, io in lockbench_configs(on):
         sel = {"server": server, "io": io, "client": "loadgen", "mode": "per-request",
@@ -138,33 +144,45 @@ def targets(runs: pd.DataFrame) -> list:
         r = ratio(per_round(on, **sel), den)
         if r.rounds and (best.rounds == 0 or r.median > best.median):
             best, best_cfg, best_sel = r, config_label(server, io), sel
-    note = cpu_note(on, best_sel, {"server": "nullsrv_epoll", "client": "loadgen",
-                                   "mode": "per-request", "delay_us": 0}) if best_sel else ""
-    out.append(Target("one connection per request, delay 0: best configuration / nullsrv_epoll",
-                      ">= 1.0x", best, _met(best, at_least=1.0),
-                      _join(f"best: {best_cfg}", note)))
-    # 2. Keep-alive, delay 0, main4 vs nullsrv_tpc -k and Redis GET/SET.
+    note = cpu_note(on, best_sel, ref) if best_sel else ""
+    return Target("one connection per request, delay 0: best configuration / nullsrv_epoll",
+                  ">= 1.0x", best, _met(best, at_least=1.0), _join(f"best: {best_cfg}", note))
+
+
+def best_main4_keepalive(on: pd.DataFrame) -> tuple:
+    """(I/O model, req/s per round) of main4 keep-alive at delay 0 with the highest median
+    ((None, empty) when main4 was not measured)."""
     m4 = {}
     for server, io in lockbench_configs(on):
         if server == "main4":
             m4[io] = per_round(on, server=server, io=io, client="loadgen", mode="keepalive",
                                delay_us=0)
     best_io = max(m4, key=lambda k: m4[k].median() if len(m4[k]) else -1, default=None)
-    m4ka = m4.get(best_io, pd.Series(dtype="float64"))
+    return best_io, m4.get(best_io, pd.Series(dtype="float64"))
+
+
+def keepalive_targets(on: pd.DataFrame) -> list:
+    """Keep-alive, delay 0: main4 (its best I/O model) against nullsrv_tpc -k and Redis GET
+    and SET."""
+    best_io, m4ka = best_main4_keepalive(on)
     io_note = f"main4 {best_io}" if best_io not in (None, "", "default") else "main4"
     m4sel = {"server": "main4", "io": best_io, "client": "loadgen", "mode": "keepalive",
              "delay_us": 0}
     ref = {"server": "nullsrv_tpc", "client": "loadgen", "mode": "keepalive", "delay_us": 0}
     r = ratio(m4ka, per_round(on, **ref))
-    out.append(Target("keep-alive, delay 0: main4 / nullsrv_tpc -k", ">= 1.0x", r,
-                      _met(r, at_least=1.0), _join(io_note, cpu_note(on, m4sel, ref))))
+    out = [Target("keep-alive, delay 0: main4 / nullsrv_tpc -k", ">= 1.0x", r,
+                  _met(r, at_least=1.0), _join(io_note, cpu_note(on, m4sel, ref)))]
     for op in ("GET", "SET"):
         ref = {"server": f"redis-{op.lower()}", "mode": "keepalive", "delay_us": 0}
         r = ratio(m4ka, per_round(on, **ref))
         out.append(Target(f"keep-alive, delay 0: main4 / Redis {op} (redis-benchmark)", ">= 1.5x",
                           r, _met(r, at_least=1.5), _join(io_note, cpu_note(on, m4sel, ref))))
-    # 3. Lab metric, precise delay: kit workload vs one uncontended access, same server run
-    #    and I/O model; the best I/O model's ratio is the target's.
+    return out
+
+
+def lab_target(runs: pd.DataFrame) -> Target:
+    """Lab metric, precise delay: the kit workload against one uncontended access, both from
+    the same server run and I/O model; the target is the best I/O model's ratio."""
     lab = runs[runs["kind"] == "lab"]
     best, best_io = NO_RATIO, None
     for io in lab["io"].dropna().unique():
@@ -173,27 +191,43 @@ def targets(runs: pd.DataFrame) -> list:
                   per_round(lab, "summary_mean_latency_s", workload="uncontended", **sel))
         if r.rounds and (best.rounds == 0 or r.median < best.median):
             best, best_io = r, io
-    out.append(Target("lab metric, precise delay, main4 n=1000 kit workload / uncontended",
-                      "<= 1.2x", best, _met(best, at_most=1.2),
-                      _join(f"best: {config_label('main4', best_io)}" if best_io else "",
-                            lab_split_note(runs, best_io))))
-    # 4. Timing cost: keep-alive main4 throughput, timing off / on (an A B B A block).
+    return Target("lab metric, precise delay, main4 n=1000 kit workload / uncontended",
+                  "<= 1.2x", best, _met(best, at_most=1.2),
+                  _join(f"best: {config_label('main4', best_io)}" if best_io else "",
+                        lab_split_note(runs, best_io)))
+
+
+def timing_targets(runs: pd.DataFrame) -> list:
+    """What timing costs, main4 keep-alive (an A B B A block), at 100 connections always and
+    at 2 when measured."""
+    out = []
     for conns in (100, 2):
         cpu = timing_ratio(runs, conns, "server_cpu_us_per_req")
         tput = timing_ratio(runs, conns)
         if conns != 100 and cpu.rounds == 0 and tput.rounds == 0:
             continue
-        if cpu.rounds:
-            out.append(Target(f"timing cost at {conns} connections: main4 keep-alive server CPU "
-                              "per request, timing on / --no-timing", "< 1.02x", cpu,
-                              cpu.median < 1.02,
-                              f"A B B A in each round; throughput off/on {tput.text()}"))
-        else:
-            out.append(Target(f"timing cost at {conns} connections: main4 keep-alive "
-                              "throughput, --no-timing / timing on", "< 1.02x", tput,
-                              None if tput.rounds == 0 else tput.median < 1.02,
-                              "A B B A in each round; the ratio minus 1 is what timing costs"))
-    # 5. Our client vs loadgen against nullsrv_epoll, both modes, and what each costs.
+        out.append(timing_target(conns, cpu, tput))
+    return out
+
+
+def timing_target(conns: int, cpu: Ratio, tput: Ratio) -> Target:
+    """Judged on the server's CPU per request where measured (independent of the CPU share
+    the run got), else on throughput."""
+    if cpu.rounds:
+        return Target(f"timing cost at {conns} connections: main4 keep-alive server CPU "
+                      "per request, timing on / --no-timing", "< 1.02x", cpu,
+                      cpu.median < 1.02,
+                      f"A B B A in each round; throughput off/on {tput.text()}")
+    return Target(f"timing cost at {conns} connections: main4 keep-alive "
+                  "throughput, --no-timing / timing on", "< 1.02x", tput,
+                  None if tput.rounds == 0 else tput.median < 1.02,
+                  "A B B A in each round; the ratio minus 1 is what timing costs")
+
+
+def client_targets(on: pd.DataFrame) -> list:
+    """Our client against loadgen, both on nullsrv_epoll, in both modes, with what each
+    client's CPU per request costs."""
+    out = []
     for mode in ("per-request", "keepalive"):
         ours = {"server": "nullsrv_epoll", "client": "ours", "mode": mode, "delay_us": 0}
         theirs = {**ours, "client": "loadgen"}
@@ -230,7 +264,8 @@ CLIENT_CPU = "client_cpu_us_per_req"
 
 def client_cpu_note(runs: pd.DataFrame, ours: dict, theirs: dict) -> str:
     """The client's own CPU per request (user + system) beside loadgen's, medians over
-    rounds, and their ratio paired by round; '' when not measured (runs before it was)."""
+    rounds, and their ratio paired by round; '' when not measured (results without its
+    column)."""
     if CLIENT_CPU not in runs.columns:
         return ""
     mine, ref = per_round(runs, CLIENT_CPU, **ours), per_round(runs, CLIENT_CPU, **theirs)
@@ -248,7 +283,7 @@ def timing_ratio(runs: pd.DataFrame, conns: int = 100, value: str = "rps") -> Ra
     t = runs[runs["kind"] == "timing"]
     if "conns" in t.columns:
         t = t[t["conns"].fillna(100).astype(int) == conns]
-    elif conns != 100:  # runs before the 2-connection block: 100 connections only
+    elif conns != 100:  # results without the column measured 100 connections only
         return NO_RATIO
     if t.empty or value not in t.columns or t[value].isna().all():
         return NO_RATIO

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/perf.py: how close lockbench gets to the physical limit (issue 11, item 6).
+"""bench/perf.py: how close lockbench gets to the physical limit.
 
 A benchmark program, not a test. In one sitting it runs R interleaved rounds; every round
 runs every configuration once, in a shuffled order, so a ratio between two configurations
@@ -382,68 +382,91 @@ class Bench:
         return [{"done": 1000 * self.args.kit_runs, "errors": 0}]
 
 
-def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
-    only = [k for k in (args.only or "").split(",") if k]
-    io_models = has_io_option(bin_dir / "main4")
-    ios = io_models or ["default"]
+def make_cell(**c) -> dict:
+    """One configuration: the given fields, the defaults of a throughput run, and its id
+    (every field that tells it apart, as the rows and logs name it)."""
+    c.setdefault("kind", "throughput")
+    c.setdefault("timing", "on")
+    c.setdefault("io", "")
+    c.setdefault("delay_mode", "")
+    c.setdefault("workload", "")
+    io = c["io"]
+    c["id"] = "_".join(str(x) for x in (c["kind"], c["server"], io or "-", c["client"],
+                                        c["mode"], f"d{c['delay_us']}",
+                                        c["delay_mode"] or "-", c["workload"] or "-",
+                                        "t" + c["timing"]))
+    return c
+
+
+def io_arg(io: str):
+    """The --io argument of an I/O model (None: the binary's default, no --io given)."""
+    return None if io == "default" else io
+
+
+def throughput_cells(args, ios: list, have_redis: bool) -> list:
+    """Req/s of every lockbench server and I/O model, the null servers, our client and Redis,
+    in both connection modes."""
     delays = [0] if args.quick else [0, LAB_DELAY]
     servers = [f"main{i}" for i in range(1, 5)]
-    cells = []
-
-    def add(**c):
-        c.setdefault("kind", "throughput")
-        c.setdefault("timing", "on")
-        c.setdefault("io", "")
-        c.setdefault("delay_mode", "")
-        c.setdefault("workload", "")
-        io = c["io"]
-        c["id"] = "_".join(str(x) for x in (c["kind"], c["server"], io or "-", c["client"],
-                                            c["mode"], f"d{c['delay_us']}",
-                                            c["delay_mode"] or "-", c["workload"] or "-",
-                                            "t" + c["timing"]))
-        cells.append(c)
-
     strategies = [s for s in (args.strategies or "").split(",") if s]
+    cells = []
     for mode in ("per-request", "keepalive"):
         for d in delays:
             for io in ios:
                 for s in servers:
                     if args.quick and s in ("main2", "main3"):
                         continue
-                    add(server=s, server_kind="lockbench", binary=s, io=io,
-                        io_arg=None if io == "default" else io, client="loadgen", mode=mode,
-                        delay_us=d)
+                    cells.append(make_cell(server=s, server_kind="lockbench", binary=s, io=io,
+                                           io_arg=io_arg(io), client="loadgen", mode=mode,
+                                           delay_us=d))
                 for strat in strategies:
-                    add(server=f"lockserver:{strat}", server_kind="lockbench",
-                        binary="lockserver", pre=["--strategy", strat], io=io,
-                        io_arg=None if io == "default" else io, client="loadgen", mode=mode,
-                        delay_us=d)
+                    cells.append(make_cell(server=f"lockserver:{strat}",
+                                           server_kind="lockbench", binary="lockserver",
+                                           pre=["--strategy", strat], io=io, io_arg=io_arg(io),
+                                           client="loadgen", mode=mode, delay_us=d))
             for ref in ("nullsrv_tpc", "nullsrv_epoll"):
-                add(server=ref, server_kind="null", client="loadgen", mode=mode, delay_us=d)
-        add(server="nullsrv_epoll", server_kind="null", client="ours", mode=mode, delay_us=0)
+                cells.append(make_cell(server=ref, server_kind="null", client="loadgen",
+                                       mode=mode, delay_us=d))
+        cells.append(make_cell(server="nullsrv_epoll", server_kind="null", client="ours",
+                               mode=mode, delay_us=0))
         if have_redis:
-            add(server="redis", server_kind="redis", client="redis-benchmark", mode=mode,
-                delay_us=0)
-    # What timing costs: main4 keep-alive, timing on / off, run as one A B B A block per
-    # connection count (100 and 2); only with binaries that have --no-timing.
+            cells.append(make_cell(server="redis", server_kind="redis",
+                                   client="redis-benchmark", mode=mode, delay_us=0))
+    return cells
+
+
+def timing_cells(bin_dir: Path, ios: list) -> list:
+    """What timing costs: main4 keep-alive, timing on / off, as one A B B A block per
+    connection count (100 and 2); none with binaries that have no --no-timing."""
     best_io = "epoll" if "epoll" in ios else ios[0]
-    for conns in ((CONNS, 2) if has_option(bin_dir / "main4", "--no-timing") else ()):
-        for k, timing in enumerate(("on", "off", "off", "on")):
-            add(kind="timing", server="main4", server_kind="lockbench", binary="main4",
-                io=best_io, io_arg=None if best_io == "default" else best_io,
-                client="loadgen", mode="keepalive", delay_us=0, timing=timing,
-                workload=f"c{conns}_abba{k}", conns=conns)
+    return [make_cell(kind="timing", server="main4", server_kind="lockbench", binary="main4",
+                      io=best_io, io_arg=io_arg(best_io), client="loadgen", mode="keepalive",
+                      delay_us=0, timing=timing, workload=f"c{conns}_abba{k}", conns=conns)
+            for conns in ((CONNS, 2) if has_option(bin_dir / "main4", "--no-timing") else ())
+            for k, timing in enumerate(("on", "off", "off", "on"))]
+
+
+def lab_cells(bin_dir: Path, ios: list) -> list:
+    """The lab metric of main4 under the kit workload and uncontended, with the lab's model
+    (thread per connection) and with epoll loops, which run requests themselves when a
+    precise pause never sleeps. Binaries without --delay-mode sleep the kit's way (usleep)
+    only."""
     mode_flag = has_option(bin_dir / "main4", "--delay-mode")
-    # Binaries without --delay-mode sleep the kit's way (usleep) only.
-    # The lab's model (thread per connection), and epoll loops, which run requests
-    # themselves when a precise pause never sleeps.
-    for io in ["default"] + (["epoll"] if "epoll" in ios else []):
-        for dm in (("precise", "usleep") if mode_flag else ("usleep",)):
-            for wl in ("kit", "uncontended"):
-                add(kind="lab", server="main4", server_kind="lockbench", binary="main4",
-                    io=io, io_arg=None if io == "default" else io, client="ours",
-                    mode="per-request", delay_us=LAB_DELAY, delay_mode=dm, workload=wl,
-                    mode_flag=mode_flag)
+    return [make_cell(kind="lab", server="main4", server_kind="lockbench", binary="main4",
+                      io=io, io_arg=io_arg(io), client="ours", mode="per-request",
+                      delay_us=LAB_DELAY, delay_mode=dm, workload=wl, mode_flag=mode_flag)
+            for io in ["default"] + (["epoll"] if "epoll" in ios else [])
+            for dm in (("precise", "usleep") if mode_flag else ("usleep",))
+            for wl in ("kit", "uncontended")]
+
+
+def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
+    """Every configuration of one round, in a fixed order (each round shuffles it), kept to
+    the kinds --only names."""
+    only = [k for k in (args.only or "").split(",") if k]
+    ios = has_io_option(bin_dir / "main4") or ["default"]
+    cells = (throughput_cells(args, ios, have_redis) + timing_cells(bin_dir, ios)
+             + lab_cells(bin_dir, ios))
     if only:
         cells = [c for c in cells if c["kind"] in only]
     return cells
@@ -533,6 +556,95 @@ def prepare_yardstick(args) -> None:
     args.yardstick = str(ys)
 
 
+def check_binaries(bin_dir: Path) -> None:
+    for b in ("main1", "main2", "main3", "main4", "client"):
+        if not os.access(bin_dir / b, os.X_OK):
+            raise PerfError(f"binary not found: {bin_dir / b} (build first: cmake "
+                            "--preset release && cmake --build --preset release)")
+
+
+def run_meta(args, bench: Bench, bin_dir: Path, started: datetime, have_redis: bool) -> dict:
+    """meta.json as written at the start: the machine, the parameters, which binaries."""
+    return {**machine_meta(), "started_utc": started.strftime("%Y-%m-%d %H:%M UTC"),
+            "rounds": args.rounds, "duration_s": args.duration, "quick": args.quick,
+            "kit_runs": args.kit_runs, "connections": CONNS, "n": N,
+            "bin_dir": str(bin_dir), "io_models": has_io_option(bin_dir / "main4"),
+            "bin_git": subprocess.run(["git", "-C", str(bin_dir), "log", "-1",
+                                       "--format=%h %s"], capture_output=True,
+                                      text=True).stdout.strip()[:120],
+            "redis": subprocess.run([bench.redis, "--version"], capture_output=True,
+                                    text=True).stdout.strip() if have_redis else None,
+            "argv": sys.argv[1:]}
+
+
+def write_meta(out: Path, meta: dict) -> None:
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def round_order(cells: list, rng: random.Random) -> list:
+    """One round's configurations in a shuffled order, each A B B A timing block kept
+    together at a random place."""
+    order = [c for c in cells if c["kind"] != "timing"]
+    rng.shuffle(order)
+    for conns in (CONNS, 2):
+        at = rng.randint(0, len(order))
+        order[at:at] = [c for c in cells if c["kind"] == "timing" and c["conns"] == conns]
+    return order
+
+
+def run_one(bench: Bench, cell: dict, rnd: int, progress: Progress) -> list:
+    """The rows of one configuration in round `rnd`: what identifies it, and what it
+    measured or the error that stopped it (the other configurations still run)."""
+    base = {k: cell[k] for k in ("kind", "server", "server_kind", "io", "client", "mode",
+                                 "delay_us", "timing", "delay_mode", "workload")}
+    base["conns"] = cell.get("conns", CONNS)
+    base.update(round=rnd, cell=cell["id"])
+    try:
+        got = bench.run_cell(cell, rnd)
+    except (PerfError, subprocess.TimeoutExpired) as exc:
+        progress.note(f"perf: round {rnd} {cell['id']}: {exc}")
+        got = [{"error": str(exc)[:300]}]
+    return [{**base, **g} for g in got]
+
+
+def run_rounds(bench: Bench, cells: list, args, out: Path) -> list:
+    """Every round, every row also appended to runs.jsonl as soon as it is measured (what
+    is left after an interrupted sitting)."""
+    total = sum(estimate(c, args.duration) for c in cells) * args.rounds
+    progress = Progress(total, len(cells) * args.rounds)
+    progress.note(f"perf: {len(cells)} configurations x {args.rounds} rounds, about "
+                  f"{total / 60:.0f} min; raw results in {out}")
+    rows = []
+    with open(out / "runs.jsonl", "w") as jsonl:
+        for rnd in range(args.rounds):
+            for cell in round_order(cells, bench.rng):
+                for row in run_one(bench, cell, rnd, progress):
+                    rows.append(row)
+                    jsonl.write(json.dumps(row) + "\n")
+                jsonl.flush()
+                progress.advance(estimate(cell, args.duration),
+                                 f"round {rnd + 1}/{args.rounds} {cell['id']}")
+    return rows
+
+
+def finish(bench: Bench, out: Path, rows: list, meta: dict) -> None:
+    """runs.csv, meta.json with the end, the per-run logs (server and client output) packed
+    into logs.tar.xz, and the report's Performance section beside them."""
+    write_rows(out / "runs.csv", rows)
+    meta["finished_utc"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    write_meta(out, meta)
+    import tarfile
+    with tarfile.open(out / "logs.tar.xz", "w:xz") as tar:
+        tar.add(bench.logs, arcname="logs")
+    shutil.rmtree(bench.logs)
+    from analysis.report import write_perf_section
+    for path in write_perf_section(out, out):
+        print(path)
+
+
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
 
@@ -542,10 +654,7 @@ def main(argv=None) -> int:
     bench = None
     try:
         bin_dir = Path(args.bin_dir).resolve()
-        for b in ("main1", "main2", "main3", "main4", "client"):
-            if not os.access(bin_dir / b, os.X_OK):
-                raise PerfError(f"binary not found: {bin_dir / b} (build first: cmake "
-                                "--preset release && cmake --build --preset release)")
+        check_binaries(bin_dir)
         prepare_yardstick(args)
         started = datetime.now(UTC)
         out = Path(args.out) if args.out else (
@@ -553,60 +662,10 @@ def main(argv=None) -> int:
         bench = Bench(args, out)
         have_redis = bool(bench.redis and bench.redis_bench)
         cells = build_cells(args, bin_dir, have_redis)
-        meta = {**machine_meta(), "started_utc": started.strftime("%Y-%m-%d %H:%M UTC"),
-                "rounds": args.rounds, "duration_s": args.duration, "quick": args.quick,
-                "kit_runs": args.kit_runs, "connections": CONNS, "n": N,
-                "bin_dir": str(bin_dir), "io_models": has_io_option(bin_dir / "main4"),
-                "bin_git": subprocess.run(["git", "-C", str(bin_dir), "log", "-1",
-                                           "--format=%h %s"], capture_output=True,
-                                          text=True).stdout.strip()[:120],
-                "redis": subprocess.run([bench.redis, "--version"], capture_output=True,
-                                        text=True).stdout.strip() if have_redis else None,
-                "argv": sys.argv[1:]}
-        (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-        total = sum(estimate(c, args.duration) for c in cells) * args.rounds
-        progress = Progress(total, len(cells) * args.rounds)
-        progress.note(f"perf: {len(cells)} configurations x {args.rounds} rounds, about "
-                      f"{total / 60:.0f} min; raw results in {out}")
-        rows = []
-        with open(out / "runs.jsonl", "w") as jsonl:
-            for rnd in range(args.rounds):
-                order = [c for c in cells if c["kind"] != "timing"]
-                bench.rng.shuffle(order)
-                for conns in (CONNS, 2):  # each A B B A block stays together
-                    at = bench.rng.randint(0, len(order))
-                    order[at:at] = [c for c in cells
-                                    if c["kind"] == "timing" and c["conns"] == conns]
-                for cell in order:
-                    base = {k: cell[k] for k in ("kind", "server", "server_kind", "io", "client",
-                                                 "mode", "delay_us", "timing", "delay_mode",
-                                                 "workload")}
-                    base["conns"] = cell.get("conns", CONNS)
-                    base.update(round=rnd, cell=cell["id"])
-                    try:
-                        got = bench.run_cell(cell, rnd)
-                    except (PerfError, subprocess.TimeoutExpired) as exc:
-                        progress.note(f"perf: round {rnd} {cell['id']}: {exc}")
-                        got = [{"error": str(exc)[:300]}]
-                    for g in got:
-                        row = {**base, **g}
-                        rows.append(row)
-                        jsonl.write(json.dumps(row) + "\n")
-                    jsonl.flush()
-                    progress.advance(estimate(cell, args.duration),
-                                     f"round {rnd + 1}/{args.rounds} {cell['id']}")
-        write_rows(out / "runs.csv", rows)
-        meta["finished_utc"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-        (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-        # The per-run logs (server and client output) are kept, packed.
-        import tarfile
-        with tarfile.open(out / "logs.tar.xz", "w:xz") as tar:
-            tar.add(bench.logs, arcname="logs")
-        shutil.rmtree(bench.logs)
-        from analysis.report import write_perf_section
-        for path in write_perf_section(out, out):
-            print(path)
+        meta = run_meta(args, bench, bin_dir, started, have_redis)
+        write_meta(out, meta)
+        rows = run_rounds(bench, cells, args, out)
+        finish(bench, out, rows, meta)
         return 0
     except KeyboardInterrupt:
         print("perf: interrupted; servers stopped", file=sys.stderr)

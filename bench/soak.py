@@ -12,9 +12,9 @@ Traffic, all on 127.0.0.1 at the same time:
     connection per request, kit request mix: 70% reads);
   * abuse workers (Python threads), each round picking one of:
       - keep-alive burst of valid writes+reads of self-checking values,
-      - every bad input of the servers issue (empty, no dash, one dash,
-        non-numeric / negative / overflowing / out-of-range pos, is_read 2,
-        binary text, no NUL in 100 bytes),
+      - every bad input the servers must answer with an error (empty, no
+        dash, one dash, non-numeric / negative / overflowing / out-of-range
+        pos, is_read 2, binary text, no NUL in 100 bytes),
       - 1 KB-10 KB of random garbage on one connection (replies read back),
       - a reset (SO_LINGER 0) in the middle of a request or with replies
         unread,
@@ -31,6 +31,7 @@ after the warm-up, every 10 s (max), and at the end.
 Exit status 0 when everything held, 1 otherwise.
 """
 import argparse
+import itertools
 import json
 import os
 import random
@@ -125,77 +126,103 @@ SOAK_RE = re.compile(rb"^soak t(\d+) c(\d+) p(\d+)$")
 CLIENT_RE = re.compile(rb"^String\[(\d+)\] has been modified by thread (\d+)$")
 
 
+ABUSE_KINDS = ["valid", "bad", "garbage", "reset_req", "reset_reply", "connect_close"]
+ABUSE_WEIGHTS = [40, 35, 5, 8, 7, 5]
+
+
+def abuse_valid(s, rng, tid, n, stats, published, counter):
+    """A keep-alive burst of writes of self-checking values, each read back. published[tid]
+    is raised before a value is sent: the array check accepts this worker's values up to
+    it."""
+    for _ in range(rng.randint(1, 20)):
+        pos = rng.randrange(n)
+        count = next(counter)
+        value = soak_value(tid, count, pos)
+        published[tid] = count
+        s.sendall(frame(b"%d-0-%s" % (pos, value)))
+        r = recv_exact(s, FRAME)
+        stats.add("sent_valid")
+        if r is None:
+            stats.add("unexpected:closed_on_valid")
+            break
+        if reply_text(r) != value:
+            stats.add("unexpected:wrong_write_reply")
+        s.sendall(frame(b"%d-1-" % pos))
+        r = recv_exact(s, FRAME)
+        stats.add("sent_valid")
+        if r is None or reply_text(r).startswith(b"ERROR "):
+            stats.add("unexpected:bad_read_reply")
+        else:
+            stats.add("ok_valid", 2)
+
+
+def abuse_bad(s, rng, bads, stats):
+    """Bad frames on one connection, each of which must get an ERROR reply."""
+    for _ in range(rng.randint(1, 10)):
+        name, data = rng.choice(bads)
+        s.sendall(data)
+        r = recv_exact(s, FRAME)
+        stats.add("sent_bad")
+        if r is not None and reply_text(r).startswith(b"ERROR "):
+            stats.add("error_reply:" + name)
+        else:
+            stats.add("unexpected:no_error_for_" + name)
+
+
+def abuse_garbage(s, rng, stats):
+    """Random bytes on one connection, sent from a second thread while this one reads the
+    replies: every 100 bytes must be answered."""
+    size = rng.randint(10, 100) * FRAME
+    data = rng.randbytes(size)
+    sender = threading.Thread(target=s.sendall, args=(data,))
+    sender.start()
+    errors = 0
+    got = 0
+    for _ in range(size // FRAME):
+        r = recv_exact(s, FRAME)
+        if r is None:
+            break
+        got += 1
+        errors += reply_text(r).startswith(b"ERROR ")
+    sender.join()
+    stats.add("garbage_bytes", size)
+    stats.add("garbage_frames_answered", got)
+    if got != size // FRAME:
+        stats.add("unexpected:garbage_not_fully_answered")
+    if errors != got:
+        stats.add("garbage_frames_valid_by_chance", got - errors)
+
+
+def abuse_reset(s, rng, n, kind, stats):
+    """A reset (SO_LINGER 0 at close) in the middle of a request, or with 50 replies
+    unread."""
+    if kind == "reset_req":
+        s.sendall(b"5-0-half a request")
+    else:
+        s.sendall(b"".join(frame(b"%d-1-" % rng.randrange(n)) for _ in range(50)))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    stats.add(kind)
+
+
 def abuse_worker(tid, port, n, deadline, stats, published, timeout):
+    """Until the deadline, one connection per round with one kind of abuse; whatever the
+    server does that it should not is counted as unexpected:..."""
     rng = random.Random(tid)
     bads = list(bad_frames(n).items())
-    count = 0
+    counter = itertools.count(1)
     while time.monotonic() < deadline:
-        kind = rng.choices(
-            ["valid", "bad", "garbage", "reset_req", "reset_reply", "connect_close"],
-            weights=[40, 35, 5, 8, 7, 5])[0]
+        kind = rng.choices(ABUSE_KINDS, weights=ABUSE_WEIGHTS)[0]
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
                 s.settimeout(timeout)
                 if kind == "valid":
-                    for _ in range(rng.randint(1, 20)):
-                        pos = rng.randrange(n)
-                        count += 1
-                        value = soak_value(tid, count, pos)
-                        published[tid] = count
-                        s.sendall(frame(b"%d-0-%s" % (pos, value)))
-                        r = recv_exact(s, FRAME)
-                        stats.add("sent_valid")
-                        if r is None:
-                            stats.add("unexpected:closed_on_valid")
-                            break
-                        if reply_text(r) != value:
-                            stats.add("unexpected:wrong_write_reply")
-                        s.sendall(frame(b"%d-1-" % pos))
-                        r = recv_exact(s, FRAME)
-                        stats.add("sent_valid")
-                        if r is None or reply_text(r).startswith(b"ERROR "):
-                            stats.add("unexpected:bad_read_reply")
-                        else:
-                            stats.add("ok_valid", 2)
+                    abuse_valid(s, rng, tid, n, stats, published, counter)
                 elif kind == "bad":
-                    for _ in range(rng.randint(1, 10)):
-                        name, data = rng.choice(bads)
-                        s.sendall(data)
-                        r = recv_exact(s, FRAME)
-                        stats.add("sent_bad")
-                        if r is not None and reply_text(r).startswith(b"ERROR "):
-                            stats.add("error_reply:" + name)
-                        else:
-                            stats.add("unexpected:no_error_for_" + name)
+                    abuse_bad(s, rng, bads, stats)
                 elif kind == "garbage":
-                    size = rng.randint(10, 100) * FRAME
-                    data = rng.randbytes(size)
-                    sender = threading.Thread(target=s.sendall, args=(data,))
-                    sender.start()
-                    errors = 0
-                    got = 0
-                    for _ in range(size // FRAME):
-                        r = recv_exact(s, FRAME)
-                        if r is None:
-                            break
-                        got += 1
-                        errors += reply_text(r).startswith(b"ERROR ")
-                    sender.join()
-                    stats.add("garbage_bytes", size)
-                    stats.add("garbage_frames_answered", got)
-                    if got != size // FRAME:
-                        stats.add("unexpected:garbage_not_fully_answered")
-                    if errors != got:
-                        stats.add("garbage_frames_valid_by_chance", got - errors)
+                    abuse_garbage(s, rng, stats)
                 elif kind in ("reset_req", "reset_reply"):
-                    if kind == "reset_req":
-                        s.sendall(b"5-0-half a request")
-                    else:
-                        s.sendall(b"".join(frame(b"%d-1-" % rng.randrange(n))
-                                           for _ in range(50)))
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                 struct.pack("ii", 1, 0))
-                    stats.add(kind)
+                    abuse_reset(s, rng, n, kind, stats)
                 else:
                     stats.add("connect_close")
         except TimeoutError:
@@ -239,7 +266,7 @@ def slowloris(port, deadline, stats):
             stats.add("slowloris_reset")
 
 
-def main():
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--server", default="main4")
@@ -250,33 +277,31 @@ def main():
     ap.add_argument("--workers", type=int, default=4, help="abuse threads")
     ap.add_argument("--warmup", type=float, default=10.0)
     ap.add_argument("--json", help="also write the figures here")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
 
-    bin_dir = os.path.abspath(args.bin_dir)
-    server_bin = os.path.join(bin_dir, args.server)
-    client_bin = os.path.join(bin_dir, "client")
-    duration = args.minutes * 60
-    port = pick_port()  # below 32768: clear of client TIME_WAIT sockets
-    workdir = tempfile.mkdtemp(prefix="lockbench_soak_")
+
+def start_server(server_bin, n, port, workdir):
+    """The server, once it says it listens; None (and why, on stderr) if it does not."""
     server = subprocess.Popen(
-        [server_bin, str(args.n), "127.0.0.1", str(port), "--no-twin", "-q"],
+        [server_bin, str(n), "127.0.0.1", str(port), "--no-twin", "-q"],
         cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ready = server.stdout.readline()
     if "listening on" not in ready:
         print("server did not start:", ready, server.stderr.read(), file=sys.stderr)
-        return 1
-    pid = server.pid
-    figures = {"server": args.server, "n": args.n, "seconds": duration,
-               "client_rate": args.rate, "abuse_workers": args.workers,
-               "rss_kb_start": rss_kb(pid)}
-    stderr_lines = []
-    threading.Thread(target=lambda: stderr_lines.extend(server.stderr),
-                     daemon=True).start()
+        return None
+    return server
 
-    stats = Stats()
-    published = {}
-    t0 = time.monotonic()
-    deadline = t0 + duration
+
+def collect_stderr(server):
+    """The server's stderr lines, read by a thread all along (a full pipe would block it)."""
+    lines = []
+    threading.Thread(target=lambda: lines.extend(server.stderr), daemon=True).start()
+    return lines
+
+
+def start_traffic(args, client_bin, port, duration, deadline, stats, published):
+    """The good load (our client, open loop) and the abuse and slowloris threads, all
+    started; returns (the client's process, the threads)."""
     load = subprocess.Popen(
         [client_bin, str(args.n), "127.0.0.1", str(port), "--real-port",
          "--duration", str(duration), "--rate", str(args.rate),
@@ -288,6 +313,12 @@ def main():
     threads.append(threading.Thread(target=slowloris, args=(port, deadline, stats)))
     for t in threads:
         t.start()
+    return load, threads
+
+
+def watch_server(pid, t0, deadline, warmup, figures):
+    """Samples the server's RSS and threads every 10 s until the deadline (the RSS once
+    after the warm-up into figures); returns (max RSS, max threads)."""
     rss_max = figures["rss_kb_start"]
     threads_max = 0
     warm_taken = False
@@ -296,9 +327,14 @@ def main():
         rss = rss_kb(pid)
         rss_max = max(rss_max, rss)
         threads_max = max(threads_max, threads_of(pid))
-        if not warm_taken and time.monotonic() - t0 >= args.warmup:
+        if not warm_taken and time.monotonic() - t0 >= warmup:
             figures["rss_kb_after_warmup"] = rss
             warm_taken = True
+    return rss_max, threads_max
+
+
+def end_traffic(load, threads, pid, rss_max, threads_max, figures):
+    """Waits for the traffic to end, then the server's resources and the client's figures."""
     for t in threads:
         t.join()
     load_out, load_err = load.communicate(timeout=120)
@@ -313,28 +349,41 @@ def main():
         figures["client"] = {"raw": load_out[-2000:], "stderr": load_err[-2000:]}
     figures["client_exit"] = load.returncode
 
-    # The array: every slot initial, or a whole value some client wrote there.
+
+def slot_ok(pos, text, published):
+    """Slot `pos` holds its initial value, or a whole value some client wrote there (an
+    abuse worker's only up to the count it published)."""
+    m, c = SOAK_RE.match(text), CLIENT_RE.match(text)
+    return (text == b"String %d: the initial value" % pos
+            or (m and int(m.group(3)) == pos
+                and int(m.group(2)) <= published.get(int(m.group(1)), 0))
+            or (c and int(c.group(1)) == pos))
+
+
+def check_array(port, n, published, figures):
+    """Reads every slot back on one connection; any other content (e.g. "slowloris": a
+    cut-off frame must never land) makes the array not intact."""
     bad_slots = []
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        for pos in range(args.n):
+        for pos in range(n):
             s.sendall(frame(b"%d-1-" % pos))
             text = reply_text(recv_exact(s, FRAME) or b"<closed>")
-            m, c = SOAK_RE.match(text), CLIENT_RE.match(text)
-            ok = (text == b"String %d: the initial value" % pos
-                  or (m and int(m.group(3)) == pos
-                      and int(m.group(2)) <= published.get(int(m.group(1)), 0))
-                  or (c and int(c.group(1)) == pos))
-            if not ok:  # e.g. "slowloris": a cut-off frame must never land
+            if not slot_ok(pos, text, published):
                 bad_slots.append((pos, text[:60].decode("latin-1")))
     figures["array_slots_bad"] = bad_slots[:10]
     figures["array_intact"] = not bad_slots
 
+
+def run_checker(client_bin, n, port, figures):
     check = subprocess.run(
-        [client_bin, str(args.n), "127.0.0.1", str(port), "--real-port", "--check"],
+        [client_bin, str(n), "127.0.0.1", str(port), "--real-port", "--check"],
         capture_output=True, text=True, timeout=600)
     figures["checker_exit"] = check.returncode
     figures["checker_verdict"] = (check.stdout.strip().splitlines() or ["?"])[-1]
 
+
+def stop_server(server, stderr_lines, figures):
+    """SIGTERM: how long the server takes to stop, its exit status and summary line."""
     t_stop = time.monotonic()
     server.send_signal(signal.SIGTERM)
     out, _ = server.communicate(timeout=10)
@@ -344,24 +393,67 @@ def main():
     figures["server_summary"] = dict(kv.split("=", 1) for kv in summary.split()
                                      if "=" in kv)
     figures["server_warning_lines"] = len(stderr_lines)
+
+
+def check_timing_file(workdir, figures):
+    """Every line of the server's timing file is one number in the kit's format."""
     with open(os.path.join(workdir, "server_output_time_aggregated")) as f:
         lines = f.read().splitlines()
     figures["timing_lines"] = len(lines)
     figures["timing_lines_well_formed"] = all(
         re.fullmatch(r"-?\d\.\d{6}e[-+]\d{2,3}", ln) for ln in lines)
+
+
+def verdict(stats, figures):
+    """HELD or FAILED into figures, with the abuse counters; True when it held."""
     figures["abuse"] = dict(sorted(stats.c.items()))
     unexpected = {k: v for k, v in stats.c.items() if k.startswith("unexpected:")}
     figures["unexpected"] = unexpected
-
     held = (figures["array_intact"] and figures["checker_exit"] == 0
             and figures["server_exit"] == 0 and not unexpected
             and figures["timing_lines_well_formed"])
     figures["verdict"] = "HELD" if held else "FAILED"
+    return held
+
+
+def report(figures, json_path):
     text = json.dumps(figures, indent=2, sort_keys=True)
     print(text)
-    if args.json:
-        with open(args.json, "w") as f:
+    if json_path:
+        with open(json_path, "w") as f:
             f.write(text + "\n")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    bin_dir = os.path.abspath(args.bin_dir)
+    client_bin = os.path.join(bin_dir, "client")
+    duration = args.minutes * 60
+    port = pick_port()  # below 32768: clear of client TIME_WAIT sockets
+    workdir = tempfile.mkdtemp(prefix="lockbench_soak_")
+    server = start_server(os.path.join(bin_dir, args.server), args.n, port, workdir)
+    if server is None:
+        return 1
+    pid = server.pid
+    figures = {"server": args.server, "n": args.n, "seconds": duration,
+               "client_rate": args.rate, "abuse_workers": args.workers,
+               "rss_kb_start": rss_kb(pid)}
+    stderr_lines = collect_stderr(server)
+
+    stats = Stats()
+    published = {}
+    t0 = time.monotonic()
+    deadline = t0 + duration
+    load, threads = start_traffic(args, client_bin, port, duration, deadline, stats,
+                                  published)
+    rss_max, threads_max = watch_server(pid, t0, deadline, args.warmup, figures)
+    end_traffic(load, threads, pid, rss_max, threads_max, figures)
+    check_array(port, args.n, published, figures)
+    run_checker(client_bin, args.n, port, figures)
+    stop_server(server, stderr_lines, figures)
+    check_timing_file(workdir, figures)
+    held = verdict(stats, figures)
+    report(figures, args.json)
     return 0 if held else 1
 
 
