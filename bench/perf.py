@@ -47,6 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from analysis.numbers import float_in, int_in  # noqa: E402
 from analysis.progress import Progress  # noqa: E402
 from analysis.runner import cpu_model  # noqa: E402
 
@@ -503,13 +504,14 @@ def parse_args(argv):
         prog="bench/perf.py",
         description="lockbench against the physical limit (null servers, Redis), "
                     "interleaved rounds in one sitting; writes results/perf/<UTC>/.")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
-    p.add_argument("--duration", type=float, default=3.0,
+    p.add_argument("--rounds", type=int_in(1, 50), default=3,
+                   help="interleaved rounds (default 3)")
+    p.add_argument("--duration", type=float_in(0.5, 120), default=3.0,
                    help="seconds per throughput run (default 3)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run under 2 minutes: 1 round, 1 s runs, delay 0 only, "
                         "main1 and main4")
-    p.add_argument("--kit-runs", type=int, default=5,
+    p.add_argument("--kit-runs", type=int_in(1, 100), default=5,
                    help="kit runs (1000 requests each) per lab-metric measurement")
     p.add_argument("--bin-dir", default=str(ROOT / "build" / "release"),
                    help="where main1..main4, lockserver and client are")
@@ -523,16 +525,11 @@ def parse_args(argv):
                    help="run only these kinds of configuration, comma-separated: "
                         "throughput, timing (the on/off blocks), lab (the lab-metric split)")
     p.add_argument("--out", default=None, help="results folder (default results/perf/<UTC>)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the round order")
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=None,
+                   help="seed of the round order")
     a = p.parse_args(argv)
     if a.quick:
         a.rounds, a.duration, a.kit_runs = 1, 1.0, 2
-    if not 1 <= a.rounds <= 50:
-        p.error("--rounds must be 1..50")
-    if not 0.5 <= a.duration <= 120:
-        p.error("--duration must be 0.5..120 seconds")
-    if not 1 <= a.kit_runs <= 100:
-        p.error("--kit-runs must be 1..100")
     bad = [k for k in a.only.split(",") if k and k not in ("throughput", "timing", "lab")]
     if bad:
         p.error(f"--only: unknown kind {bad[0]!r} (throughput, timing, lab)")

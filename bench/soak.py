@@ -49,6 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from analysis.numbers import float_above, float_in, int_in  # noqa: E402
 from analysis.procs import pick_port  # noqa: E402
 
 FRAME = 100
@@ -268,14 +269,14 @@ def slowloris(port, deadline, stats):
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--minutes", type=float_above(0, 24 * 60), default=10.0)
     ap.add_argument("--server", default="main4")
     ap.add_argument("--bin-dir", default="build/release")
-    ap.add_argument("--n", type=int, default=1000)
-    ap.add_argument("--rate", type=float, default=2000.0,
+    ap.add_argument("--n", type=int_in(4, 10_000_000), default=1000)
+    ap.add_argument("--rate", type=float_above(0, 1e7), default=2000.0,
                     help="good load, requests/s of the client (open loop)")
-    ap.add_argument("--workers", type=int, default=4, help="abuse threads")
-    ap.add_argument("--warmup", type=float, default=10.0)
+    ap.add_argument("--workers", type=int_in(0, 256), default=4, help="abuse threads")
+    ap.add_argument("--warmup", type=float_in(0, 3600), default=10.0)
     ap.add_argument("--json", help="also write the figures here")
     return ap.parse_args(argv)
 

@@ -5,7 +5,9 @@ spellings (exit 2, one line naming the value) and takes its lowest allowed value
 
 import argparse
 import contextlib
+import importlib.util
 import io
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +25,38 @@ def parsers():
     out = [(f"python -m analysis {name}", p, []) for name, p in subs.choices.items()
            if name != "grade"]
     out.append(("python -m analysis.grade", grade_cli.build_parser(), []))
+    for prog in ("perf", "soak"):
+        out.append((f"bench/{prog}.py", Capture(bench(prog).parse_args), []))
     return out
+
+
+def bench(name: str):
+    """A benchmark program as a module (loading it starts nothing)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Capture:
+    """The argparse parser a program's parse_args(argv) builds, caught as it is made."""
+
+    def __init__(self, parse_args):
+        self.parse_args = parse_args
+        made = []
+        real = argparse.ArgumentParser.parse_args
+
+        def keep(parser, *args, **kw):
+            made.append(parser)
+            raise SystemExit(0)
+        argparse.ArgumentParser.parse_args = keep
+        try:
+            with contextlib.suppress(SystemExit):
+                parse_args([])
+        finally:
+            argparse.ArgumentParser.parse_args = real
+        self._actions = made[0]._actions
 
 
 def numeric_options():
@@ -57,7 +90,8 @@ def parse(parser, argv) -> tuple:
 
 def test_every_command_line_has_numeric_options_to_check():
     assert len(ROWS) >= 20
-    assert {r[0] for r in ROWS} >= {"python -m analysis lab", "python -m analysis.grade"}
+    assert {r[0] for r in ROWS} >= {"python -m analysis lab", "python -m analysis.grade",
+                                    "bench/perf.py", "bench/soak.py"}
 
 
 @pytest.mark.parametrize("name, parser, before, option, conv, is_list", ROWS,
