@@ -14,6 +14,13 @@
 // annotated ACQUIRE/RELEASE is a lock the guards and the lock-table template
 // (store_lock_table.h) accept: see SpinLock, WriterPreferringRwLock.
 //
+// A lock that needs state from its lock call to its unlock call (a queue
+// node, a slot it took) declares `struct Context`, and then takes a
+// Context* in all four calls. The guard holds that Context, so it lives on
+// the acquirer's stack exactly from lock to unlock, and a thread holding
+// several such locks has one Context per lock: McsLock's queue node
+// (store_mcs_lock.h), ClhLock's nodes, BravoRwLock's reader slot.
+//
 // Thread safety: each lock is safe for concurrent use, as its std::
 // counterpart; a guard belongs to the thread that made it. Lock()/Unlock()
 // exist for the guards: code takes locks through guards only (STYLE.md 5).
@@ -94,37 +101,92 @@ class CAPABILITY("shared_mutex") SharedMutex {
   std::shared_mutex rw_;
 };
 
-// True for locks that can be held shared (reader/writer locks).
+// The per-acquisition state of lock type L: L::Context if it declares one
+// (then Lock/Unlock/LockShared/UnlockShared take a Context*), else nothing.
 template <typename L>
-concept SharedLockable = requires(L& lock) {
+concept HasLockContext = requires {
+  typename L::Context;
+};
+
+namespace mutex_internal {
+struct NoContext {};
+template <typename L>
+struct ContextOf {
+  using type = NoContext;
+};
+template <HasLockContext L>
+struct ContextOf<L> {
+  using type = typename L::Context;
+};
+}  // namespace mutex_internal
+template <typename L>
+using LockContext = typename mutex_internal::ContextOf<L>::type;
+
+// True for locks that can be held shared (reader/writer locks), with or
+// without a Context.
+template <typename L>
+concept SharedLockableWithoutContext = requires(L& lock) {
   lock.LockShared();
   lock.UnlockShared();
 };
+template <typename L>
+concept SharedLockableWithContext = requires(L& lock, LockContext<L>* context) {
+  lock.LockShared(context);
+  lock.UnlockShared(context);
+};
+template <typename L>
+concept SharedLockable = SharedLockableWithoutContext<L> || SharedLockableWithContext<L>;
 
 // Holds *lock exclusively from construction to destruction.
 template <typename L>
 class SCOPED_CAPABILITY ExclusiveGuard {
  public:
-  explicit ExclusiveGuard(L* lock) ACQUIRE(lock) : lock_(lock) { lock_->Lock(); }
-  ~ExclusiveGuard() RELEASE() { lock_->Unlock(); }
+  explicit ExclusiveGuard(L* lock) ACQUIRE(lock) : lock_(lock) {
+    if constexpr (HasLockContext<L>) {
+      lock_->Lock(&context_);
+    } else {
+      lock_->Lock();
+    }
+  }
+  ~ExclusiveGuard() RELEASE() {
+    if constexpr (HasLockContext<L>) {
+      lock_->Unlock(&context_);
+    } else {
+      lock_->Unlock();
+    }
+  }
   ExclusiveGuard(const ExclusiveGuard&) = delete;
   ExclusiveGuard& operator=(const ExclusiveGuard&) = delete;
 
  private:
   L* const lock_;
+  [[no_unique_address]] LockContext<L> context_;  // see the top of this file
 };
 
 // Holds *lock shared from construction to destruction.
 template <SharedLockable L>
 class SCOPED_CAPABILITY SharedGuard {
  public:
-  explicit SharedGuard(L* lock) ACQUIRE_SHARED(lock) : lock_(lock) { lock_->LockShared(); }
-  ~SharedGuard() RELEASE() { lock_->UnlockShared(); }
+  explicit SharedGuard(L* lock) ACQUIRE_SHARED(lock) : lock_(lock) {
+    if constexpr (HasLockContext<L>) {
+      lock_->LockShared(&context_);
+    } else {
+      lock_->LockShared();
+    }
+  }
+  ~SharedGuard() RELEASE() {
+    if constexpr (HasLockContext<L>) {
+      lock_->UnlockShared(&context_);
+    } else {
+      lock_->UnlockShared();
+    }
+  }
   SharedGuard(const SharedGuard&) = delete;
   SharedGuard& operator=(const SharedGuard&) = delete;
 
  private:
   L* const lock_;
+  [[no_unique_address]] LockContext<L> context_;
 };
 
 // The guard a reader takes: shared where the lock has a shared mode,
