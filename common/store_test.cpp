@@ -18,6 +18,7 @@
 #include "common/store_seqlock_per_slot.h"
 #include "common/store_spinlock_per_slot.h"
 #include "common/store_striped.h"
+#include "common/store_ticket_lock.h"
 #include "common/store_writer_pref_rwlock.h"
 
 namespace kv {
@@ -54,12 +55,16 @@ struct WithStripes {
   }
 };
 
+// The lab's four, the other strategies, then the classic lock families,
+// each for the array, per string and striped (2 or 3 stripes, so that the
+// stress tests' slots share stripes), and flat combining.
 using Strategies =
     testing::Types<OneMutexStore, MutexPerSlotStore, OneRwLockStore, RwLockPerSlotStore,
                    StripedMutexStore, StripedRwLockStore, WithStripes<StripedMutexStore, 2>,
                    WithStripes<StripedRwLockStore, 3>, OneWriterPrefRwLockStore,
                    WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore, SeqLockPerSlotStore,
-                   PointerSwapStore>;
+                   PointerSwapStore, OneTicketLockStore, TicketLockPerSlotStore,
+                   WithStripes<StripedTicketLockStore, 2>>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {

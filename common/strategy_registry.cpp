@@ -11,6 +11,7 @@
 #include "common/store_seqlock_per_slot.h"
 #include "common/store_spinlock_per_slot.h"
 #include "common/store_striped.h"
+#include "common/store_ticket_lock.h"
 #include "common/store_writer_pref_rwlock.h"
 
 namespace kv {
@@ -55,6 +56,11 @@ constexpr std::array kStrategies = {
                                "writers serialised by a per-string mutex"),
     Entry<PointerSwapStore>("RCU-like: lock-free readers copy an immutable value (hazard "
                             "pointers), writers swap in a new one"),
+    // The classic lock families (each header says how, when it wins, when it
+    // collapses): for the array, per string, and k stripes (--stripes).
+    Entry<OneTicketLockStore>("one ticket lock (FIFO spinlock) for the array"),
+    Entry<TicketLockPerSlotStore>("one ticket lock (FIFO spinlock) per string"),
+    Entry<StripedTicketLockStore>("k ticket locks (--stripes, default 16)"),
 };
 
 }  // namespace

@@ -1,0 +1,61 @@
+// Ticket locks: one for the array, one per string, or k stripes.
+//
+// How it works (Mellor-Crummey & Scott 1991, the Linux kernel's x86 spinlock
+// until 2014): two counters. A thread takes the next ticket with one
+// fetch_add on next_ and waits until serving_ shows its number; unlock
+// advances serving_. Waiters are served strictly in arrival order (FIFO), so
+// none starves, unlike a test-and-set lock where the fastest core wins again
+// and again.
+//
+// Memory order: the ticket fetch_add is relaxed (a ticket carries no data:
+// it only fixes the order); a waiter's acquire load of serving_ pairs with
+// the previous holder's release store, which orders the critical sections.
+// Only the holder ever writes serving_, so unlock is a load and a release
+// store, not a read-modify-write.
+//
+// When it wins: short critical sections, few threads per core, where
+// fairness matters (no waiter's wait is longer than the queue in front of
+// it). When it collapses: every waiter spins on the same serving_ word, so
+// each unlock invalidates it in every waiter's cache (traffic grows with the
+// number of waiters; MCS and CLH fix that); and FIFO hand-off is fatal when
+// threads outnumber cores: if the thread holding the next ticket is
+// preempted, nobody can take the lock until it runs again, even though the
+// lock is free (SpinWait's yields only give it the chance to run).
+//
+// Thread safety: a TicketLock is safe for any number of threads; it is
+// taken through the guards of common/mutex.h (Lock/Unlock on one thread).
+#ifndef KV_COMMON_STORE_TICKET_LOCK_H_
+#define KV_COMMON_STORE_TICKET_LOCK_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/spin_wait.h"
+#include "common/store_lock_table.h"
+#include "common/thread_annotations.h"
+
+namespace kv {
+
+class CAPABILITY("mutex") TicketLock {
+ public:
+  void Lock() ACQUIRE() {
+    const uint32_t ticket = next_.fetch_add(1, std::memory_order_relaxed);
+    SpinUntil([&] { return serving_.load(std::memory_order_acquire) == ticket; });
+  }
+  void Unlock() RELEASE() {
+    // Wraps after 2^32 tickets, which only needs fewer than 2^32 waiters.
+    serving_.store(serving_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<uint32_t> next_{0};     // the next ticket to hand out
+  std::atomic<uint32_t> serving_{0};  // the ticket that may hold the lock
+};
+
+using OneTicketLockStore = LockedStore<WholeArray<TicketLock>, "one-ticketlock">;
+using TicketLockPerSlotStore = LockedStore<PerSlot<TicketLock>, "ticketlock-per-slot">;
+using StripedTicketLockStore = LockedStore<Stripes<TicketLock>, "striped-ticketlock">;
+
+}  // namespace kv
+
+#endif  // KV_COMMON_STORE_TICKET_LOCK_H_
