@@ -19,6 +19,7 @@
 #include "common/store_spinlock_per_slot.h"
 #include "common/store_striped.h"
 #include "common/store_ticket_lock.h"
+#include "common/store_ttas_backoff.h"
 #include "common/store_writer_pref_rwlock.h"
 
 namespace kv {
@@ -64,7 +65,8 @@ using Strategies =
                    WithStripes<StripedRwLockStore, 3>, OneWriterPrefRwLockStore,
                    WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore, SeqLockPerSlotStore,
                    PointerSwapStore, OneTicketLockStore, TicketLockPerSlotStore,
-                   WithStripes<StripedTicketLockStore, 2>>;
+                   WithStripes<StripedTicketLockStore, 2>, OneTtasBackoffStore,
+                   TtasBackoffPerSlotStore, WithStripes<StripedTtasBackoffStore, 2>>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {

@@ -12,6 +12,7 @@
 #include "common/store_spinlock_per_slot.h"
 #include "common/store_striped.h"
 #include "common/store_ticket_lock.h"
+#include "common/store_ttas_backoff.h"
 #include "common/store_writer_pref_rwlock.h"
 
 namespace kv {
@@ -61,6 +62,9 @@ constexpr std::array kStrategies = {
     Entry<OneTicketLockStore>("one ticket lock (FIFO spinlock) for the array"),
     Entry<TicketLockPerSlotStore>("one ticket lock (FIFO spinlock) per string"),
     Entry<StripedTicketLockStore>("k ticket locks (--stripes, default 16)"),
+    Entry<OneTtasBackoffStore>("one TTAS spinlock with exponential back-off for the array"),
+    Entry<TtasBackoffPerSlotStore>("one TTAS spinlock with exponential back-off per string"),
+    Entry<StripedTtasBackoffStore>("k TTAS back-off spinlocks (--stripes, default 16)"),
 };
 
 }  // namespace
