@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/store.h"
+#include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
 #include "common/store_one_rwlock.h"
@@ -66,7 +67,8 @@ using Strategies =
                    WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore, SeqLockPerSlotStore,
                    PointerSwapStore, OneTicketLockStore, TicketLockPerSlotStore,
                    WithStripes<StripedTicketLockStore, 2>, OneTtasBackoffStore,
-                   TtasBackoffPerSlotStore, WithStripes<StripedTtasBackoffStore, 2>>;
+                   TtasBackoffPerSlotStore, WithStripes<StripedTtasBackoffStore, 2>,
+                   OneMcsLockStore, McsLockPerSlotStore, WithStripes<StripedMcsLockStore, 2>>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
 #include "common/store_one_rwlock.h"
@@ -65,6 +66,9 @@ constexpr std::array kStrategies = {
     Entry<OneTtasBackoffStore>("one TTAS spinlock with exponential back-off for the array"),
     Entry<TtasBackoffPerSlotStore>("one TTAS spinlock with exponential back-off per string"),
     Entry<StripedTtasBackoffStore>("k TTAS back-off spinlocks (--stripes, default 16)"),
+    Entry<OneMcsLockStore>("one MCS queue lock for the array (waiters spin on their own node)"),
+    Entry<McsLockPerSlotStore>("one MCS queue lock per string"),
+    Entry<StripedMcsLockStore>("k MCS queue locks (--stripes, default 16)"),
 };
 
 }  // namespace
