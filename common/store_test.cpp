@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/store.h"
+#include "common/store_clh_lock.h"
 #include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
@@ -68,7 +69,8 @@ using Strategies =
                    PointerSwapStore, OneTicketLockStore, TicketLockPerSlotStore,
                    WithStripes<StripedTicketLockStore, 2>, OneTtasBackoffStore,
                    TtasBackoffPerSlotStore, WithStripes<StripedTtasBackoffStore, 2>,
-                   OneMcsLockStore, McsLockPerSlotStore, WithStripes<StripedMcsLockStore, 2>>;
+                   OneMcsLockStore, McsLockPerSlotStore, WithStripes<StripedMcsLockStore, 2>,
+                   OneClhLockStore, ClhLockPerSlotStore, WithStripes<StripedClhLockStore, 2>>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {

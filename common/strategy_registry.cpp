@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "common/store_clh_lock.h"
 #include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
@@ -69,6 +70,10 @@ constexpr std::array kStrategies = {
     Entry<OneMcsLockStore>("one MCS queue lock for the array (waiters spin on their own node)"),
     Entry<McsLockPerSlotStore>("one MCS queue lock per string"),
     Entry<StripedMcsLockStore>("k MCS queue locks (--stripes, default 16)"),
+    Entry<OneClhLockStore>("one CLH queue lock for the array (waiters spin on the "
+                           "predecessor's node)"),
+    Entry<ClhLockPerSlotStore>("one CLH queue lock per string"),
+    Entry<StripedClhLockStore>("k CLH queue locks (--stripes, default 16)"),
 };
 
 }  // namespace
