@@ -15,6 +15,7 @@
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
 #include "common/store_one_rwlock.h"
+#include "common/store_pflock.h"
 #include "common/store_pointer_swap.h"
 #include "common/store_rwlock_per_slot.h"
 #include "common/store_seqlock_per_slot.h"
@@ -61,16 +62,16 @@ struct WithStripes {
 // The lab's four, the other strategies, then the classic lock families,
 // each for the array, per string and striped (2 or 3 stripes, so that the
 // stress tests' slots share stripes), and flat combining.
-using Strategies =
-    testing::Types<OneMutexStore, MutexPerSlotStore, OneRwLockStore, RwLockPerSlotStore,
-                   StripedMutexStore, StripedRwLockStore, WithStripes<StripedMutexStore, 2>,
-                   WithStripes<StripedRwLockStore, 3>, OneWriterPrefRwLockStore,
-                   WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore, SeqLockPerSlotStore,
-                   PointerSwapStore, OneTicketLockStore, TicketLockPerSlotStore,
-                   WithStripes<StripedTicketLockStore, 2>, OneTtasBackoffStore,
-                   TtasBackoffPerSlotStore, WithStripes<StripedTtasBackoffStore, 2>,
-                   OneMcsLockStore, McsLockPerSlotStore, WithStripes<StripedMcsLockStore, 2>,
-                   OneClhLockStore, ClhLockPerSlotStore, WithStripes<StripedClhLockStore, 2>>;
+using Strategies = testing::Types<
+    OneMutexStore, MutexPerSlotStore, OneRwLockStore, RwLockPerSlotStore, StripedMutexStore,
+    StripedRwLockStore, WithStripes<StripedMutexStore, 2>, WithStripes<StripedRwLockStore, 3>,
+    OneWriterPrefRwLockStore, WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore,
+    SeqLockPerSlotStore, PointerSwapStore, OneTicketLockStore, TicketLockPerSlotStore,
+    WithStripes<StripedTicketLockStore, 2>, OneTtasBackoffStore, TtasBackoffPerSlotStore,
+    WithStripes<StripedTtasBackoffStore, 2>, OneMcsLockStore, McsLockPerSlotStore,
+    WithStripes<StripedMcsLockStore, 2>, OneClhLockStore, ClhLockPerSlotStore,
+    WithStripes<StripedClhLockStore, 2>, OnePhaseFairRwLockStore, PhaseFairRwLockPerSlotStore,
+    WithStripes<StripedPhaseFairRwLockStore, 3>>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {

@@ -8,6 +8,7 @@
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
 #include "common/store_one_rwlock.h"
+#include "common/store_pflock.h"
 #include "common/store_pointer_swap.h"
 #include "common/store_rwlock_per_slot.h"
 #include "common/store_seqlock_per_slot.h"
@@ -74,6 +75,10 @@ constexpr std::array kStrategies = {
                            "predecessor's node)"),
     Entry<ClhLockPerSlotStore>("one CLH queue lock per string"),
     Entry<StripedClhLockStore>("k CLH queue locks (--stripes, default 16)"),
+    Entry<OnePhaseFairRwLockStore>("one phase-fair ticket rwlock (PF-T) for the array: "
+                                   "reads and writes alternate, neither starves"),
+    Entry<PhaseFairRwLockPerSlotStore>("one phase-fair ticket rwlock (PF-T) per string"),
+    Entry<StripedPhaseFairRwLockStore>("k phase-fair rwlocks (--stripes, default 16)"),
 };
 
 }  // namespace
