@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/store.h"
+#include "common/store_bravo.h"
 #include "common/store_clh_lock.h"
 #include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
@@ -71,7 +72,8 @@ using Strategies = testing::Types<
     WithStripes<StripedTtasBackoffStore, 2>, OneMcsLockStore, McsLockPerSlotStore,
     WithStripes<StripedMcsLockStore, 2>, OneClhLockStore, ClhLockPerSlotStore,
     WithStripes<StripedClhLockStore, 2>, OnePhaseFairRwLockStore, PhaseFairRwLockPerSlotStore,
-    WithStripes<StripedPhaseFairRwLockStore, 3>>;
+    WithStripes<StripedPhaseFairRwLockStore, 3>, OneBravoStore, BravoPerSlotStore,
+    WithStripes<StripedBravoStore, 3>>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "common/store_bravo.h"
 #include "common/store_clh_lock.h"
 #include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
@@ -79,6 +80,10 @@ constexpr std::array kStrategies = {
                                    "reads and writes alternate, neither starves"),
     Entry<PhaseFairRwLockPerSlotStore>("one phase-fair ticket rwlock (PF-T) per string"),
     Entry<StripedPhaseFairRwLockStore>("k phase-fair rwlocks (--stripes, default 16)"),
+    Entry<OneBravoStore>("one BRAVO rwlock for the array: pthread rwlock with biased "
+                         "readers in a shared slot table"),
+    Entry<BravoPerSlotStore>("one BRAVO rwlock per string"),
+    Entry<StripedBravoStore>("k BRAVO rwlocks (--stripes, default 16)"),
 };
 
 }  // namespace
