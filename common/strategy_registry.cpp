@@ -5,6 +5,7 @@
 
 #include "common/store_bravo.h"
 #include "common/store_clh_lock.h"
+#include "common/store_flat_combining.h"
 #include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
@@ -84,6 +85,8 @@ constexpr std::array kStrategies = {
                          "readers in a shared slot table"),
     Entry<BravoPerSlotStore>("one BRAVO rwlock per string"),
     Entry<StripedBravoStore>("k BRAVO rwlocks (--stripes, default 16)"),
+    Entry<FlatCombiningStore>("flat combining: threads publish requests, one combiner "
+                              "applies them under one lock"),
 };
 
 }  // namespace
