@@ -13,6 +13,7 @@
 #include "common/store_bravo.h"
 #include "common/store_clh_lock.h"
 #include "common/store_flat_combining.h"
+#include "common/store_futex_mutex.h"
 #include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
@@ -74,7 +75,8 @@ using Strategies = testing::Types<
     WithStripes<StripedMcsLockStore, 2>, OneClhLockStore, ClhLockPerSlotStore,
     WithStripes<StripedClhLockStore, 2>, OnePhaseFairRwLockStore, PhaseFairRwLockPerSlotStore,
     WithStripes<StripedPhaseFairRwLockStore, 3>, OneBravoStore, BravoPerSlotStore,
-    WithStripes<StripedBravoStore, 3>, FlatCombiningStore>;
+    WithStripes<StripedBravoStore, 3>, FlatCombiningStore, OneFutexMutexStore,
+    FutexMutexPerSlotStore, WithStripes<StripedFutexMutexStore, 2>>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {

@@ -6,6 +6,7 @@
 #include "common/store_bravo.h"
 #include "common/store_clh_lock.h"
 #include "common/store_flat_combining.h"
+#include "common/store_futex_mutex.h"
 #include "common/store_mcs_lock.h"
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
@@ -87,6 +88,9 @@ constexpr std::array kStrategies = {
     Entry<StripedBravoStore>("k BRAVO rwlocks (--stripes, default 16)"),
     Entry<FlatCombiningStore>("flat combining: threads publish requests, one combiner "
                               "applies them under one lock"),
+    Entry<OneFutexMutexStore>("one futex mutex of our own (Drepper's 0/1/2 mutex) for the array"),
+    Entry<FutexMutexPerSlotStore>("one futex mutex of our own per string"),
+    Entry<StripedFutexMutexStore>("k futex mutexes of our own (--stripes, default 16)"),
 };
 
 }  // namespace
