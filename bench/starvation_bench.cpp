@@ -3,7 +3,9 @@
 // default glibc pthread_rwlock_t: one-rwlock) let new readers in while a
 // writer waits, so with overlapping readers the writer can wait until they all
 // happen to be out at once; writer-preferring ones (one-rwlock-wpref) block
-// new readers behind a waiting writer.
+// new readers behind a waiting writer; phase-fair ones (one-pflock) alternate
+// read and write phases, so a writer waits for at most one read phase; BRAVO
+// (one-bravo) is the reader-preferring pthread rwlock with a reader fast path.
 //
 // One benchmark iteration is a fixed-length experiment (kRunMs): `readers`
 // threads read slot 0 back to back; one writer writes slot 0 once every
@@ -98,8 +100,8 @@ void BM_WriterStarvation(benchmark::State& state, std::string strategy, int run_
 
 void RegisterStarvationBenchmarks(bool quick) {
   const int run_ms = quick ? 50 : 400;
-  for (const char* strategy :
-       {"one-rwlock", "one-rwlock-wpref", "one-mutex", "seqlock-per-slot", "pointer-swap"}) {
+  for (const char* strategy : {"one-rwlock", "one-rwlock-wpref", "one-pflock", "one-bravo",
+                               "one-mutex", "seqlock-per-slot", "pointer-swap"}) {
     auto* b = benchmark::RegisterBenchmark(
         (std::string("WriterStarvation/") + strategy).c_str(),
         [strategy, run_ms](benchmark::State& s) { BM_WriterStarvation(s, strategy, run_ms); });

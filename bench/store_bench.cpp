@@ -9,8 +9,8 @@
 //   ns_per_op : wall time one thread spends per operation (threads x wall /
 //               ops), i.e. the mean operation latency under that load.
 //
-// The full cross product (12 strategies x 6 thread counts x 4 read shares x
-// 5 sizes x 2 delays = 2880 runs) would take over an hour on 2 cores, so the
+// The full cross product (34 strategies x 6 thread counts x 4 read shares x
+// 5 sizes x 2 delays = 8160 runs) would take hours on 2 cores, so the
 // grid is pruned into three slices that each answer one question:
 //   scaling : threads {1..32} x read {50,70,95,100} x n {1 (one hot string),
 //             1000}, delay 0 -- the cost of the lock itself;
