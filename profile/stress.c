@@ -1,0 +1,187 @@
+/* A test program of liblockprof (analysis/tests/test_profile.py runs it plain, profiled and
+ * with every swap lock): each section checks what a lock must guarantee, whoever provides
+ * it. Prints one line per section and exits 0 when every check held, 1 otherwise.
+ *
+ *   stress [THREADS [ITERATIONS]]     default 4 threads, 20000 iterations each */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static int threads = 4, iters = 20000, failed;
+
+static void check(int ok, const char *what) {
+  printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+  if (!ok) failed = 1;
+}
+
+static struct timespec in_ns(long ns) { /* CLOCK_REALTIME, ns from now */
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_nsec += ns;
+  t.tv_sec += t.tv_nsec / 1000000000;
+  t.tv_nsec %= 1000000000;
+  return t;
+}
+
+static void run(void *(*fn)(void *)) {
+  pthread_t t[64];
+  for (long i = 0; i < threads; i++) pthread_create(&t[i], NULL, fn, (void *)i);
+  for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+}
+
+/* Mutual exclusion: a plain counter, one global mutex and eight by index, nested. */
+static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER, eight[8];
+static long counter, slots[8];
+
+static void *mutex_worker(void *arg) {
+  unsigned seed = (unsigned)(long)arg;
+  for (int i = 0; i < iters; i++) {
+    int k = rand_r(&seed) % 8;
+    pthread_mutex_lock(&one);
+    pthread_mutex_lock(&eight[k]);
+    counter++;
+    pthread_mutex_unlock(&one); /* out of order on purpose */
+    slots[k]++;
+    pthread_mutex_unlock(&eight[k]);
+  }
+  return NULL;
+}
+
+static void mutexes(void) {
+  for (int k = 0; k < 8; k++) pthread_mutex_init(&eight[k], NULL);
+  run(mutex_worker);
+  long sum = 0;
+  for (int k = 0; k < 8; k++) sum += slots[k];
+  check(counter == (long)threads * iters && sum == counter, "mutex: no lost update");
+}
+
+/* Readers never see a writer half done; try and timed locks keep their promises. */
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static long a, b, torn, writes;
+
+static void *rw_worker(void *arg) {
+  long me = (long)arg;
+  for (int i = 0; i < iters; i++) {
+    if (me == 0 || i % 8 == 0) {
+      struct timespec far = in_ns(10000000000L);
+      if (i % 3 == 0 ? pthread_rwlock_timedwrlock(&rw, &far) != 0
+                     : i % 3 == 1 ? pthread_rwlock_wrlock(&rw) != 0
+                                  : pthread_rwlock_trywrlock(&rw) != 0)
+        continue;
+      a++, b++, writes++;
+      pthread_rwlock_unlock(&rw);
+    } else {
+      if ((i % 2 ? pthread_rwlock_rdlock(&rw) : pthread_rwlock_tryrdlock(&rw)) != 0) continue;
+      if (a != b) __atomic_add_fetch(&torn, 1, __ATOMIC_RELAXED);
+      pthread_rwlock_unlock(&rw);
+    }
+  }
+  return NULL;
+}
+
+static void rwlocks(void) {
+  run(rw_worker);
+  check(torn == 0 && a == writes && b == writes, "rwlock: readers see whole writes");
+}
+
+/* A bounded queue on one mutex and two condition variables. */
+#define QCAP 16
+static pthread_mutex_t qm = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t not_empty = PTHREAD_COND_INITIALIZER, not_full = PTHREAD_COND_INITIALIZER;
+static long queue[QCAP], qhead, qlen, produced, consumed;
+
+static void *producer(void *arg) {
+  (void)arg;
+  for (int i = 1; i <= iters; i++) {
+    pthread_mutex_lock(&qm);
+    while (qlen == QCAP) pthread_cond_wait(&not_full, &qm);
+    queue[(qhead + qlen++) % QCAP] = i;
+    produced += i;
+    pthread_cond_signal(&not_empty);
+    pthread_mutex_unlock(&qm);
+  }
+  return NULL;
+}
+
+static void *consumer(void *arg) {
+  long want = (long)arg;
+  for (long got = 0; got < want; got++) {
+    pthread_mutex_lock(&qm);
+    while (qlen == 0) pthread_cond_wait(&not_empty, &qm);
+    consumed += queue[qhead];
+    qhead = (qhead + 1) % QCAP, qlen--;
+    pthread_cond_broadcast(&not_full);
+    pthread_mutex_unlock(&qm);
+  }
+  return NULL;
+}
+
+static void conds(void) {
+  pthread_t p[2], c[2];
+  for (int i = 0; i < 2; i++) pthread_create(&p[i], NULL, producer, NULL);
+  for (long i = 0; i < 2; i++) pthread_create(&c[i], NULL, consumer, (void *)(long)iters);
+  for (int i = 0; i < 2; i++) pthread_join(p[i], NULL), pthread_join(c[i], NULL);
+  check(produced == consumed && qlen == 0, "cond: every item produced is consumed once");
+}
+
+/* A timed wait nobody signals times out, near its deadline; the mutex is held again. */
+static void timeouts(void) {
+  pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+  struct timespec t0, t1, until = in_ns(50000000);
+  clock_gettime(CLOCK_REALTIME, &t0);
+  pthread_mutex_lock(&qm);
+  int rc = 0;
+  while (rc == 0) rc = pthread_cond_timedwait(&c, &qm, &until);
+  clock_gettime(CLOCK_REALTIME, &t1);
+  int busy = pthread_mutex_trylock(&qm); /* held by us: a normal mutex says EBUSY */
+  pthread_mutex_unlock(&qm);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  check(rc == ETIMEDOUT && s >= 0.045 && s < 5 && busy == EBUSY, "cond: timed wait times out");
+}
+
+static void *hold_one(void *arg) {
+  pthread_mutex_lock(&one);
+  *(int *)arg = 1;
+  struct timespec t = {0, 100000000};
+  nanosleep(&t, NULL);
+  pthread_mutex_unlock(&one);
+  return NULL;
+}
+
+/* trylock and timedlock against a holder; errno untouched; recursive mutexes recurse. */
+static void semantics(void) {
+  volatile int started = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, hold_one, (void *)&started);
+  while (!started) sched_yield();
+  struct timespec soon = in_ns(10000000);
+  errno = 1234;
+  int busy = pthread_mutex_trylock(&one), timed = pthread_mutex_timedlock(&one, &soon);
+  check(busy == EBUSY && timed == ETIMEDOUT && errno == 1234, "mutex: trylock, timedlock, errno");
+  pthread_join(t, NULL);
+  pthread_mutexattr_t at;
+  pthread_mutex_t rec;
+  pthread_mutexattr_init(&at);
+  pthread_mutexattr_settype(&at, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&rec, &at);
+  int r1 = pthread_mutex_lock(&rec), r2 = pthread_mutex_lock(&rec);
+  pthread_mutex_unlock(&rec), pthread_mutex_unlock(&rec);
+  check(r1 == 0 && r2 == 0 && pthread_mutex_trylock(&rec) == 0, "mutex: recursive recurses");
+  pthread_mutex_unlock(&rec);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) threads = atoi(argv[1]);
+  if (argc > 2) iters = atoi(argv[2]);
+  if (threads < 2 || threads > 64 || iters < 1) return 2;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  mutexes();
+  rwlocks();
+  conds();
+  timeouts();
+  semantics();
+  return failed;
+}
