@@ -1,0 +1,455 @@
+"""lockbench profile: runs any dynamically linked program with liblockprof preloaded
+(profile/lockprof.c) and reports every lock object it used: acquisitions per mode, how
+often they were contended, wait and hold times; optionally with every pthread mutex and
+rwlock swapped for a lock of ours (--swap-lock). docs/profile.md tells how and at what cost.
+
+    ./lockbench profile [--json FILE] [--markdown FILE] [--swap-lock NAME] -- PROGRAM ARGS...
+
+SIGINT and SIGTERM sent to this command are forwarded to the program (which runs in a
+process group of its own, so a Ctrl-C reaches it once); the profile is read when it ends.
+
+Exit status: 0 the program ended (by itself with status 0, or by a signal forwarded to it)
+and its profile was read; 1 something failed after the start (the program exited with
+another status or wrote no profile; the table is still printed when there is one), one line
+on stderr; 2 a bad command line or a program the profiler cannot see into (missing,
+statically linked, another architecture), refused before anything starts, one line.
+Standard library only: --help answers with any Python 3.11.
+"""
+
+import argparse
+import bisect
+import contextlib
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .numbers import int_in
+
+PROG = "lockbench profile"
+REPO = Path(__file__).resolve().parents[1]
+MUTEX_LOCKS = ("ticket", "mcs", "ttas")
+SWAP_LOCKS = (*MUTEX_LOCKS, "phase-fair")
+RW_LOCKS = ("phase-fair", *MUTEX_LOCKS, "pthread")
+FORWARDED = (signal.SIGINT, signal.SIGTERM)
+PT_INTERP = 3
+
+
+class RefusedError(Exception):
+    """Bad input found before the program starts (exit 2, one line)."""
+
+
+class FailedError(Exception):
+    """A failure after the program started (exit 1, one line)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one line on a bad command line (--help shows the usage)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="examples:\n"
+                       f"  {PROG} -- build/release/main2 100 127.0.0.1 3000\n"
+                       f"  {PROG} --swap-lock mcs --json prof.json -- ./main2 100 127.0.0.1 "
+                       "3000\n"
+                       "environment: LOCKPROF_LIB, the interposer (default "
+                       "build/release/liblockprof.so)")
+    ap.add_argument("--json", type=Path, metavar="FILE",
+                    help="also write the profile (every lock object's record) as JSON")
+    ap.add_argument("--markdown", type=Path, metavar="FILE",
+                    help="also write the table as a Markdown report section")
+    ap.add_argument("--swap-lock", choices=SWAP_LOCKS, metavar="NAME",
+                    help="replace every pthread mutex by this lock (ticket, mcs, ttas; "
+                         "rwlocks then become phase-fair), or only rwlocks (phase-fair)")
+    ap.add_argument("--swap-rwlock", choices=RW_LOCKS, metavar="NAME",
+                    help="what replaces rwlocks: phase-fair (default with --swap-lock), a "
+                         "mutex lock taken exclusively (ticket, mcs, ttas), or pthread")
+    ap.add_argument("--top", type=int_in(0, 1_000_000), default=20, metavar="N",
+                    help="rows in the printed table, most acquired first (0: all; default "
+                         "20); --json and --markdown get every row")
+    ap.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
+                    help="the program to run and its arguments")
+    return ap
+
+
+def parse(argv) -> argparse.Namespace:
+    """The options before '--' (or before the first word that is not one), the program
+    after; exit 2 on anything wrong."""
+    ap = build_parser()
+    if "--" in argv:
+        cut = argv.index("--")
+        a = ap.parse_args(argv[:cut])
+        if a.command:
+            ap.error(f"unexpected {a.command[0]!r} before '--'")
+        a.command = argv[cut + 1:]
+    else:
+        a = ap.parse_args(argv)
+    if not a.command:
+        ap.error("no program to run; give it after '--': -- PROGRAM ARGS...")
+    for opt, path in (("--json", a.json), ("--markdown", a.markdown)):
+        if path is not None and not path.parent.is_dir():
+            ap.error(f"{opt} {path}: folder {path.parent} does not exist")
+    return a
+
+
+# ---- the program and the interposer, checked before anything starts --------------------------
+
+def find_program(name: str) -> Path:
+    """The executable `name` names (a path, or a command on PATH)."""
+    found = name if "/" in name else shutil.which(name)
+    if found is None:
+        raise RefusedError(f"program {name!r} not found on PATH")
+    path = Path(found)
+    if not path.is_file():
+        raise RefusedError(f"program {name} not found")
+    if not os.access(path, os.X_OK):
+        raise RefusedError(f"program {name} is not executable")
+    return path.resolve()
+
+
+def elf_header(path: Path, head: bytes) -> tuple:
+    """(class, machine, has PT_INTERP) of a 64- or 32-bit ELF file whose first bytes are
+    head; a program with no PT_INTERP is linked statically (a static PIE too)."""
+    little = head[5] == 1
+    end = "<" if little else ">"
+    machine = struct.unpack_from(end + "H", head, 18)[0]
+    if head[4] != 2:
+        return head[4], machine, True
+    phoff, = struct.unpack_from(end + "Q", head, 32)
+    phentsize, phnum = struct.unpack_from(end + "HH", head, 54)
+    with path.open("rb") as f:
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    types = [struct.unpack_from(end + "I", table, i * phentsize)[0] for i in range(phnum)
+             if (i + 1) * phentsize <= len(table)]
+    return 2, machine, PT_INTERP in types
+
+
+def check_linkage(program: Path, lib: Path) -> None:
+    """RefusedError unless the preloaded library can see the program's lock calls: a script (its
+    interpreter is checked when it runs), or a dynamically linked ELF program of the
+    library's class and machine."""
+    try:
+        with program.open("rb") as f:
+            head = f.read(64)
+        if head[:2] == b"#!":
+            return
+        if head[:4] != b"\x7fELF" or len(head) < 64:
+            raise RefusedError(f"{program} is neither an ELF program nor a script")
+        cls, machine, dynamic = elf_header(program, head)
+        _, lib_machine, _ = elf_header(lib, lib.read_bytes()[:64])
+    except OSError as e:
+        raise RefusedError(f"cannot read {program}: {e.strerror or e}") from None
+    if cls != 2 or machine != lib_machine:
+        raise RefusedError(f"{program} is built for another architecture than the interposer "
+                      f"{lib.name}; it cannot be preloaded")
+    if not dynamic:
+        raise RefusedError(f"{program} is statically linked: an LD_PRELOAD interposer cannot see "
+                      "its locks (link it dynamically to profile it)")
+
+
+def find_lib() -> Path:
+    """$LOCKPROF_LIB, else liblockprof.so of the release build ($LOCKBENCH_BIN_DIR)."""
+    given = os.environ.get("LOCKPROF_LIB")
+    bin_dir = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release"))
+    lib = Path(given) if given else bin_dir / "liblockprof.so"
+    if not lib.is_file():
+        raise RefusedError(f"the interposer {lib} is not built (cmake --preset release && cmake "
+                      "--build --preset release)")
+    return lib.resolve()
+
+
+# ---- running it --------------------------------------------------------------------------------
+
+def program_env(lib: Path, out: Path, a) -> dict:
+    """The program's environment: ours preloaded first, the dump one file per process."""
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
+    env["LOCKPROF_FILE"] = str(out / "lockprof.%p.json")
+    for var in ("LOCKPROF_SWAP", "LOCKPROF_SWAP_RW"):
+        env.pop(var, None)
+    if a.swap_lock:
+        env["LOCKPROF_SWAP"] = a.swap_lock
+    if a.swap_rwlock:
+        env["LOCKPROF_SWAP_RW"] = a.swap_rwlock
+    return env
+
+
+def run(command: list, env: dict) -> tuple:
+    """Runs the program to its end, forwarding SIGINT and SIGTERM; (its returncode, the
+    signals forwarded)."""
+    try:
+        proc = subprocess.Popen(command, env=env, process_group=0)
+    except OSError as e:
+        raise FailedError(f"cannot start {command[0]}: {e.strerror or e}") from None
+    forwarded: list = []
+
+    def forward(sig, _frame):
+        forwarded.append(sig)
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+
+    old = {s: signal.signal(s, forward) for s in FORWARDED}
+    try:
+        return proc.wait(), forwarded  # resumed after each forward (PEP 475)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+        return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def ended_well(code: int, forwarded: list) -> bool:
+    return code == 0 or (code < 0 and -code in forwarded)
+
+
+# ---- the profile -------------------------------------------------------------------------------
+
+def load(out: Path) -> list:
+    """Every process's dump (a forked child writes its own), by pid; those with no lock
+    (a wrapper such as timeout or env) left out unless no process has one."""
+    docs = []
+    for f in sorted(out.glob("lockprof.*.json")):
+        try:
+            docs.append(json.loads(f.read_text()))
+        except (OSError, ValueError) as e:
+            raise FailedError(f"the profile {f.name} cannot be read: {e}") from None
+    docs.sort(key=lambda d: d.get("pid", 0))
+    return [d for d in docs if d["locks"]] or docs[:1]
+
+
+def total(rec: dict) -> int:
+    return sum(rec["acquisitions"].values())
+
+
+def records(docs: list) -> list:
+    """All lock records, each with its pid, most acquired first."""
+    out = [dict(r, pid=d["pid"]) for d in docs for r in d["locks"]]
+    return sorted(out, key=lambda r: (-total(r), r["pid"], r["addr"]))
+
+
+class Symbols:
+    """Function names from an ELF object's .symtab (or .dynsym): names the sites dladdr
+    could not (static functions, a program that exports nothing)."""
+
+    def __init__(self):
+        self.cache: dict = {}
+
+    def table(self, path: str) -> tuple:
+        if path not in self.cache:
+            try:
+                self.cache[path] = _functions(Path(path).read_bytes())
+            except (OSError, struct.error, IndexError):
+                self.cache[path] = ([], [])
+        return self.cache[path]
+
+    def name(self, path: str, vaddr: int) -> str | None:
+        """'function+0xoff' of the function holding the return address vaddr."""
+        starts, funcs = self.table(path)
+        i = bisect.bisect_right(starts, vaddr - 1) - 1
+        if i >= 0 and vaddr - 1 < funcs[i][0] + funcs[i][1]:
+            return f"{funcs[i][2]}+{vaddr - funcs[i][0]:#x}"
+        return None
+
+
+def _functions(data: bytes) -> tuple:
+    """(sorted starts, [(start, size, name)]) of the FUNC symbols of a 64-bit ELF image."""
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        return [], []
+    end = "<" if data[5] == 1 else ">"
+    shoff, = struct.unpack_from(end + "Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
+    secs = [struct.unpack_from(end + "IIQQQQIIQQ", data, shoff + i * shentsize)
+            for i in range(shnum)]
+    tabs = [s for s in secs if s[1] == 2] or [s for s in secs if s[1] == 11]
+    funcs = []
+    for s in tabs:
+        strtab = secs[s[6]]
+        for st_name, info, _, _, value, size in struct.iter_unpack(
+                end + "IBBHQQ", data[s[4]:s[4] + s[5] - s[5] % 24]):
+            if info & 0xF == 2 and value and size:
+                at = strtab[4] + st_name
+                name = data[at:data.index(b"\0", at)].decode("utf-8", "replace")
+                funcs.append((value, size, name))
+    funcs.sort()
+    return [f[0] for f in funcs], funcs
+
+
+def demangle(names: list) -> dict:
+    """C++ names made readable by c++filt when it is installed; others as they are."""
+    mangled = sorted({n for n in names if n.startswith("_Z")})
+    tool = shutil.which("c++filt")
+    if not mangled or tool is None:
+        return {}
+    try:
+        p = subprocess.run([tool], input="\n".join(mangled), capture_output=True, text=True,
+                           timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    plain = p.stdout.splitlines()
+    return dict(zip(mangled, plain)) if len(plain) == len(mangled) else {}
+
+
+def name_sites(recs: list) -> None:
+    """Each record's site as 'function+0xoff (object)', looked up in .symtab where the
+    interposer's dladdr had no name, C++ names demangled."""
+    syms = Symbols()
+    for r in recs:
+        obj, vaddr = r.get("site_object"), r.get("site_vaddr")
+        if obj and vaddr and r["site"].startswith("0x"):
+            found = syms.name(obj, int(vaddr, 16))
+            if found:
+                r["site"] = f"{found} ({Path(obj).name})"
+    funcs = [r["site"].split("+", 1)[0] for r in recs]
+    plain = demangle(funcs)
+    for r, f in zip(recs, funcs):
+        if f in plain:
+            r["site"] = plain[f] + r["site"][len(f):]
+
+
+# ---- the table ---------------------------------------------------------------------------------
+
+def fmt_ns(v: int) -> str:
+    if v < 1000:
+        return f"{v}ns"
+    for unit, scale in (("us", 1e3), ("ms", 1e6)):
+        if v < scale * 1000:
+            return f"{v / scale:.3g}{unit}"
+    return f"{v / 1e9:.3g}s"
+
+
+def fmt_acq(r: dict) -> str:
+    a = r["acquisitions"]
+    if r["kind"] == "mutex":
+        return str(a["mutex"])
+    if r["kind"] == "rwlock":
+        return f"r {a['read']} w {a['write']}"
+    return f"wait {a['wait']} sig {a['signal']} bc {a['broadcast']}"
+
+
+def row(r: dict, with_pid: bool) -> list:
+    locks = r["kind"] != "cond"
+    n = total(r)
+    cont = f"{100 * r['contended'] / n:.1f}%" if locks and n else "-"
+    hold = r.get("hold_ns")
+    cells = [r["kind"], r["impl"], fmt_acq(r), cont, fmt_ns(r["wait_ns"]["p50"]),
+             fmt_ns(r["wait_ns"]["p99"]), fmt_ns(hold["p50"]) if hold else "-",
+             fmt_ns(hold["p99"]) if hold else "-", r["site"]]
+    return ([str(r["pid"])] if with_pid else []) + cells
+
+
+HEADER = ["kind", "lock", "acquisitions", "contended", "wait p50", "wait p99", "hold p50",
+          "hold p99", "site"]
+
+
+def table_rows(recs: list, with_pid: bool) -> tuple:
+    return (["pid"] if with_pid else []) + HEADER, [row(r, with_pid) for r in recs]
+
+
+def text_table(head: list, rows: list) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip()
+             for line in [head, *rows]]
+    return "\n".join(lines)
+
+
+def summary(docs: list, recs: list) -> str:
+    """One line: how many objects in how many processes, which locks served them."""
+    swap = docs[0]["swap"] if docs else {"mutex": "pthread", "rwlock": "pthread"}
+    untracked = sum(d.get("untracked_ops", 0) for d in docs)
+    line = (f"{len(recs)} lock object(s) in {len(docs)} process(es); mutexes: "
+            f"{swap['mutex']}, rwlocks: {swap['rwlock']}")
+    if untracked:
+        line += f"; {untracked} call(s) on objects the full table could not take"
+    return line
+
+
+NOTE = ("wait and hold: upper edges of log2 buckets of nanoseconds (within a factor of 2), "
+        "CLOCK_MONOTONIC; wait is 0 for an acquisition whose trylock succeeded")
+
+
+def print_table(docs: list, recs: list, a) -> None:
+    shown = recs if a.top == 0 else recs[:a.top]
+    head, rows = table_rows(shown, len(docs) > 1)
+    print(f"{PROG}: {' '.join(a.command)}: {summary(docs, recs)}")
+    if rows:
+        print(text_table(head, rows))
+    if len(shown) < len(recs):
+        print(f"... {len(recs) - len(shown)} more (--top 0 shows all)")
+    print(f"({NOTE})")
+
+
+def markdown(docs: list, recs: list, command: list) -> str:
+    """A report section: the summary, every lock object as a table row, the note."""
+    head, rows = table_rows(recs, len(docs) > 1)
+    esc = [[str(c).replace("|", "\\|") for c in r] for r in rows]
+    lines = ["## Lock profile", "", f"`{' '.join(command)}`: {summary(docs, recs)}.",
+             "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in esc]
+    return "\n".join([*lines, "", f"{NOTE[0].upper()}{NOTE[1:]}.", ""])
+
+
+def write_outputs(docs: list, recs: list, a, code: int) -> None:
+    if a.json:
+        doc = {"command": a.command, "exit": code, "swap": docs[0]["swap"] if docs else None,
+               "processes": [{k: v for k, v in d.items() if k != "locks"} for d in docs],
+               "locks": recs}
+        a.json.write_text(json.dumps(doc, indent=1) + "\n")
+    if a.markdown:
+        a.markdown.write_text(markdown(docs, recs, a.command))
+
+
+# ---- the command -------------------------------------------------------------------------------
+
+def profile(a) -> int:
+    lib = find_lib()
+    program = find_program(a.command[0])
+    check_linkage(program, lib)
+    with tempfile.TemporaryDirectory(prefix="lockprof-") as tmp:
+        code, forwarded = run(a.command, program_env(lib, Path(tmp), a))
+        docs = load(Path(tmp))
+    if not docs:
+        raise FailedError(f"{a.command[0]} {describe_exit(code)} and wrote no lock profile (ended "
+                     "without exit or a stop signal, or never loaded the interposer)")
+    recs = records(docs)
+    name_sites(recs)
+    print_table(docs, recs, a)
+    try:
+        write_outputs(docs, recs, a, code)
+    except OSError as e:
+        raise FailedError(f"cannot write the output: {e}") from None
+    if not ended_well(code, forwarded):
+        raise FailedError(f"{a.command[0]} {describe_exit(code)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    a = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        return profile(a)
+    except RefusedError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    except FailedError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,324 @@
+"""`lockbench profile` (analysis/profile.py with profile/lockprof.c preloaded) on real
+programs: the kit-style fixture servers driven by the kit's workload (analysis/grade/kitload)
+and stopped by SIGTERM, our own main3, a thread-per-request server through 3000 threads,
+profile/stress.c under every swap lock, and the inputs refused before anything starts.
+Every server listens below 32768 (on a port's byte-swapped twin too); every wait is bounded."""
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from analysis import ports
+from analysis.grade import kitload
+from analysis.kernel_sockets import NotListening, wait_listening
+from analysis.tests.helpers import PY, RELEASE, REPO
+
+LIB = RELEASE / "liblockprof.so"
+N = 100
+MUTEX_SIZE = 40  # sizeof(pthread_mutex_t) on x86_64 glibc: the fixture's locks[] stride
+RWLOCK_SIZE = 56
+
+
+@pytest.fixture(scope="module")
+def lib() -> Path:
+    if not LIB.is_file():
+        pytest.skip(f"{LIB} is not built (cmake --preset release && cmake --build --preset "
+                    "release)")
+    if shutil.which("make") is None or shutil.which("gcc") is None:
+        pytest.skip("make and gcc are needed to build the fixtures")
+    return LIB
+
+
+def make(fixture: str, into: Path) -> Path:
+    d = into / fixture
+    shutil.copytree(REPO / "tests" / "fixtures" / fixture, d)
+    p = subprocess.run(["make", "-s", "CC=gcc"], cwd=d, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return d
+
+
+@pytest.fixture(scope="module")
+def correct(lib, tmp_path_factory) -> Path:
+    return make("correct", tmp_path_factory.mktemp("fixtures"))
+
+
+def free_port() -> int:
+    """A port whose twin (and itself) is free now, both below 32768."""
+    def taken(p):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                return True
+        return False
+    port = ports.pick(taken, random.Random())
+    assert port is not None, "no free port pair"
+    return port
+
+
+def profile_cmd(*options) -> list:
+    return [PY, "-m", "analysis.profile", *map(str, options)]
+
+
+class Profiled:
+    """`lockbench profile OPTIONS -- SERVER N 127.0.0.1 PORT` started and listening; stop()
+    sends SIGTERM to the profiler (it forwards it) and returns (exit status, output,
+    the --json document)."""
+
+    def __init__(self, server: Path, tmp: Path, *options, listen_twin=True):
+        self.json = tmp / f"profile-{time.monotonic_ns()}.json"
+        self.out = self.json.with_suffix(".out")
+        for _ in range(5):  # a port taken between the check and the bind: another one
+            self.port = free_port()
+            cmd = profile_cmd("--json", self.json, *options, "--", server, N, "127.0.0.1",
+                              self.port)
+            with open(self.out, "wb") as out:
+                self.proc = subprocess.Popen(cmd, cwd=tmp, stdin=subprocess.DEVNULL,
+                                             stdout=out, stderr=out, start_new_session=True,
+                                             env={**os.environ, "PYTHONPATH": str(REPO)})
+            try:
+                wait_listening([ports.twin(self.port)], self.proc, timeout=15)
+                return
+            except NotListening:
+                self.kill()
+        raise AssertionError(f"{server.name} did not start: {self.out.read_text()}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> tuple:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(30)
+        finally:
+            self.kill()
+        doc = json.loads(self.json.read_text()) if self.json.is_file() else None
+        return code, self.out.read_text(errors="replace"), doc
+
+
+def kit_runs(port: int, runs: int = 1) -> list:
+    """The kit's workload `runs` times (1000 requests a run, one connection each, 100 threads
+    x 10); every request must get its reply."""
+    done = []
+    for _ in range(runs):
+        got, _ = kitload.drive(ports.twin(port), kitload.kit_plan(N), timeout=10.0)
+        failed = [r.describe() for r in got if not r.ok]
+        assert len(got) == 1000 and not failed, failed[:3]
+        done += got
+    return done
+
+
+def by_slot(locks: list, stride: int, plan: list) -> dict:
+    """Each lock record named by its slot: the fixture's locks[] is one array, so the
+    addresses are base + stride * slot; the lowest address is the lowest slot touched."""
+    touched = sorted({r.pos for r in plan})
+    base = min(int(r["addr"], 16) for r in locks) - stride * touched[0]
+    out = {}
+    for r in locks:
+        slot, rest = divmod(int(r["addr"], 16) - base, stride)
+        assert rest == 0, r["addr"]
+        out[slot] = r
+    return out
+
+
+# ---------------------------------------------------------------- profiling the fixtures
+
+def test_main2_shows_one_mutex_per_string_the_kit_touched(correct, tmp_path):
+    server = Profiled(correct / "main2", tmp_path)
+    done = kit_runs(server.port)
+    code, out, doc = server.stop()
+    assert code == 0, out
+    locks = doc["locks"]
+    touched = Counter(r.pos for r in done)
+    assert len(locks) == len(touched) and all(r["kind"] == "mutex" for r in locks)
+    slots = by_slot(locks, MUTEX_SIZE, done)
+    assert set(slots) == set(touched)
+    assert {s: r["acquisitions"]["mutex"] for s, r in slots.items()} == dict(touched)
+    assert all(r["site"].startswith("handle+") and r["impl"] == "pthread" for r in locks)
+    assert all(r["wait_ns"]["samples"] == r["acquisitions"]["mutex"] for r in locks)
+    assert all(r["hold_ns"]["p50"] >= 10_000 for r in locks), "usleep(10) under every lock"
+    assert doc["processes"][0]["reason"] == "SIGTERM"
+    assert f"{len(touched)} lock object(s) in 1 process(es)" in out
+
+
+def test_main4_shows_rwlocks_taken_for_reading_and_writing(correct, tmp_path):
+    server = Profiled(correct / "main4", tmp_path)
+    done = kit_runs(server.port)
+    code, out, doc = server.stop()
+    assert code == 0, out
+    locks = doc["locks"]
+    assert all(r["kind"] == "rwlock" for r in locks)
+    slots = by_slot(locks, RWLOCK_SIZE, done)
+    reads = Counter(r.pos for r in done if r.is_read)
+    writes = Counter(r.pos for r in done if not r.is_read)
+    assert {s: r["acquisitions"]["read"] for s, r in slots.items() if reads[s]} == dict(reads)
+    assert {s: r["acquisitions"]["write"] for s, r in slots.items() if writes[s]} == \
+        dict(writes)
+    assert sum(reads.values()) > 0 and sum(writes.values()) > 0
+
+
+def test_main1_shows_one_mutex_taken_1000_times(correct, tmp_path):
+    server = Profiled(correct / "main1", tmp_path, "--markdown", tmp_path / "section.md")
+    kit_runs(server.port)
+    code, out, doc = server.stop()
+    assert code == 0, out
+    [lock] = doc["locks"]
+    assert lock["kind"] == "mutex" and lock["acquisitions"] == {"mutex": 1000}
+    assert 0 < lock["contended"] <= 1000  # 100 threads on one lock held across usleep
+    section = (tmp_path / "section.md").read_text()
+    assert section.startswith("## Lock profile") and "| mutex | pthread | 1000 |" in section
+
+
+# ---------------------------------------------------------------- swapping the locks
+
+def check_consistent(port: int) -> None:
+    """Our client's consistency checker (an attacker-shaped workload and more), at the
+    byte-swapped twin like the kit."""
+    p = subprocess.run([str(RELEASE / "client"), str(N), "127.0.0.1", str(port), "--check",
+                        "--quiet", "--time-limit", "120"], capture_output=True, text=True,
+                       timeout=180)
+    assert p.returncode == 0 and "CONSISTENT" in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("lock, server, kind", [("ticket", "main2", "mutex"),
+                                                ("mcs", "main2", "mutex"),
+                                                ("ttas", "main2", "mutex"),
+                                                ("phase-fair", "main4", "rwlock")])
+def test_swapped_locks_serve_the_kit_and_pass_the_check(correct, tmp_path, lock, server, kind):
+    if not (RELEASE / "client").is_file():
+        pytest.skip("build/release/client is not built")
+    s = Profiled(correct / server, tmp_path, "--swap-lock", lock)
+    kit_runs(s.port)
+    check_consistent(s.port)
+    code, out, doc = s.stop()
+    assert code == 0, out
+    assert doc["swap"][kind] == lock
+    assert doc["locks"] and all(r["impl"] == lock and r["kind"] == kind for r in doc["locks"])
+
+
+def test_swap_under_our_own_main3(lib, tmp_path):
+    """build/release/main3: one std::shared_mutex, a pthread rwlock, made phase-fair; it
+    ends through its own SIGTERM handler and exit, so the destructor writes the profile."""
+    if not (RELEASE / "main3").is_file() or not (RELEASE / "client").is_file():
+        pytest.skip("build/release/main3 and client are not built")
+    s = Profiled(RELEASE / "main3", tmp_path, "--swap-lock", "mcs")
+    check_consistent(s.port)
+    code, out, doc = s.stop()
+    assert code == 0, out
+    assert doc["processes"][0]["reason"] == "exit"
+    rw = [r for r in doc["locks"] if r["kind"] == "rwlock" and r["impl"] == "phase-fair"]
+    assert rw and max(r["acquisitions"]["read"] for r in rw) > 0
+    assert max(r["acquisitions"]["write"] for r in rw) > 0
+
+
+@pytest.mark.parametrize("options", [[], ["--swap-lock", "mcs"]], ids=["profile", "mcs"])
+def test_3000_threads_over_a_life(correct, tmp_path, options):
+    """The kit fixture makes a thread per request: 3 kit runs, 3000 threads, 3000
+    acquisitions of main1's one mutex (no per-thread limit, as LiTL's 2048)."""
+    s = Profiled(correct / "main1", tmp_path, *options)
+    kit_runs(s.port, runs=3)
+    code, out, doc = s.stop()
+    assert code == 0, out
+    [lock] = doc["locks"]
+    assert lock["acquisitions"] == {"mutex": 3000}
+    assert lock["impl"] == ("mcs" if options else "pthread")
+
+
+@pytest.fixture(scope="module")
+def stress(lib, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("stress") / "stress"
+    p = subprocess.run(["gcc", "-O2", "-Wall", "-o", str(out), str(REPO / "profile" / "stress.c"),
+                        "-lpthread"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+@pytest.mark.parametrize("options", [[], ["--swap-lock", "ticket"], ["--swap-lock", "mcs"],
+                                     ["--swap-lock", "ttas"], ["--swap-lock", "phase-fair"],
+                                     ["--swap-lock", "ttas", "--swap-rwlock", "mcs"]],
+                         ids=["profile", "ticket", "mcs", "ttas", "phase-fair", "ttas+mcs-rw"])
+def test_stress_program_keeps_every_lock_promise(stress, tmp_path, options):
+    """Mutual exclusion, whole writes for readers, condition waits that lose nothing and
+    time out, trylock and timedlock against a holder, errno kept, recursion kept."""
+    out = tmp_path / "p.json"
+    p = subprocess.run(profile_cmd("--json", out, *options, "--", stress, 4, 5000),
+                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert p.returncode == 0 and "FAIL" not in p.stdout, p.stdout + p.stderr
+    assert p.stdout.count("ok   ") == 6
+    doc = json.loads(out.read_text())
+    conds = [r for r in doc["locks"] if r["kind"] == "cond"]
+    assert sum(r["acquisitions"]["wait"] for r in conds) >= 1
+    assert sum(r["acquisitions"]["signal"] for r in conds) == 2 * 5000
+
+
+# ---------------------------------------------------------------- refused, failed, help
+
+def run_profile(*args, timeout=60):
+    return subprocess.run(profile_cmd(*args), capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def static_main1(lib, tmp_path_factory) -> Path:
+    d = make("static_build", tmp_path_factory.mktemp("static"))
+    p = subprocess.run(["file", str(d / "main1")], capture_output=True, text=True)
+    if p.returncode == 0:
+        assert "statically linked" in p.stdout or "static-pie" in p.stdout, p.stdout
+    return d / "main1"
+
+
+def test_bad_inputs_get_one_line_and_exit_2_before_starting(lib, static_main1, tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    text.chmod(0o755)
+    cases = {
+        (): "no program to run",
+        ("--",): "no program to run",
+        ("--", "/nonexistent/prog"): "not found",
+        ("--", "no-such-program-anywhere"): "not found on PATH",
+        ("--", static_main1, "10", "127.0.0.1", "3000"): "statically linked",
+        ("--", text): "neither an ELF program nor a script",
+        ("--swap-lock", "spin", "--", "true"): "--swap-lock",
+        ("--swap-rwlock", "seqlock", "--", "true"): "--swap-rwlock",
+        ("--top", "1e3", "--", "true"): "--top",
+        ("--json", "/nonexistent/dir/p.json", "--", "true"): "does not exist",
+    }
+    for args, said in cases.items():
+        t0 = time.monotonic()
+        p = run_profile(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert len(p.stderr.splitlines()) == 1 and said in p.stderr, (args, p.stderr)
+        assert p.stdout == "" and time.monotonic() - t0 < 20
+
+
+def test_a_program_that_fails_prints_its_profile_and_exits_1(lib):
+    p = run_profile("--", PY, "-c", "raise SystemExit(3)")  # exit(3): the destructor runs
+    assert p.returncode == 1 and "exited with status 3" in p.stderr
+    assert len(p.stderr.splitlines()) == 1 and "lock object(s)" in p.stdout
+
+
+def test_a_program_that_leaves_no_profile_is_one_line_and_exit_1(lib):
+    p = run_profile("--", "sh", "-c", "kill -KILL $$")
+    assert p.returncode == 1 and "wrote no lock profile" in p.stderr
+    assert len(p.stderr.splitlines()) == 1
+
+
+def test_help_answers_at_once_without_the_build():
+    for cmd in ([PY, "-m", "analysis.profile", "--help"],
+                [str(REPO / "lockbench"), "profile", "--help"]):
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=REPO,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert p.returncode == 0 and "--swap-lock" in p.stdout and time.monotonic() - t0 < 10
