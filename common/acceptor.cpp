@@ -18,8 +18,11 @@ AcceptPolicy::AcceptPolicy(std::size_t max_connections, const std::string& progr
   spare_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
 }
 
-AcceptPolicy::Outcome AcceptPolicy::TakeOne(int listener, std::size_t open_now, AcceptStats* stats,
+AcceptPolicy::Outcome AcceptPolicy::TakeOne(int listener, IoLoad load, AcceptStats* stats,
                                             UniqueFd* conn) {
+  if (load.unseen >= kMaxUnseen || (load.unseen > 0 && load.open >= max_connections_)) {
+    return Outcome::kBehind;
+  }
   conn->Reset(AcceptConnection(listener));
   if (!*conn) {
     const int err = errno;
@@ -27,7 +30,7 @@ AcceptPolicy::Outcome AcceptPolicy::TakeOne(int listener, std::size_t open_now, 
     ++stats->accept_errors;
     return RecoverFromAcceptError(listener, err, stats);
   }
-  if (open_now >= max_connections_) {
+  if (load.open >= max_connections_) {
     RefuseConnection(conn->Release(), busy_);
     ++stats->refused;
     log_.Warn("refusing connections: " + std::to_string(max_connections_) +

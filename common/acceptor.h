@@ -15,6 +15,14 @@
 // most once a second; nothing spins, nothing exits, and service resumes by
 // itself as connections close.
 //
+// WAIT. A model fed by another thread (the pool) has connections it has not
+// looked at yet, whose peers may have closed them already: a burst of
+// connects that close at once would otherwise pile up as "open" faster than
+// the model gets to them, until new clients were refused as busy with a
+// handful really open. So accepting waits (the connections stay in the
+// kernel backlog) while kMaxUnseen are unseen, and at the limit while any
+// is: the limit refuses only once the model has looked at what it holds.
+//
 // Thread safety: TakeOne() and NoteDispatchFailed() may be called from any
 // number of threads at once (the spare fd is guarded by a mutex, the log has
 // its own); each caller keeps its own AcceptStats.
@@ -45,6 +53,19 @@ struct AcceptStats {
   }
 };
 
+// What an I/O model holds when a connection is to be accepted.
+struct IoLoad {
+  std::size_t open = 0;    // handed to the model and not closed yet
+  std::size_t unseen = 0;  // of those, not looked at yet (see WAIT above)
+};
+
+// Unseen connections a model may hold before accepting waits for it: above
+// the kit's 100 connections at once, far below a 1024-descriptor limit.
+constexpr std::size_t kMaxUnseen = 256;
+// How long the accept loop waits before it looks again while the model is
+// behind.
+constexpr int64_t kBehindWaitNs = 1'000'000;
+
 // Connections taken from one listener per wake-up, so other listeners, the
 // stop pipe and (in a loop) the connections are looked at under a flood.
 constexpr int kAcceptBurst = 64;
@@ -61,11 +82,12 @@ class AcceptPolicy {
     kHandled,     // one connection refused, or an error recovered: go on
     kDrained,     // nothing waiting on the listener
     kPause,       // stop accepting for kAcceptPauseNs
+    kBehind,      // nothing accepted: wait for the model (see WAIT above)
   };
 
-  // Accepts one connection from the non-blocking `listener`, with `open_now`
-  // connections being served. Refuses it if the limit is reached.
-  Outcome TakeOne(int listener, std::size_t open_now, AcceptStats* stats, UniqueFd* conn)
+  // Accepts one connection from the non-blocking `listener` while the model
+  // holds `load`. Refuses it if the limit is reached.
+  Outcome TakeOne(int listener, IoLoad load, AcceptStats* stats, UniqueFd* conn)
       EXCLUDES(spare_mu_);
 
   // The I/O model could not take a connection (it has refused it itself).
@@ -81,16 +103,22 @@ class AcceptPolicy {
   UniqueFd spare_ GUARDED_BY(spare_mu_);  // see the header comment
 };
 
+// How a burst of accepts ended.
+enum class BurstEnd {
+  kGoOn,    // the listener is drained, or the burst is done
+  kPause,   // accepting should pause for kAcceptPauseNs
+  kBehind,  // wait kBehindWaitNs for the model, then try again
+};
+
 // Takes up to kAcceptBurst connections from `listener` and gives each to
 // `serve(UniqueFd)`, which returns false if it could not take it (it has
-// refused it). `open_now()` says how many are being served. Returns false if
-// accepting should pause for kAcceptPauseNs.
-template <typename OpenNow, typename Serve>
-bool AcceptBurst(AcceptPolicy* policy, int listener, AcceptStats* stats, OpenNow open_now,
-                 Serve serve) {
+// refused it). `load()` says what the model holds (an IoLoad).
+template <typename Load, typename Serve>
+BurstEnd AcceptBurst(AcceptPolicy* policy, int listener, AcceptStats* stats, Load load,
+                     Serve serve) {
   for (int burst = 0; burst < kAcceptBurst; ++burst) {
     UniqueFd conn;
-    switch (policy->TakeOne(listener, open_now(), stats, &conn)) {
+    switch (policy->TakeOne(listener, load(), stats, &conn)) {
       case AcceptPolicy::Outcome::kConnection:
         if (serve(std::move(conn))) {
           ++stats->accepted;
@@ -101,12 +129,14 @@ bool AcceptBurst(AcceptPolicy* policy, int listener, AcceptStats* stats, OpenNow
       case AcceptPolicy::Outcome::kHandled:
         break;
       case AcceptPolicy::Outcome::kDrained:
-        return true;
+        return BurstEnd::kGoOn;
       case AcceptPolicy::Outcome::kPause:
-        return false;
+        return BurstEnd::kPause;
+      case AcceptPolicy::Outcome::kBehind:
+        return BurstEnd::kBehind;
     }
   }
-  return true;
+  return BurstEnd::kGoOn;
 }
 
 }  // namespace kv

@@ -47,6 +47,9 @@ struct EventIoModel::Conn : Target {
   // epoll: the peer hung up (or an error is pending). No edge will follow,
   // so reading goes on until recv says so.
   bool hup_seen = false;
+  // pool: handed over and given to a worker for its first look; seen once
+  // it is back on the loop (the loop then closes it if its peer had).
+  bool unseen = false;
   Conn* next = nullptr;       // in a ConnQueue, or the loop's free list
   Conn* open_prev = nullptr;  // the loop's list of open connections
   Conn* open_next = nullptr;
@@ -196,6 +199,15 @@ std::size_t EventIoModel::open_connections() const {
   return static_cast<std::size_t>(open);
 }
 
+std::size_t EventIoModel::unseen_connections() const {
+  return static_cast<std::size_t>(std::max<int64_t>(unseen_.load(std::memory_order_acquire), 0));
+}
+
+void EventIoModel::Seen() {
+  // Release: a close made before it is seen by whoever reads 0 here.
+  unseen_.fetch_sub(1, std::memory_order_release);
+}
+
 void EventIoModel::Wake(Loop* loop) {
   const uint64_t one = 1;
   // Only EAGAIN can fail it (the counter is at its maximum): the eventfd is
@@ -216,6 +228,7 @@ bool EventIoModel::Dispatch(int fd) {
 }
 
 void EventIoModel::HandOff(Loop* loop, int fd) {
+  unseen_.fetch_add(1, std::memory_order_relaxed);
   loop->added.fetch_add(1, std::memory_order_acq_rel);
   bool wake;
   {
@@ -287,9 +300,14 @@ void EventIoModel::AcceptOnLoop(Loop* loop, const Listener* listener, int64_t no
     loop->in_burst = true;
   }
   AcceptStats stats;
-  const bool go_on = AcceptBurst(
-      policy, listener->fd, &stats, [this] { return open_connections(); },
-      [this, loop, now](UniqueFd conn) {
+  // A loop accepts only as fast as it serves: it never waits for unseen ones.
+  const auto load = [this] {
+    IoLoad l;
+    l.open = open_connections();
+    return l;
+  };
+  const bool go_on =
+      AcceptBurst(policy, listener->fd, &stats, load, [this, loop, now](UniqueFd conn) {
         // Whichever loop wakes first accepts, so a burst of connects could
         // all land on one loop: a connection goes to a loop with at least
         // two fewer open, else it stays here (no hand-off).
@@ -299,9 +317,9 @@ void EventIoModel::AcceptOnLoop(Loop* loop, const Listener* listener, int64_t no
           return true;
         }
         loop->added.fetch_add(1, std::memory_order_acq_rel);
-        AdoptConn(loop, conn.Release(), now);
+        AdoptConn(loop, conn.Release(), now, /*handed=*/false);
         return true;
-      });
+      }) != BurstEnd::kPause;
   {
     MutexLock guard(&loop->mu);
     loop->in_burst = false;
@@ -639,22 +657,25 @@ void EventIoModel::OnEvent(Loop* loop, const epoll_event& event, int64_t now) {
   }
 }
 
-void EventIoModel::AdoptConn(Loop* loop, int fd, int64_t now) {
+void EventIoModel::AdoptConn(Loop* loop, int fd, int64_t now, bool handed) {
   Conn* conn = NewConn(loop, fd, now);
   if (mode_ == Mode::kPool) {
     // Registered disarmed; the first wait arms it.
     if (!Ctl(loop->epfd.get(), EPOLL_CTL_ADD, fd, static_cast<Target*>(conn), EPOLLONESHOT)) {
       conn->core().OnError();
       CloseConn(loop, conn);
+      if (handed) Seen();
       return;
     }
     conn->registered = true;
     if (!stopping_.load(std::memory_order_acquire)) {
-      ToWorkers(conn);  // the request has usually arrived with the accept
+      conn->unseen = handed;  // seen when the worker gives it back
+      ToWorkers(conn);        // the request has usually arrived with the accept
       return;
     }
   }
   DriveOnLoop(loop, conn, now);  // epoll: registered at its first wait
+  if (handed) Seen();            // (conn may be a worker's by now: not touched)
 }
 
 bool EventIoModel::TakeHandoffs(Loop* loop, int64_t now) {
@@ -666,14 +687,16 @@ bool EventIoModel::TakeHandoffs(Loop* loop, int64_t now) {
     returned = loop->returned.TakeAll();
     quit = loop->quit;
   }
-  for (const int fd : loop->adopting) AdoptConn(loop, fd, now);
+  for (const int fd : loop->adopting) AdoptConn(loop, fd, now, /*handed=*/true);
   loop->adopting.clear();
   while (returned != nullptr) {
     Conn* conn = returned;
     returned = conn->next;  // before DriveOnLoop, which may queue it again
     conn->next = nullptr;
     conn->busy = false;
-    DriveOnLoop(loop, conn, now);
+    const bool first_look = std::exchange(conn->unseen, false);
+    DriveOnLoop(loop, conn, now);  // closes it if its peer has
+    if (first_look) Seen();
   }
   return quit;
 }

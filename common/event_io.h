@@ -81,6 +81,7 @@ class EventIoModel final : public IoModel {
   AcceptStats StopAccepting() override;
   std::size_t Drain(int64_t deadline_ns) override;
   std::size_t open_connections() const override;
+  std::size_t unseen_connections() const override;
   const Status& init_status() const { return init_status_; }
 
  private:
@@ -112,7 +113,11 @@ class EventIoModel final : public IoModel {
   // open on its loop; RecycleConn gives it back.
   Conn* NewConn(Loop* loop, int fd, int64_t now);
   void RecycleConn(Loop* loop, Conn* conn);
-  void AdoptConn(Loop* loop, int fd, int64_t now);
+  // Serves a new connection; `handed`: it came through HandOff and counts as
+  // unseen until it has been looked at (read once, and closed if its peer
+  // had closed it).
+  void AdoptConn(Loop* loop, int fd, int64_t now, bool handed);
+  void Seen();
   // Gives a new connection to `loop` (its mutex-guarded incoming list).
   void HandOff(Loop* loop, int fd);
   // The loop with the fewest open connections if it has at least two fewer
@@ -175,6 +180,9 @@ class EventIoModel final : public IoModel {
   bool quit_ GUARDED_BY(work_mu_) = false;
 
   std::atomic<bool> stopping_{false};
+  // Connections handed over (HandOff) and not looked at yet: added by the
+  // thread that hands one over, taken off by its loop (io_model.h).
+  std::atomic<int64_t> unseen_{0};
 };
 
 }  // namespace kv

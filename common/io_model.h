@@ -51,6 +51,12 @@ class IoModel {
 
   // Connections being served right now.
   virtual std::size_t open_connections() const = 0;
+
+  // Of those, connections handed over (Dispatch) that the model has not
+  // looked at yet, so their peers may have closed them already (acceptor.h,
+  // WAIT). Read it before open_connections(): a connection no longer
+  // counted here that its peer had closed is no longer counted open either.
+  virtual std::size_t unseen_connections() const { return 0; }
 };
 
 }  // namespace kv

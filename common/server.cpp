@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -102,34 +103,48 @@ class AcceptLoop {
 
   // Returns when the stop pipe becomes readable.
   AcceptStats Run() {
-    while (WaitForListeners()) {
+    bool behind = false;  // the model has not looked at what it holds yet
+    while (WaitForListeners(behind)) {
+      // After waiting for the model, every listener is tried: their
+      // readiness was not asked for.
+      const bool retry = std::exchange(behind, false);
       for (std::size_t i = 0; i + 1 < fds_.size(); ++i) {
-        if (fds_[i].revents == 0) continue;
-        const bool go_on = AcceptBurst(
-            policy_, fds_[i].fd, &stats_, [this] { return io_->open_connections(); },
+        if ((fds_[i].revents == 0 && !retry) || MonotonicNanos() < paused_until_) continue;
+        const BurstEnd end = AcceptBurst(
+            policy_, fds_[i].fd, &stats_, [this] { return Load(); },
             [this](UniqueFd conn) { return io_->Dispatch(conn.Release()); });
-        if (!go_on) paused_until_ = MonotonicNanos() + kAcceptPauseNs;
+        if (end == BurstEnd::kPause) paused_until_ = MonotonicNanos() + kAcceptPauseNs;
+        if (end == BurstEnd::kBehind) behind = true;
       }
     }
     return stats_;
   }
 
  private:
-  // Polls the listeners (unless paused) and the stop pipe. Returns false
-  // when the stop pipe fired.
-  bool WaitForListeners() {
+  IoLoad Load() const {
+    IoLoad load;
+    load.unseen = io_->unseen_connections();  // first: see io_model.h
+    load.open = io_->open_connections();
+    return load;
+  }
+
+  // Polls the listeners (unless paused or `behind`: then only for a moment,
+  // kBehindWaitNs) and the stop pipe. Returns false when the stop pipe fired.
+  bool WaitForListeners(bool behind) {
     for (;;) {
       const int64_t now = MonotonicNanos();
       const bool paused = now < paused_until_;
-      for (std::size_t i = 0; i + 1 < fds_.size(); ++i) fds_[i].events = paused ? 0 : POLLIN;
-      for (auto& p : fds_) p.revents = 0;
-      timespec pause_left{};
-      if (paused) {
-        pause_left.tv_sec = static_cast<time_t>((paused_until_ - now) / 1'000'000'000);
-        pause_left.tv_nsec = static_cast<long>((paused_until_ - now) % 1'000'000'000);
+      for (std::size_t i = 0; i + 1 < fds_.size(); ++i) {
+        fds_[i].events = paused || behind ? 0 : POLLIN;
       }
+      for (auto& p : fds_) p.revents = 0;
+      int64_t wait_ns = paused ? paused_until_ - now : -1;  // -1: until something happens
+      if (behind) wait_ns = wait_ns < 0 ? kBehindWaitNs : std::min(wait_ns, kBehindWaitNs);
+      timespec wait_left{};
+      wait_left.tv_sec = static_cast<time_t>(std::max<int64_t>(wait_ns, 0) / 1'000'000'000);
+      wait_left.tv_nsec = static_cast<long>(std::max<int64_t>(wait_ns, 0) % 1'000'000'000);
       // The stop signals are unblocked only inside this wait (g_wait_mask).
-      if (ppoll(fds_.data(), fds_.size(), paused ? &pause_left : nullptr, &g_wait_mask) >= 0) {
+      if (ppoll(fds_.data(), fds_.size(), wait_ns >= 0 ? &wait_left : nullptr, &g_wait_mask) >= 0) {
         return fds_.back().revents == 0;
       }
       if (errno == EINTR) continue;
