@@ -40,11 +40,6 @@ class ListenTimeout(NotListening):
     """None of the ports listened within the timeout; the process is still running."""
 
 
-def twin(port: int) -> int:
-    """The byte-swapped port the kit client connects to (KIT.md, "the port quirk")."""
-    return ((port >> 8) | (port << 8)) & 0xFFFF
-
-
 def describe_exit(returncode: int) -> str:
     """Popen.returncode in words: 'exit status 3' or 'killed by signal SIGSEGV (11)'."""
     if returncode is None:

@@ -14,11 +14,14 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+from . import ports
 from .kernel_sockets import ListenTimeout, ProcessExited, describe_exit, wait_listening
+from .ports import twin
 
 HOST = "127.0.0.1"
 
@@ -29,11 +32,6 @@ class RunError(Exception):
 
 class StartError(RunError):
     """A server exited, or did not become ready, at start-up."""
-
-
-def twin(port: int) -> int:
-    """The byte-swapped port the kit client connects to (KIT.md, "the port quirk")."""
-    return ((port >> 8) | (port << 8)) & 0xFFFF
 
 
 def port_free(port: int) -> bool:
@@ -48,14 +46,12 @@ def port_free(port: int) -> bool:
 
 
 def pick_port(rng: random.Random | None = None, tries: int = 200) -> int:
-    """A port P such that P and its twin are both free and both lie in 1024..32767, outside
-    Linux's default ephemeral range, so outgoing client connections never take them."""
-    rng = rng or random.Random()
-    for _ in range(tries):
-        p = (rng.randint(4, 127) << 8) | rng.randint(4, 127)
-        if p != twin(p) and port_free(p) and port_free(twin(p)):
-            return p
-    raise RunError("no free TCP port pair (P and its byte-swapped twin) found on 127.0.0.1")
+    """A port P such that P and its twin are both free on 127.0.0.1 (ports.py's rule)."""
+    p = ports.pick(lambda q: not port_free(q), rng, tries)
+    if p is None:
+        raise RunError("no free TCP port pair (P and its byte-swapped twin) found on "
+                       "127.0.0.1")
+    return p
 
 
 def split_words(text: str, what: str) -> list:
@@ -100,7 +96,10 @@ _LIVE: set = set()
 
 def _stop_all() -> None:
     for srv in list(_LIVE):
-        srv.stop()
+        try:
+            srv.stop()
+        except RunError as exc:   # a remote one that could not be cleaned: say so, once
+            print(" ".join(str(exc).split()), file=sys.stderr)
 
 
 atexit.register(_stop_all)

@@ -17,9 +17,11 @@ started together at an agreed wall-clock time, each writing its latency histogra
 import contextlib
 import json
 import math
+import os
 import queue
 import random
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -27,7 +29,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kernel_sockets import parse_table, twin
+from . import ports
+from .kernel_sockets import parse_table
+from .ports import twin
 from .procs import (
     _LIVE,
     KIT_TIME_FILE,
@@ -64,28 +68,54 @@ class Host:
     def argv(self) -> list:
         return [*self.prefix, "sh", "-s"]
 
-    def run(self, script: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
-        """Runs the shell script there; HostError if the prefix cannot run or times out."""
+    def run(self, script: str, timeout: float = 30.0,
+            what: str | None = None) -> subprocess.CompletedProcess:
+        """Runs the shell script there. HostError if the prefix cannot run or does not
+        answer within `timeout` (then it is killed with everything it started here); with
+        `what` (a script that ends in `exit 0`) also if it exits non-zero, which only the
+        prefix itself does (ssh's 255), naming `what` and its last complaint. Any bytes
+        decode: a prefix or a server may print anything."""
         try:
-            return subprocess.run(self.argv(), input=script, capture_output=True, text=True,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise HostError(f"host {self.label!r}: no answer within {timeout:g} s") from None
+            p = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, errors="replace",
+                                 start_new_session=True)
         except OSError as exc:
             raise HostError(f"host {self.label!r}: cannot run {self.prefix[0]!r} "
                             f"({exc.strerror})") from None
+        try:
+            out, err = p.communicate(script, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(p)
+            raise HostError(f"host {self.label!r}: no answer within {timeout:g} s"
+                            + (f" ({what})" if what else "")) from None
+        except BrokenPipeError:   # it exited before taking the script
+            out, err = p.communicate()
+        if what is not None and p.returncode != 0:
+            lines = [" ".join(ln.split()) for ln in err.splitlines() if ln.strip()]
+            raise HostError(f"host {self.label!r}: {what} failed (exit status "
+                            f"{p.returncode}: {(lines or ['no message'])[-1][:200]})")
+        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
     def popen(self, script: str, stderr) -> subprocess.Popen:
         try:
             p = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=stderr, text=True, start_new_session=True)
+                                 stderr=stderr, text=True, errors="replace",
+                                 start_new_session=True)
+            p.stdin.write(script)
+            p.stdin.close()
         except OSError as exc:
             raise HostError(f"host {self.label!r}: cannot run {self.prefix[0]!r} "
                             f"({exc.strerror})") from None
-        p.stdin.write(script)
-        p.stdin.close()
         p.stdin = None      # communicate() must not flush it
         return p
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    """Kills a prefix started here and everything it started here (its own session), so no
+    pipe is held open after it; what it started on the host is the caller's to clean."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(p.pid, signal.SIGKILL)
+    p.communicate()
 
 
 # ---- checks and facts ---------------------------------------------------------------------
@@ -142,19 +172,18 @@ def host_facts(host: Host) -> dict:
 def listening_ports(host: Host) -> set:
     """TCP ports in LISTEN state on the host (its network namespace), from its
     /proc/net/tcp and tcp6 read there."""
-    r = host.run("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0\n", timeout=15)
+    r = host.run("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0\n", timeout=15,
+                 what="reading its socket table")
     return {port for port, st, _ in parse_table(r.stdout) if st == _LISTEN}
 
 
 def pick_port(host: Host, rng: random.Random | None = None) -> int:
     """A port P with P and its twin not listening on the host, both in 1024..32767."""
-    rng = rng or random.Random()
     up = listening_ports(host)
-    for _ in range(200):
-        p = (rng.randint(4, 127) << 8) | rng.randint(4, 127)
-        if p != twin(p) and p not in up and twin(p) not in up:
-            return p
-    raise RunError(f"no free port pair on host {host.label!r}")
+    p = ports.pick(up.__contains__, rng)
+    if p is None:
+        raise RunError(f"no free port pair on host {host.label!r}")
+    return p
 
 
 def remote_exit(code: int) -> int:
@@ -164,12 +193,26 @@ def remote_exit(code: int) -> int:
 
 # ---- the server -----------------------------------------------------------------------------
 
+# How long one step over the prefix may take (a kill, a cat, the rm); once the host has
+# failed to answer, every later step of that server gets CLEANUP_TIMEOUT, so a hung host
+# costs seconds, not minutes.
+KILL_TIMEOUT = 10.0
+STEP_TIMEOUT = 15.0
+FETCH_TIMEOUT = 60.0
+CLEANUP_TIMEOUT = 5.0
+
+
 class RemoteServer:
     """A server on `host`, run as `argv` in a fresh folder there. The same interface as
     procs.Server/KitServer: start(), stop() -> summary, alive(), died(), stopped_ok(),
     time_lines(); a context manager. `kind` 'lockbench' (argv carries the time file
     option; its summary line is parsed from the log) or 'kit' (the kit's
-    server_output_time_aggregated; SIGTERM is a normal stop)."""
+    server_output_time_aggregated; SIGTERM is a normal stop).
+
+    Every failure of the prefix (no answer in time, its own non-zero exit) is a HostError
+    whose one line also says what became of the server and its folder: it is stopped by
+    pid and the folder removed over the same prefix, every step bounded, and what could
+    not be is named as left on the host."""
 
     def __init__(self, host: Host, argv: list, n: int, port: int, *, kind: str, label: str,
                  log_file: Path, time_dest: Path, trace_dest: Path | None = None,
@@ -185,6 +228,10 @@ class RemoteServer:
         self.summary_line, self.listen_port = None, None
         self.lines: queue.Queue = queue.Queue()
         self._stopped = False
+        self._host_failed = False    # the prefix failed once: cleanup steps are short
+        self._gone_there = False     # the server is known to have ended on the host
+        self._removed = False        # its folder is gone
+        self._stop_error = None      # the HostError stop() raised (already says it all)
 
     @property
     def real_port(self) -> bool:
@@ -201,7 +248,46 @@ class RemoteServer:
         except queue.Empty:
             return ""
 
+    def _run(self, script: str, timeout: float, what: str) -> subprocess.CompletedProcess:
+        """host.run for this server's steps, noting a failure of the prefix."""
+        try:
+            return self.host.run(script, CLEANUP_TIMEOUT if self._host_failed else timeout,
+                                 what)
+        except HostError:
+            self._host_failed = True
+            raise
+
+    def _what(self, exc: HostError) -> str:
+        """A HostError's line without its leading "host '...': "."""
+        return str(exc).removeprefix(f"host {self.host.label!r}: ")
+
+    def cleanup_note(self) -> str:
+        """What stopping left on the host, for the end of an error line."""
+        pid = f"pid {self.pid}" if self.pid is not None else "pid unknown"
+        left = ([] if self._gone_there else [f"the server ({pid})"]) + \
+            ([] if self._removed else [self.work])
+        if not left:
+            return f"the server ({pid}) was stopped and {self.work} removed there"
+        return f"left on host {self.host.label!r}: {' and '.join(left)} (remove by hand)"
+
+    def _with_cleanup(self, exc: BaseException) -> HostError:
+        """A failure of the prefix, once the server is stopped: exc's line and what became
+        of the server and its folder."""
+        if exc is self._stop_error:
+            return exc
+        try:
+            self.stop()
+        except HostError as stop_exc:   # says what is left
+            return HostError(f"{' '.join(str(exc).split())}; then {stop_exc}")
+        return HostError(f"{' '.join(str(exc).split())}; {self.cleanup_note()}")
+
     def start(self) -> "RemoteServer":
+        try:
+            return self._start()
+        except HostError as exc:
+            raise self._with_cleanup(exc) from None
+
+    def _start(self) -> "RemoteServer":
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         w = shlex.quote(self.work)
         script = (f"mkdir -p {w} && cd {w} || exit 97\n"
@@ -220,17 +306,13 @@ class RemoteServer:
             if line is None or time.monotonic() > deadline:
                 self.stop()
                 raise StartError(f"{self.name} (n={self.n}) could not be started on host "
-                                 f"{self.host.label!r}; see {self.log_file}")
-            if line.startswith("pid="):
+                                 f"{self.host.label!r}; see {self.log_file}; "
+                                 f"{self.cleanup_note()}")
+            if line.startswith("pid=") and line[4:].isdigit():
                 self.pid = int(line[4:])
         while True:
-            up = listening_ports(self.host)
-            for p in (twin(self.port), self.port):
-                if p in up and self.alive():
-                    self.listen_port = p
-                    with open(self.log_file, "a") as log:
-                        log.write(f"# pid={self.pid} (on the host)\n# listening on {p}\n")
-                    return self
+            if self._listening():
+                return self
             if not self.alive():
                 self.stop()
                 last = self._last_log_line()
@@ -243,8 +325,23 @@ class RemoteServer:
                 raise StartError(f"{self.name} (n={self.n}) did not listen on port "
                                  f"{self.port} or its twin {twin(self.port)} within "
                                  f"{self.ready_timeout:g} s on host {self.host.label!r}; "
-                                 f"see {self.log_file}")
+                                 f"see {self.log_file}; {self.cleanup_note()}")
             time.sleep(0.05)
+
+    def _listening(self) -> bool:
+        """Whether the server listens on its port or twin there (noting which)."""
+        try:
+            up = listening_ports(self.host)
+        except HostError:
+            self._host_failed = True
+            raise
+        for p in (twin(self.port), self.port):
+            if p in up and self.alive():
+                self.listen_port = p
+                with open(self.log_file, "a") as log:
+                    log.write(f"# pid={self.pid} (on the host)\n# listening on {p}\n")
+                return True
+        return False
 
     def _last_log_line(self) -> str:
         return last_complaint(self.log_file)
@@ -265,42 +362,63 @@ class RemoteServer:
 
     def time_lines(self) -> list:
         """The complete lines of the server's timing file so far, read on the host."""
-        r = self.host.run(f"cat {shlex.quote(self.work)}/{KIT_TIME_FILE} 2>/dev/null; "
-                          "exit 0\n", timeout=15)
+        r = self._run(f"cat {shlex.quote(self.work)}/{KIT_TIME_FILE} 2>/dev/null; exit 0\n",
+                      10.0, "reading the timing file")
         return r.stdout.split("\n")[:-1]
 
     def stop(self, timeout: float = 5.0) -> dict:
         """SIGTERM over the prefix (SIGKILL after `timeout`), then brings back the timing
-        file (appended to time_dest), the log and the trace, and removes the folder."""
+        file (appended to time_dest), the log and the trace, and removes the folder. Each
+        step is bounded and tried whatever became of the others; if the prefix failed in
+        any, HostError (one line: what failed, and what is left on the host)."""
         if self.proc is None or self._stopped:
             return parse_summary(self.summary_line) if self.summary_line else {}
         self._stopped = True
         _LIVE.discard(self)
+        problems = []
         try:
-            if self.pid is not None:   # also when the local end is gone (ssh dropped)
-                self.host.run(self._kill_script("TERM"), timeout=15)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(timeout=timeout)
-                self.host.run(self._kill_script("KILL"), timeout=15)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            code = None
-            while True:
-                line = self._next(1.0)
-                if not line:
-                    break
-                if line.startswith("exit="):
-                    code = remote_exit(int(line[5:]))
-            self.exit_code = code if code is not None else self.proc.returncode
-            self._fetch()
+            self._terminate(timeout, problems)
+            self._fetch(problems)
         finally:
             self._err.close()
         with open(self.log_file, "a") as log:
             log.write(f"# exit={self.exit_code}\n")
+        if problems:
+            self._stop_error = HostError(f"host {self.host.label!r}: stopping {self.name}: "
+                                         f"{'; '.join(problems)}; {self.cleanup_note()}")
+            raise self._stop_error
         return parse_summary(self.summary_line) if self.summary_line else {}
+
+    def _terminate(self, timeout: float, problems: list) -> None:
+        """kill -TERM by pid over the prefix, -KILL after `timeout`; then the local end of
+        the prefix (the shell there reports the server's exit status through it), killed if
+        it still waits."""
+        if self.pid is not None:   # also when the local end is gone (ssh dropped)
+            for sig in ("TERM", "KILL"):
+                try:
+                    self._run(self._kill_script(sig), KILL_TIMEOUT,
+                              f"kill -{sig} of pid {self.pid}")
+                    self._gone_there |= sig == "KILL"
+                except HostError as exc:
+                    problems.append(self._what(exc))
+                if sig == "TERM":
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self.proc.wait(timeout=timeout)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        code = None
+        while True:
+            line = self._next(1.0)
+            if not line:
+                break
+            if line.startswith("exit=") and line[5:].isdigit():
+                code = remote_exit(int(line[5:]))
+                self._gone_there = True   # the shell there saw it end
+        self.exit_code = code if code is not None else self.proc.returncode
 
     def _kill_script(self, sig: str) -> str:
         """kill -SIG the server's pid there, only if that pid is still this server (its
@@ -309,30 +427,59 @@ class RemoteServer:
                 f"grep -qF -- {shlex.quote(self.prog)} && kill -{sig} {self.pid} "
                 "2>/dev/null; exit 0\n")
 
-    def _fetch(self) -> None:
+    def _fetch(self, problems: list) -> None:
+        """Brings back the log, the timing file and the trace, then removes the folder;
+        each step on its own, so one the host does not answer still ends in the rm."""
         w = shlex.quote(self.work)
-        r = self.host.run(f"cd {w} 2>/dev/null || exit 0\ncat server.log\n", timeout=60)
+        steps = [("server.log", "bringing back the server log", self._keep_log),
+                 (KIT_TIME_FILE, "bringing back the timing file", self._keep_time)]
+        if self.trace_dest is not None:
+            steps.append(("trace.csv", "bringing back the trace", self._keep_trace))
+        for name, what, keep in steps:
+            try:
+                keep(self._run(f"cat {w}/{name} 2>/dev/null; exit 0\n", FETCH_TIMEOUT,
+                               what).stdout)
+            except HostError as exc:
+                problems.append(self._what(exc))
+        try:
+            self._run(f"rm -rf {w}; exit 0\n", STEP_TIMEOUT, f"removing {self.work}")
+            self._removed = True
+        except HostError as exc:
+            problems.append(self._what(exc))
+
+    def _keep_log(self, text: str) -> None:
         with open(self.log_file, "a") as log:
-            log.write(r.stdout)
-        for line in r.stdout.splitlines():
+            log.write(text)
+        for line in text.splitlines():
             if line.startswith(f"{self.prog}: summary"):
                 self.summary_line = line
-        r = self.host.run(f"cat {w}/{KIT_TIME_FILE} 2>/dev/null; exit 0\n", timeout=60)
-        if r.stdout:
+
+    def _keep_time(self, text: str) -> None:
+        if text:
             self.time_dest.parent.mkdir(parents=True, exist_ok=True)
             with open(self.time_dest, "a") as f:
-                f.write(r.stdout)
-        if self.trace_dest is not None:
-            r = self.host.run(f"cat {w}/trace.csv 2>/dev/null; exit 0\n", timeout=60)
-            if r.stdout:
-                self.trace_dest.write_text(r.stdout)
-        self.host.run(f"rm -rf {w}; exit 0\n", timeout=30)
+                f.write(text)
+
+    def _keep_trace(self, text: str) -> None:
+        if text:
+            self.trace_dest.write_text(text)
 
     def __enter__(self):
         return self if self.proc is not None else self.start()
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, exc_type, exc, tb):
+        if isinstance(exc, HostError):
+            raise self._with_cleanup(exc) from None
+        try:
+            self.stop()
+        except HostError as stop_exc:
+            if exc is None:
+                raise
+            if not isinstance(exc, Exception):   # an interrupt stays one
+                with open(self.log_file, "a") as log:
+                    log.write(f"# {stop_exc}\n")
+                return False
+            raise HostError(f"{' '.join(str(exc).split())}; then {stop_exc}") from None
         return False
 
 

@@ -27,6 +27,7 @@ from . import LOCKSERVER, SERVERS, server_command
 from . import remote as RM
 from .kernel_sockets import describe_exit
 from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
+from .ports import twin
 from .procs import (
     HOST,
     KIT_TIME_FILE,
@@ -41,7 +42,6 @@ from .procs import (
     port_free,
     run_client,
     split_words,
-    twin,
 )
 from .progress import Progress
 

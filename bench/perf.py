@@ -47,6 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from analysis import procs  # noqa: E402
 from analysis.numbers import float_in, int_in  # noqa: E402
 from analysis.progress import Progress  # noqa: E402
 from analysis.runner import cpu_model  # noqa: E402
@@ -134,15 +135,11 @@ def stop_all() -> None:
 
 
 def parse_summary(text: str) -> dict:
-    """The 'mainN: summary k=v ...' line of a lockbench server's stdout -> floats."""
-    out = {}
-    for line in text.splitlines():
-        if ": summary " in line:
-            for tok in line.split(": summary ", 1)[1].split():
-                k, _, v = tok.partition("=")
-                with contextlib.suppress(ValueError):
-                    out[f"summary_{k}"] = float(v)
-    return out
+    """The numbers of the 'mainN: summary k=v ...' line in a lockbench server's stdout,
+    keyed summary_K (the runner's parser, procs.parse_summary, reads the line)."""
+    line = next((x for x in text.splitlines() if ": summary " in x), "")
+    return {f"summary_{k}": v for k, v in procs.parse_summary(line).items()
+            if isinstance(v, float)}
 
 
 def run_measured(argv: list, timeout: float) -> tuple:

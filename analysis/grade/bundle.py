@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 # result): 450 s of grading leaves 90 s for start-up and hosted.py's own margin.
 DEFAULT_BUDGET = {"gradescope": 450.0, "prairielearn": 240.0}
 PL_TIMEOUT_S = 300   # PrairieLearn's externalGradingOptions.timeout to set (its default is 30)
-MODULES = ("analysis/__init__.py", "analysis/progress.py", "analysis/kernel_sockets.py")
+MODULES = ("analysis/__init__.py", "analysis/progress.py", "analysis/kernel_sockets.py",
+           "analysis/numbers.py", "analysis/ports.py")
 PACKAGES = ("gcc", "libc6-dev", "make", "python3", "bubblewrap", "util-linux", "procps")
 
 SETUP = """#!/usr/bin/env bash

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import kernel_sockets as ks
+from .. import ports
 from . import design as D
 from . import kitload as K
 from . import launcher as LA
@@ -59,25 +60,12 @@ def initial_value(i: int) -> str:
     return f"String {i}: the initial value"
 
 
-def ports():
-    """Ports P whose byte-swapped twin (where a kit server listens) is also below 32768,
-    so neither lies in the ephemeral range where the grader's own connections leave
-    TIME_WAIT; never the same port or twin twice in one grading."""
-    used: set = set()
-    for hi in range(0x10, 0x7F):
-        for lo in range(0x11, 0x7F):
-            p, t = hi << 8 | lo, lo << 8 | hi
-            if hi != lo and p not in used and t not in used:
-                used |= {p, t}
-                yield p
-
-
 class Ctx:
     def __init__(self, cfg: dict, launcher):
         self.cfg = cfg
         self.launcher = launcher
         self.limits = dict(cfg.get("limits", {}))
-        self._ports = ports()
+        self._ports = ports.sequence()
         self.port_lock = threading.Lock()
         self.log_lines: list = []
         self.t0 = time.monotonic()
@@ -91,7 +79,7 @@ class Ctx:
         with self.port_lock:
             taken = ks.listening_ports()
             for p in self._ports:
-                if p not in taken and ks.twin(p) not in taken:
+                if p not in taken and ports.twin(p) not in taken:
                     return p
             raise OSError("no free port pair left")
 
@@ -142,7 +130,7 @@ class Server:
         """'' when listening (self.port set), else why not. Seen in this sandbox's own
         socket table (the server runs as another uid, so its descriptors are not ours to
         read); ports are never reused within a grading."""
-        want = [ks.twin(self.asked), self.asked]
+        want = [ports.twin(self.asked), self.asked]
         deadline = time.monotonic() + timeout
         while True:
             up = ks.listening_ports()
@@ -159,7 +147,7 @@ class Server:
 
     @property
     def quirk(self) -> bool:
-        return self.port == ks.twin(self.asked)
+        return self.port == ports.twin(self.asked)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -375,7 +363,7 @@ def check_initial(ctx, bin_dir, servers) -> tuple:
         else:
             cmd_ok = False
             cmdline_ev.append(f"{name} {n} 127.0.0.1 {s.asked}: listening on {s.port}, not on "
-                              f"{ks.twin(s.asked)}: the kit client cannot reach it (htons?)")
+                              f"{ports.twin(s.asked)}: the kit client cannot reach it (htons?)")
         bad = []
         for i in range(n):
             got, err = K.exchange(s.port, K.frame(K.request_text(i, True, "")),

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from analysis.grade import design as D
 from analysis.grade import kitload
-from analysis.kernel_sockets import NotListening, twin, wait_listening
+from analysis.kernel_sockets import NotListening, wait_listening
+from analysis.ports import twin
 from analysis.tests.helpers import RELEASE, REPO
 
 LIB = RELEASE / "liblocktrace.so"

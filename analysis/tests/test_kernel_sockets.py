@@ -16,9 +16,9 @@ from analysis.kernel_sockets import (
     listening_ports,
     parse_table,
     process_tree,
-    twin,
     wait_listening,
 )
+from analysis.ports import twin
 from analysis.procs import pick_port
 
 # A child that listens on argv[1] (after argv[2] seconds) until a line arrives on its
