@@ -38,6 +38,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 #define TABLE_BITS 16
@@ -127,10 +131,28 @@ static union state fallback_cond; /* condvars the full table could not take shar
 
 /* ------------------------------------------------------------------ small tools */
 
-static uint64_t now(void) {
+static uint64_t clock_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The clock of every wait and hold: the TSC where it is invariant (one rate on every core,
+ * in every power state), at a third to a half of clock_gettime's cost, two reads per
+ * acquisition; CLOCK_MONOTONIC otherwise. Ticks become ns by tick_mult, 32.32 fixed point,
+ * set once by calibrate() before any time is taken. */
+static int use_tsc;
+static uint64_t tick_mult = 1ull << 32;
+
+static uint64_t now(void) {
+#if defined(__x86_64__)
+  if (use_tsc) return __rdtsc();
+#endif
+  return clock_ns();
+}
+
+static uint64_t to_ns(uint64_t ticks) {
+  return (uint64_t)(((unsigned __int128)ticks * tick_mult) >> 32);
 }
 
 static void say(const char *a, const char *b) {
@@ -232,12 +254,14 @@ static struct held *held_of(const void *o, int kind) {
 }
 
 /* The hold of (o, kind) ends now; `keep` leaves it on the stack (a condition wait gives the
- * mutex back for a while and hold_resume starts the next stretch). */
-static void hold_end(const void *o, int kind, int keep) {
+ * mutex back for a while and hold_resume starts the next stretch). Its record, or NULL. */
+static struct rec *hold_end(const void *o, int kind, int keep) {
   struct held *h = held_of(o, kind);
-  if (!h) return; /* taken before we knew, by another thread, or past HELD_MAX */
-  hist_add(&h->r->hold, now() - h->t0);
+  if (!h) return NULL; /* taken before we knew, by another thread, or past HELD_MAX */
+  struct rec *r = h->r;
+  hist_add(&r->hold, to_ns(now() - h->t0));
   if (!keep) *h = held[--nheld];
+  return r;
 }
 
 static void hold_resume(const void *o, int kind) {
@@ -426,12 +450,46 @@ static const struct algo *algo_named(const char *name, const char *var, int rw) 
   return NULL;
 }
 
+#if defined(__x86_64__)
+/* A clock reading and the TSC at that moment (the middle of two reads around it), retried
+ * when something came between them. */
+static void tsc_pair(uint64_t *tsc, uint64_t *ns) {
+  for (int i = 0; i < 16; i++) {
+    uint64_t a = __rdtsc();
+    *ns = clock_ns();
+    uint64_t b = __rdtsc();
+    *tsc = a + (b - a) / 2;
+    if (b - a < 10000) return;
+  }
+}
+
+/* The TSC's rate against CLOCK_MONOTONIC over 1 ms, once, in the first call: 1 ms of the
+ * program's start for a rate good to some 1e-4 (log2 buckets need far less). */
+static void calibrate(void) {
+  unsigned a, b, c, d;
+  const char *force = getenv("LOCKPROF_CLOCK");
+  if ((force && !strcmp(force, "monotonic")) || !__get_cpuid(0x80000007, &a, &b, &c, &d) ||
+      !(d & (1u << 8)))
+    return;
+  uint64_t t0, n0, t1, n1;
+  tsc_pair(&t0, &n0);
+  do tsc_pair(&t1, &n1);
+  while (n1 - n0 < 1000000);
+  if (t1 <= t0) return;
+  tick_mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
+  use_tsc = 1;
+}
+#else
+static void calibrate(void) {}
+#endif
+
 static void read_config(void) {
   const char *f = getenv("LOCKPROF_FILE"), *m = getenv("LOCKPROF_SWAP");
   const char *rw = getenv("LOCKPROF_SWAP_RW");
   if (f && *f && strlen(f) < sizeof out_path - 32) {
     strcpy(out_path, f);
     profiling = 1;
+    calibrate();
   }
   if (m && !strcmp(m, "phase-fair")) {
     rw_algo = PHASE_FAIR; /* a rwlock swap alone: mutexes stay pthread's */
@@ -569,9 +627,11 @@ static void acquired(struct rec *r, const struct req *q, const struct algo *a, i
   if (!profiling || !r) return;
   note_site(r, q->site);
   if (a) STORE(&r->impl, (uint32_t)(a - ALGOS) + 1, RELAXED);
+  if (contended) { /* the uncontended ones are acquisitions minus these (put_hist) */
+    ADD(&r->contended, 1);
+    hist_add(&r->wait, waited);
+  }
   ADD(&r->acq[q->mode], 1);
-  if (contended) ADD(&r->contended, 1);
-  hist_add(&r->wait, waited);
   hold_begin(q->o, q->kind, r);
 }
 
@@ -587,7 +647,7 @@ static int acquire(struct req *q) {
     uint64_t t0 = now();
     contended = 1;
     rc = !a ? real_block(q) : q->op == OP_TIMED ? swap_timed(a, r, q) : a->lock(&r->s, q->o, q->mode);
-    waited = now() - t0;
+    waited = to_ns(now() - t0);
   }
   if (rc == 0 || rc == EOWNERDEAD) acquired(r, q, a, contended, waited);
   if (rc == EBUSY && r && profiling) ADD(&r->busy, 1);
@@ -599,8 +659,8 @@ static int release(void *o, int kind) {
   configure();
   if (passthrough()) return real_unlock(o, kind);
   int e = errno;
-  struct rec *r = find(o, kind);
-  if (profiling) hold_end(o, kind, 0);
+  struct rec *r = profiling ? hold_end(o, kind, 0) : NULL; /* spares the lookup */
+  if (!r) r = find(o, kind);
   const struct algo *a = algo_for(o, kind, r);
   int rc = a ? a->unlock(&r->s, o) : real_unlock(o, kind);
   errno = e;
@@ -698,7 +758,7 @@ static int cond_wait(struct req *q, pthread_mutex_t *m) {
   if (profiling) hold_end(m, K_MUTEX, 1);
   uint64_t t0 = now();
   int rc = a ? swap_cond_wait(a, mr, cr, q, m) : real_cond_wait(q, m);
-  cond_noted(cr, q, now() - t0);
+  cond_noted(cr, q, to_ns(now() - t0));
   if (profiling) hold_resume(m, K_MUTEX);
   errno = e;
   return rc;
@@ -776,16 +836,21 @@ static void put(const char *s) {
   }
 }
 
-static void put_num(uint64_t v, unsigned base) {
-  char tmp[24];
+/* v in decimal, or in hex with 0x; s has room for 24 characters. */
+static char *fmt_num(char *s, uint64_t v, unsigned base) {
+  char tmp[24], *p = s;
   int k = 0;
   do tmp[k++] = "0123456789abcdef"[v % base];
   while ((v /= base) != 0);
-  char s[26], *p = s;
   if (base == 16) *p++ = '0', *p++ = 'x';
   while (k > 0) *p++ = tmp[--k];
   *p = 0;
-  put(s);
+  return s;
+}
+
+static void put_num(uint64_t v, unsigned base) {
+  char s[24];
+  put(fmt_num(s, v, base));
 }
 
 static void put_str(const char *s) { /* a JSON string */
@@ -807,36 +872,39 @@ static void put_key(const char *k) {
 
 /* The upper edge of the log2 bucket that holds the p-th permille sample (so within a factor
  * of 2 of the truth), never above the maximum. */
-static uint64_t percentile(const struct hist *h, uint64_t samples, unsigned permille) {
+static uint64_t percentile(const uint64_t *c, uint64_t samples, uint64_t max, unsigned permille) {
   uint64_t rank = (samples * permille + 999) / 1000, seen = 0;
   for (unsigned b = 0; b < BUCKETS; b++) {
-    seen += LOAD(&h->count[b], RELAXED);
+    seen += c[b];
     if (rank && seen >= rank) {
-      uint64_t edge = b ? (b >= 63 ? UINT64_MAX : 1ull << b) : 0, m = LOAD(&h->max, RELAXED);
-      return edge < m ? edge : m;
+      uint64_t edge = b ? 1ull << b : 0;
+      return edge < max ? edge : max;
     }
   }
-  return LOAD(&h->max, RELAXED);
+  return max;
 }
 
-static void put_hist(const char *name, const struct hist *h) {
-  uint64_t samples = 0;
+/* A snapshot of h, with `zeros` more samples of 0 ns: the uncontended acquisitions, which
+ * the lock path leaves out of the wait histogram to spare an atomic add. */
+static void put_hist(const char *name, const struct hist *h, uint64_t zeros) {
+  uint64_t c[BUCKETS], samples = 0, max = LOAD(&h->max, RELAXED);
   unsigned last = 0;
   for (unsigned b = 0; b < BUCKETS; b++) {
-    samples += LOAD(&h->count[b], RELAXED);
-    if (LOAD(&h->count[b], RELAXED)) last = b + 1;
+    c[b] = LOAD(&h->count[b], RELAXED) + (b == 0 ? zeros : 0);
+    samples += c[b];
+    if (c[b]) last = b + 1;
   }
   put(", ");
   put_key(name);
   put("{\"samples\": "), put_num(samples, 10);
-  put(", \"p50\": "), put_num(percentile(h, samples, 500), 10);
-  put(", \"p99\": "), put_num(percentile(h, samples, 990), 10);
-  put(", \"max\": "), put_num(LOAD(&h->max, RELAXED), 10);
+  put(", \"p50\": "), put_num(percentile(c, samples, max, 500), 10);
+  put(", \"p99\": "), put_num(percentile(c, samples, max, 990), 10);
+  put(", \"max\": "), put_num(max, 10);
   put(", \"total\": "), put_num(LOAD(&h->total, RELAXED), 10);
   put(", \"histogram\": [");
   for (unsigned b = 0; b < last; b++) {
     if (b) put(", ");
-    put_num(LOAD(&h->count[b], RELAXED), 10);
+    put_num(c[b], 10);
   }
   put("]}");
 }
@@ -848,26 +916,36 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
+/* b[at..] gets s, cut to fit cap; the new end. */
+static size_t cat(char *b, size_t cap, size_t at, const char *s) {
+  while (*s && at + 1 < cap) b[at++] = *s++;
+  b[at] = 0;
+  return at;
+}
+
 /* "function+0xoff (object)" from dladdr where the object exports a name; otherwise
  * "0xvaddr (object)", and site_object/site_vaddr let the reader look in .symtab. */
 static void put_site(uintptr_t ra) {
   Dl_info info;
   struct link_map *map = NULL;
+  char site[1024], num[24];
+  size_t k = 0;
   if (!ra || !dladdr1((void *)(ra - 1), &info, (void **)&map, RTLD_DL_LINKMAP) || !map) {
-    put(", \"site\": "), put_str("?");
+    put(", \"site\": \"?\"");
     return;
   }
   const char *obj = map->l_name && map->l_name[0] ? map->l_name : exe; /* "" is the program */
-  char name[320];
-  size_t k = 0;
   if (info.dli_sname) {
-    for (const char *s = info.dli_sname; *s && k < 200; s++) name[k++] = *s;
-    name[k] = 0;
+    k = cat(site, sizeof site - 300, k, info.dli_sname);
+    k = cat(site, sizeof site, k, "+");
+    k = cat(site, sizeof site, k, fmt_num(num, ra - (uintptr_t)info.dli_saddr, 16));
+  } else {
+    k = cat(site, sizeof site, k, fmt_num(num, ra - map->l_addr, 16));
   }
-  put(", \"site\": \"");
-  if (info.dli_sname) put(name), put("+"), put_num(ra - (uintptr_t)info.dli_saddr, 16);
-  if (!info.dli_sname) put_num(ra - map->l_addr, 16);
-  put(" ("), put(base_name(obj)), put(")\"");
+  k = cat(site, sizeof site, k, " (");
+  k = cat(site, sizeof site, k, base_name(obj));
+  cat(site, sizeof site, k, ")");
+  put(", \"site\": "), put_str(site);
   put(", \"site_object\": "), put_str(obj);
   put(", \"site_vaddr\": \""), put_num(ra - map->l_addr, 16), put("\"");
 }
@@ -895,8 +973,15 @@ static void put_record(uintptr_t key, const struct rec *r, int first) {
   }
   put("}, \"contended\": "), put_num(LOAD(&r->contended, RELAXED), 10);
   put(", \"busy\": "), put_num(LOAD(&r->busy, RELAXED), 10);
-  put_hist("wait_ns", &r->wait);
-  if (kind != K_COND) put_hist("hold_ns", &r->hold);
+  if (kind == K_COND) {
+    put_hist("wait_ns", &r->wait, 0);
+  } else {
+    uint64_t n = LOAD(&r->acq[0], RELAXED) + LOAD(&r->acq[1], RELAXED) +
+                 LOAD(&r->acq[2], RELAXED);
+    uint64_t contended = LOAD(&r->contended, RELAXED);
+    put_hist("wait_ns", &r->wait, n > contended ? n - contended : 0);
+    put_hist("hold_ns", &r->hold, 0);
+  }
   put_site(LOAD(&r->site, RELAXED));
   put("}");
 }
@@ -912,7 +997,9 @@ static void put_header(const char *reason) {
   put("{\"tool\": \"lockprof\", \"version\": 1, \"pid\": "), put_num((uint64_t)getpid(), 10);
   put(", \"program\": "), put_str(exe);
   put(", \"reason\": "), put_str(reason);
-  put(", \"clock\": \"CLOCK_MONOTONIC\", \"table_size\": "), put_num(TABLE_SIZE, 10);
+  put(", \"clock\": "), put_str(use_tsc ? "tsc" : "CLOCK_MONOTONIC");
+  put(", \"tsc_ps_per_tick\": "), put_num(use_tsc ? (tick_mult * 1000) >> 32 : 0, 10);
+  put(", \"table_size\": "), put_num(TABLE_SIZE, 10);
   put(", \"swap\": {\"mutex\": "), put_str(mutex_algo ? mutex_algo->name : "pthread");
   put(", \"rwlock\": "), put_str(rw_algo ? rw_algo->name : "pthread");
   put("}, \"untracked_ops\": "), put_num(LOAD(&untracked_ops, RELAXED), 10);
