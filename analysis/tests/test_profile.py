@@ -4,6 +4,7 @@ and stopped by SIGTERM, our own main3, a thread-per-request server through 3000 
 profile/stress.c under every swap lock, and the inputs refused before anything starts.
 Every server listens below 32768 (on a port's byte-swapped twin too); every wait is bounded."""
 
+import contextlib
 import json
 import os
 import random
@@ -66,6 +67,26 @@ def free_port() -> int:
     return port
 
 
+def children(pid: int) -> list:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.fixture
+def serve(tmp_path):
+    """start(server, *options) -> a Profiled server, killed at the end whatever happened."""
+    started = []
+
+    def start(server, *options):
+        started.append(Profiled(server, tmp_path, *options))
+        return started[-1]
+    yield start
+    for s in started:
+        s.kill()
+
+
 def profile_cmd(*options) -> list:
     return [PY, "-m", "analysis.profile", *map(str, options)]
 
@@ -88,12 +109,17 @@ class Profiled:
                                              env={**os.environ, "PYTHONPATH": str(REPO)})
             try:
                 wait_listening([ports.twin(self.port)], self.proc, timeout=15)
+                self.program = children(self.proc.pid)
                 return
             except NotListening:
                 self.kill()
         raise AssertionError(f"{server.name} did not start: {self.out.read_text()}")
 
     def kill(self) -> None:
+        """Both processes gone: the program runs in a process group of its own."""
+        for pid in getattr(self, "program", []):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
@@ -135,8 +161,8 @@ def by_slot(locks: list, stride: int, plan: list) -> dict:
 
 # ---------------------------------------------------------------- profiling the fixtures
 
-def test_main2_shows_one_mutex_per_string_the_kit_touched(correct, tmp_path):
-    server = Profiled(correct / "main2", tmp_path)
+def test_main2_shows_one_mutex_per_string_the_kit_touched(correct, serve):
+    server = serve(correct / "main2")
     done = kit_runs(server.port)
     code, out, doc = server.stop()
     assert code == 0, out
@@ -153,8 +179,8 @@ def test_main2_shows_one_mutex_per_string_the_kit_touched(correct, tmp_path):
     assert f"{len(touched)} lock object(s) in 1 process(es)" in out
 
 
-def test_main4_shows_rwlocks_taken_for_reading_and_writing(correct, tmp_path):
-    server = Profiled(correct / "main4", tmp_path)
+def test_main4_shows_rwlocks_taken_for_reading_and_writing(correct, serve):
+    server = serve(correct / "main4")
     done = kit_runs(server.port)
     code, out, doc = server.stop()
     assert code == 0, out
@@ -169,8 +195,8 @@ def test_main4_shows_rwlocks_taken_for_reading_and_writing(correct, tmp_path):
     assert sum(reads.values()) > 0 and sum(writes.values()) > 0
 
 
-def test_main1_shows_one_mutex_taken_1000_times(correct, tmp_path):
-    server = Profiled(correct / "main1", tmp_path, "--markdown", tmp_path / "section.md")
+def test_main1_shows_one_mutex_taken_1000_times(correct, serve, tmp_path):
+    server = serve(correct / "main1", "--markdown", tmp_path / "section.md")
     kit_runs(server.port)
     code, out, doc = server.stop()
     assert code == 0, out
@@ -196,10 +222,10 @@ def check_consistent(port: int) -> None:
                                                 ("mcs", "main2", "mutex"),
                                                 ("ttas", "main2", "mutex"),
                                                 ("phase-fair", "main4", "rwlock")])
-def test_swapped_locks_serve_the_kit_and_pass_the_check(correct, tmp_path, lock, server, kind):
+def test_swapped_locks_serve_the_kit_and_pass_the_check(correct, serve, lock, server, kind):
     if not (RELEASE / "client").is_file():
         pytest.skip("build/release/client is not built")
-    s = Profiled(correct / server, tmp_path, "--swap-lock", lock)
+    s = serve(correct / server, "--swap-lock", lock)
     kit_runs(s.port)
     check_consistent(s.port)
     code, out, doc = s.stop()
@@ -208,12 +234,12 @@ def test_swapped_locks_serve_the_kit_and_pass_the_check(correct, tmp_path, lock,
     assert doc["locks"] and all(r["impl"] == lock and r["kind"] == kind for r in doc["locks"])
 
 
-def test_swap_under_our_own_main3(lib, tmp_path):
+def test_swap_under_our_own_main3(lib, serve):
     """build/release/main3: one std::shared_mutex, a pthread rwlock, made phase-fair; it
     ends through its own SIGTERM handler and exit, so the destructor writes the profile."""
     if not (RELEASE / "main3").is_file() or not (RELEASE / "client").is_file():
         pytest.skip("build/release/main3 and client are not built")
-    s = Profiled(RELEASE / "main3", tmp_path, "--swap-lock", "mcs")
+    s = serve(RELEASE / "main3", "--swap-lock", "mcs")
     check_consistent(s.port)
     code, out, doc = s.stop()
     assert code == 0, out
@@ -224,10 +250,10 @@ def test_swap_under_our_own_main3(lib, tmp_path):
 
 
 @pytest.mark.parametrize("options", [[], ["--swap-lock", "mcs"]], ids=["profile", "mcs"])
-def test_3000_threads_over_a_life(correct, tmp_path, options):
+def test_3000_threads_over_a_life(correct, serve, options):
     """The kit fixture makes a thread per request: 3 kit runs, 3000 threads, 3000
     acquisitions of main1's one mutex (no per-thread limit, as LiTL's 2048)."""
-    s = Profiled(correct / "main1", tmp_path, *options)
+    s = serve(correct / "main1", *options)
     kit_runs(s.port, runs=3)
     code, out, doc = s.stop()
     assert code == 0, out
