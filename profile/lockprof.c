@@ -569,6 +569,8 @@ REAL(pthread_cond_timedwait, "GLIBC_2.3.2")
 REAL(pthread_cond_clockwait, NULL)
 REAL(pthread_cond_signal, "GLIBC_2.3.2")
 REAL(pthread_cond_broadcast, "GLIBC_2.3.2")
+REAL(sigaction, NULL)
+REAL(signal, NULL)
 
 #define CALL(fn, ...) (real_##fn() ? real_##fn()(__VA_ARGS__) : 0)
 
@@ -1080,7 +1082,7 @@ static void install_handlers(void) {
   static const int sigs[] = {SIGINT, SIGTERM};
   for (int i = 0; i < 2; i++) {
     struct sigaction old, sa;
-    if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+    if (CALL(sigaction, sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
         (old.sa_flags & SA_SIGINFO))
       continue;
     memset(&sa, 0, sizeof sa);
@@ -1089,8 +1091,32 @@ static void install_handlers(void) {
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
-    sigaction(sigs[i], &sa, NULL);
+    CALL(sigaction, sigs[i], &sa, NULL);
   }
+}
+
+/* The program sees the default action where ours stands in for it: a program that installs
+ * a handler only over the default one (CPython's KeyboardInterrupt, for one) still does. */
+static int ours(int sig, void (*h)(int)) {
+  return (sig == SIGINT || sig == SIGTERM) && h == on_signal;
+}
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (!real_sigaction()) {
+    errno = ENOSYS;
+    return -1;
+  }
+  int rc = real_sigaction()(sig, act, old);
+  if (rc == 0 && old && !(old->sa_flags & SA_SIGINFO) && ours(sig, old->sa_handler)) {
+    memset(old, 0, sizeof *old);
+    old->sa_handler = SIG_DFL;
+  }
+  return rc;
+}
+
+sighandler_t signal(int sig, sighandler_t h) {
+  sighandler_t old = real_signal() ? real_signal()(sig, h) : SIG_ERR;
+  return ours(sig, old) ? SIG_DFL : old;
 }
 
 /* A forked child starts with the parent's counts; it reports only its own. */

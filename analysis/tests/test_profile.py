@@ -348,3 +348,13 @@ def test_help_answers_at_once_without_the_build():
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=REPO,
                            env={**os.environ, "PYTHONPATH": str(REPO)})
         assert p.returncode == 0 and "--swap-lock" in p.stdout and time.monotonic() - t0 < 10
+
+
+def test_the_program_sees_the_default_signal_actions_it_left(lib):
+    """Our SIGINT/SIGTERM handler stands in for the default action unseen: CPython installs
+    KeyboardInterrupt only over the default, and still does."""
+    code = ("import signal, sys; "
+            "sys.exit(0 if signal.getsignal(signal.SIGINT) is signal.default_int_handler "
+            "and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else 4)")
+    p = run_profile("--", PY, "-c", code)
+    assert p.returncode == 0, p.stdout + p.stderr
