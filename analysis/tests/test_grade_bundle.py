@@ -301,3 +301,19 @@ def test_a_class_with_similarity_flags_the_copy_on_the_dashboard(tmp_path):
 def csv_rows(path: Path) -> list:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+@pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox: {NO_SANDBOX}")
+def test_a_budget_too_small_for_the_workload_still_hands_in_results_in_time(tmp_path):
+    """The worker hands in what it has before the outer limit: checks not finished are
+    undetermined (not scored), never failed, and the grading is not lost."""
+    t0 = time.monotonic()
+    p = grade(FIXTURES / "correct", "--no-reference", "--no-progress", "--out", tmp_path,
+              "--budget", "8")
+    assert p.returncode == 0, p.stderr
+    assert time.monotonic() - t0 < 8 + 10
+    ev = json.loads((tmp_path / "correct" / "evidence.json").read_text())
+    status = {c["id"]: c["status"] for c in ev["checks"]}
+    assert not ev.get("error") and status["build"] == "pass", ev
+    assert status["workload"] == "undetermined" and "fail" not in status.values(), status
+    assert any("handed in" in line for line in ev["log"])
