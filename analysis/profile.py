@@ -362,7 +362,12 @@ def table_rows(recs: list, with_pid: bool) -> tuple:
     return (["pid"] if with_pid else []) + HEADER, [row(r, with_pid) for r in recs]
 
 
+SITE_WIDTH = 100  # the printed table's; --json and --markdown keep the whole name
+
+
 def text_table(head: list, rows: list) -> str:
+    rows = [[*r[:-1], r[-1] if len(r[-1]) <= SITE_WIDTH else r[-1][:SITE_WIDTH - 3] + "..."]
+            for r in rows]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip()
              for line in [head, *rows]]
@@ -380,8 +385,12 @@ def summary(docs: list, recs: list) -> str:
     return line
 
 
-NOTE = ("wait and hold: upper edges of log2 buckets of nanoseconds (within a factor of 2), "
-        "CLOCK_MONOTONIC; wait is 0 for an acquisition whose trylock succeeded")
+def note(docs: list) -> str:
+    """How to read the times, and which clock took them."""
+    clock = docs[0].get("clock") if docs else None
+    by = "the TSC, calibrated against CLOCK_MONOTONIC" if clock == "tsc" else "CLOCK_MONOTONIC"
+    return ("wait and hold: upper edges of log2 buckets of nanoseconds (within a factor of 2), "
+            f"timed by {by}; wait is 0 for an acquisition whose trylock succeeded")
 
 
 def print_table(docs: list, recs: list, a) -> None:
@@ -392,7 +401,7 @@ def print_table(docs: list, recs: list, a) -> None:
         print(text_table(head, rows))
     if len(shown) < len(recs):
         print(f"... {len(recs) - len(shown)} more (--top 0 shows all)")
-    print(f"({NOTE})")
+    print(f"({note(docs)})")
 
 
 def markdown(docs: list, recs: list, command: list) -> str:
@@ -402,7 +411,8 @@ def markdown(docs: list, recs: list, command: list) -> str:
     lines = ["## Lock profile", "", f"`{' '.join(command)}`: {summary(docs, recs)}.",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in esc]
-    return "\n".join([*lines, "", f"{NOTE[0].upper()}{NOTE[1:]}.", ""])
+    said = note(docs)
+    return "\n".join([*lines, "", f"{said[0].upper()}{said[1:]}.", ""])
 
 
 def write_outputs(docs: list, recs: list, a, code: int) -> None:

@@ -412,8 +412,7 @@ static int pf_try(union state *s, const void *o, int mode) {
   }
   uint32_t t = LOAD(&s->pf.wout, ACQUIRE), expect = t;
   if ((LOAD(&s->pf.rin, RELAXED) & ~0xffu) != LOAD(&s->pf.rout, RELAXED)) return EBUSY;
-  if (!__atomic_compare_exchange_n(&s->pf.win, &expect, t + 1, 0, ACQUIRE, RELAXED))
-    return EBUSY;
+  if (!__atomic_compare_exchange_n(&s->pf.win, &expect, t + 1, 0, ACQUIRE, RELAXED)) return EBUSY;
   pf_drain(s, t);
   return 0;
 }
@@ -545,10 +544,10 @@ static void *sym(void **slot, const char *name, const char *version) {
   STORE(slot, p, RELEASE);
   return p;
 }
-#define REAL(fn, version)                                     \
-  static __typeof__(&fn) real_##fn(void) {                    \
-    static void *slot;                                        \
-    return (__typeof__(&fn))sym(&slot, #fn, version);         \
+#define REAL(fn, version)                             \
+  static __typeof__(&fn) real_##fn(void) {            \
+    static void *slot;                                \
+    return (__typeof__(&fn))sym(&slot, #fn, version); \
   }
 REAL(pthread_mutex_lock, NULL)
 REAL(pthread_mutex_trylock, NULL)
@@ -648,7 +647,9 @@ static int acquire(struct req *q) {
   if (rc == EBUSY && q->op != OP_TRY) {
     uint64_t t0 = now();
     contended = 1;
-    rc = !a ? real_block(q) : q->op == OP_TIMED ? swap_timed(a, r, q) : a->lock(&r->s, q->o, q->mode);
+    rc = !a                  ? real_block(q)
+         : q->op == OP_TIMED ? swap_timed(a, r, q)
+                             : a->lock(&r->s, q->o, q->mode);
     waited = to_ns(now() - t0);
   }
   if (rc == 0 || rc == EOWNERDEAD) acquired(r, q, a, contended, waited);
@@ -684,7 +685,9 @@ int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c, const struct timesp
 }
 int pthread_mutex_unlock(pthread_mutex_t *m) { return release(m, K_MUTEX); }
 
-int pthread_rwlock_rdlock(pthread_rwlock_t *l) { return acquire(REQ(l, K_RWLOCK, M_READ, OP_LOCK)); }
+int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
+  return acquire(REQ(l, K_RWLOCK, M_READ, OP_LOCK));
+}
 int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
   return acquire(REQ(l, K_RWLOCK, M_WRITE, OP_LOCK));
 }
@@ -726,8 +729,8 @@ static int futex_wait(uint32_t *w, uint32_t v, int timed, clockid_t clk,
 static int swap_cond_wait(const struct algo *a, struct rec *mr, struct rec *cr, const struct req *q,
                           pthread_mutex_t *m) {
   union state *c = cond_state(cr);
-  if (q->op == OP_TIMED && (!ts_valid(q->abs) ||
-                            (q->clk != CLOCK_REALTIME && q->clk != CLOCK_MONOTONIC)))
+  if (q->op == OP_TIMED &&
+      (!ts_valid(q->abs) || (q->clk != CLOCK_REALTIME && q->clk != CLOCK_MONOTONIC)))
     return EINVAL;
   __atomic_fetch_add(&c->cond.waiters, 1, SEQ_CST);
   uint32_t seen = LOAD(&c->cond.seq, SEQ_CST);
@@ -861,7 +864,9 @@ static void put_str(const char *s) { /* a JSON string */
     unsigned char c = (unsigned char)*s;
     char one[7] = {(char)c, 0};
     if (c == '"' || c == '\\') one[0] = '\\', one[1] = (char)c, one[2] = 0;
-    if (c < 0x20) memcpy(one, "\\u0000", 7), one[4] = (char)('0' + (c >> 4)), one[5] = "0123456789abcdef"[c & 15];
+    if (c < 0x20)
+      memcpy(one, "\\u0000", 7), one[4] = (char)('0' + (c >> 4)),
+                                 one[5] = "0123456789abcdef"[c & 15];
     put(one);
   }
   put("\"");
@@ -978,8 +983,7 @@ static void put_record(uintptr_t key, const struct rec *r, int first) {
   if (kind == K_COND) {
     put_hist("wait_ns", &r->wait, 0);
   } else {
-    uint64_t n = LOAD(&r->acq[0], RELAXED) + LOAD(&r->acq[1], RELAXED) +
-                 LOAD(&r->acq[2], RELAXED);
+    uint64_t n = LOAD(&r->acq[0], RELAXED) + LOAD(&r->acq[1], RELAXED) + LOAD(&r->acq[2], RELAXED);
     uint64_t contended = LOAD(&r->contended, RELAXED);
     put_hist("wait_ns", &r->wait, n > contended ? n - contended : 0);
     put_hist("hold_ns", &r->hold, 0);

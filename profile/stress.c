@@ -67,9 +67,9 @@ static void *rw_worker(void *arg) {
   for (int i = 0; i < iters; i++) {
     if (me == 0 || i % 8 == 0) {
       struct timespec far = in_ns(10000000000L);
-      if (i % 3 == 0 ? pthread_rwlock_timedwrlock(&rw, &far) != 0
-                     : i % 3 == 1 ? pthread_rwlock_wrlock(&rw) != 0
-                                  : pthread_rwlock_trywrlock(&rw) != 0)
+      if (i % 3 == 0   ? pthread_rwlock_timedwrlock(&rw, &far) != 0
+          : i % 3 == 1 ? pthread_rwlock_wrlock(&rw) != 0
+                       : pthread_rwlock_trywrlock(&rw) != 0)
         continue;
       a++, b++, writes++;
       pthread_rwlock_unlock(&rw);
