@@ -21,6 +21,7 @@ import bisect
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import struct
@@ -396,7 +397,7 @@ def note(docs: list) -> str:
 def print_table(docs: list, recs: list, a) -> None:
     shown = recs if a.top == 0 else recs[:a.top]
     head, rows = table_rows(shown, len(docs) > 1)
-    print(f"{PROG}: {' '.join(a.command)}: {summary(docs, recs)}")
+    print(f"{PROG}: {shlex.join(a.command)}: {summary(docs, recs)}")
     if rows:
         print(text_table(head, rows))
     if len(shown) < len(recs):
@@ -408,7 +409,7 @@ def markdown(docs: list, recs: list, command: list) -> str:
     """A report section: the summary, every lock object as a table row, the note."""
     head, rows = table_rows(recs, len(docs) > 1)
     esc = [[str(c).replace("|", "\\|") for c in r] for r in rows]
-    lines = ["## Lock profile", "", f"`{' '.join(command)}`: {summary(docs, recs)}.",
+    lines = ["## Lock profile", "", f"`{shlex.join(command)}`: {summary(docs, recs)}.",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in esc]
     said = note(docs)

@@ -239,16 +239,22 @@ static void note_site(struct rec *r, const void *site) {
 
 /* ------------------------------------------------------------------ hold times, per thread */
 
+/* nheld is read once and checked both ways each time: a signal handler that locks (not
+ * allowed, but done) may push or pop in between; entries may then be wrong, never outside
+ * the array. */
 static void hold_begin(const void *o, int kind, struct rec *r) {
-  if (nheld >= HELD_MAX) {
+  int n = nheld;
+  if (n < 0 || n >= HELD_MAX) {
     ADD(&holds_lost, 1);
     return;
   }
-  held[nheld++] = (struct held){o, r, now(), kind};
+  nheld = n + 1;
+  held[n] = (struct held){o, r, now(), kind};
 }
 
 static struct held *held_of(const void *o, int kind) {
-  for (int i = nheld - 1; i >= 0; i--)
+  int n = nheld;
+  for (int i = (n > HELD_MAX ? HELD_MAX : n) - 1; i >= 0; i--)
     if (held[i].o == o && held[i].kind == kind) return &held[i];
   return NULL;
 }
@@ -260,7 +266,8 @@ static struct rec *hold_end(const void *o, int kind, int keep) {
   if (!h) return NULL; /* taken before we knew, by another thread, or past HELD_MAX */
   struct rec *r = h->r;
   hist_add(&r->hold, to_ns(now() - h->t0));
-  if (!keep) *h = held[--nheld];
+  int n = nheld;
+  if (!keep && n > 0 && n <= HELD_MAX) *h = held[n - 1], nheld = n - 1;
   return r;
 }
 
