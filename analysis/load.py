@@ -75,6 +75,10 @@ TRACE_COLUMNS = {"pos": "int64", "is_read": "int64", "latency_ns": "int64",
                  "wait_ns": "int64", "hold_ns": "int64"}
 
 
+# Columns whose values may be negative: a process's exit status (-15: stopped by SIGTERM).
+SIGNED_COLUMNS = frozenset({"exit_code"})
+
+
 class LoadError(Exception):
     """A raw results file is missing, malformed, or inconsistent."""
 
@@ -93,10 +97,40 @@ def _typed(df: pd.DataFrame, schema: dict, where: str) -> pd.DataFrame:
             elif dtype == "string":
                 out[col] = out[col].astype("string")
             else:
-                out[col] = pd.to_numeric(out[col], errors="raise").astype(dtype)
+                out[col] = _numbers(df[col], col, dtype, where).astype(dtype)
         except (ValueError, TypeError) as exc:
             raise LoadError(f"{where}: column {col} is not {dtype}: {exc}") from None
     return out
+
+
+def _numbers(raw: pd.Series, col: str, dtype: str, where: str) -> pd.Series:
+    """The column's strings as numbers, each checked: finite, >= 0 (but SIGNED_COLUMNS),
+    and for a count (an integer dtype) whole and within int64. Empty cells stay missing. A
+    hand-edited value otherwise lands in the tables as if measured; the first bad one is a
+    LoadError naming the row (1 = the first after the header), its line and the column."""
+    import numpy as np
+    num = pd.to_numeric(raw, errors="coerce")
+    v = num.astype("float64")
+    given = raw.notna()
+    count = dtype.lower() == "int64"
+    checks = [(~np.isfinite(v), "is not a number" if count else "is not a finite number")]
+    if col not in SIGNED_COLUMNS:
+        checks.append((v < 0, "is negative"))
+    if count:
+        checks.append((v != np.floor(v), "is not a whole number"))
+        checks.append((v.abs() >= 2.0 ** 63, "is out of range"))
+    allowed = ("a whole number" if count else "a finite number") + \
+        ("" if col in SIGNED_COLUMNS else " >= 0")
+    first = None  # (row index, problem) of the first bad value
+    for bad, problem in checks:
+        rows = np.flatnonzero((given & bad).to_numpy())
+        if rows.size and (first is None or rows[0] < first[0]):
+            first = (int(rows[0]), problem)
+    if first is not None:
+        i, problem = first
+        raise LoadError(f"{where}: row {i + 1} (line {i + 2}), column {col}: "
+                        f"{raw.iloc[i]!r} {problem}; allowed: {allowed}")
+    return num
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
