@@ -669,6 +669,21 @@ def _server_row(experiment, value, srv: Server, delay_us, summary: dict, rep=0) 
     return row
 
 
+@dataclass
+class _RowLogs:
+    """Where an experiment's rows go as they come: its CSV of runs, its CSV of server
+    summaries and its JSON lines of client output (lab.csv, lab_servers.csv,
+    lab_client.jsonl; sweep_KIND.csv, ...)."""
+    rows: "CsvLog"
+    servers: "CsvLog"
+    raw: object
+
+    def close(self) -> None:
+        self.rows.close()
+        self.servers.close()
+        self.raw.close()
+
+
 def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
     """For each (server, n): one server start, p.runs kit-mode client runs, the time-file
     line of each run, the server's summary at the end. Rows appended as they come."""
@@ -678,81 +693,102 @@ def run_lab(ctx: Ctx, p: LabParams, todo: dict | None = None) -> None:
     client = ctx.client()
     for sub in ("time", "traces", "logs"):
         (ctx.results / sub).mkdir(exist_ok=True)
-    rows = CsvLog(ctx.results / "lab.csv", LAB_COLUMNS)
-    srows = CsvLog(ctx.results / "lab_servers.csv", SERVER_COLUMNS)
-    # closed in the finally below, with the two CSV logs
-    raw = open(ctx.results / "lab_client.jsonl", "a")  # noqa: SIM115
+    # closed in the finally below
+    logs = _RowLogs(CsvLog(ctx.results / "lab.csv", LAB_COLUMNS),
+                    CsvLog(ctx.results / "lab_servers.csv", SERVER_COLUMNS),
+                    open(ctx.results / "lab_client.jsonl", "a"))  # noqa: SIM115
     try:
         for (s, n), reps in todo.items():
-            trace = ctx.results / "traces" / f"{s}_n{n}.csv"
-            want_trace = p.trace_limit > 0 and not (trace.exists() and trace.stat().st_size > 0)
-            time_file = ctx.results / "time" / time_file_name(s, n)
-            # start_server calls make(port) at once (and on its retries), never later:
-            # partial binds this iteration's values explicitly.
-            srv = ctx.start_server(functools.partial(
-                ctx.make_server, s, n, delay_us=p.delay_us, time_file=time_file,
-                log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
-                trace=trace if want_trace else None, trace_limit=p.trace_limit))
-            port = srv.port
-            # A kit-style server gets no --delay-us: the delay is whatever it was built with.
-            delay = p.delay_us if srv.kind == "lockbench" else None
-            with srv:
-                for rep in reps:
-                    before = len(_time_lines(srv))
-                    t0 = time.monotonic()
-                    try:
-                        docs = [ctx.run_load(client, n, port,
-                                             ["--real-port"] if srv.real_port else [],
-                                             threads=None, requests=1000, seed=None,
-                                             key={"experiment": "lab", "server": s, "n": n,
-                                                  "rep": rep})]
-                    except RunError as exc:
-                        if not srv.alive():
-                            raise srv.died() from None
-                        raise RunError(f"{s} n={n} run {rep}: {exc}") from None
-                    doc = docs[0]
-                    if rep == reps[0]:
-                        record_client_version(ctx, doc)
-                    res = client_row(doc)
-                    want = max(1, int(res["ok"] or 0) // 1000) if res["ok"] else 1
-                    new = _wait_new_lines(srv, before, want, timeout=2.0)
-                    if not srv.alive():
-                        raise srv.died()
-                    vals, bad = parse_time_lines(new)
-                    if bad:
-                        ctx.note(f"warning: {s} n={n} run {rep}: {bad} line(s) of "
-                                 f"{time_file.name} are not finite numbers; left out")
-                    cfg = doc.get("config", {})
-                    rows.write({
-                        "server": s, "n": n, "rep": rep, "delay_us": delay,
-                        "read_ratio": cfg.get("read_ratio", 0.7), "threads": cfg.get("threads"),
-                        "requests": cfg.get("requests"), "connection": cfg.get("connection"),
-                        "port": port, "git_sha": ctx.git_sha,
-                        "latency_s": sum(vals) / len(vals) if vals else None,
-                        "time_lines": len(vals), **res})
-                    raw.write(json.dumps({"server": s, "n": n, "rep": rep, "client": doc},
-                                         sort_keys=True) + "\n")
-                    raw.flush()
-                    if not vals:
-                        ctx.note(f"warning: {s} n={n} run {rep}: no new line in "
-                                 f"{srv.time_file.name} within 2 s (client ok={res['ok']} "
-                                 f"errors={res['errors']})")
-                    if ctx.progress:
-                        ctx.progress.advance(LAB_RUN_ESTIMATE + p.pause_s
-                                             + (START_ESTIMATE if rep == reps[0] else 0),
-                                             f"lab {s} n={n} run {rep}/{p.runs} "
-                                             f"({(time.monotonic() - t0) * 1e3:.0f} ms)")
-                    if p.pause_s > 0:
-                        time.sleep(p.pause_s)
-                summary = srv.stop()
-            if not srv.stopped_ok():
-                raise RunError(f"{s} (n={n}) {describe_exit(srv.exit_code)} when stopped; "
-                               f"see {srv.log_file}")
-            srows.write(_server_row("lab", "", srv, delay, summary))
+            _lab_setting(ctx, p, logs, client, s, n, reps)
     finally:
-        rows.close()
-        srows.close()
-        raw.close()
+        logs.close()
+
+
+def _lab_server(ctx: Ctx, p: LabParams, s: str, n: int):
+    """The started server of one lab setting (a trace only when none was kept yet)."""
+    trace = ctx.results / "traces" / f"{s}_n{n}.csv"
+    want_trace = p.trace_limit > 0 and not (trace.exists() and trace.stat().st_size > 0)
+    # start_server calls make(port) at once (and on its retries), never later:
+    # partial binds this iteration's values explicitly.
+    return ctx.start_server(functools.partial(
+        ctx.make_server, s, n, delay_us=p.delay_us,
+        time_file=ctx.results / "time" / time_file_name(s, n),
+        log_file=ctx.results / "logs" / f"lab_{s}_n{n}.log",
+        trace=trace if want_trace else None, trace_limit=p.trace_limit))
+
+
+def _lab_setting(ctx: Ctx, p: LabParams, logs: _RowLogs, client, s: str, n: int,
+                 reps: list) -> None:
+    """One (server, n): its runs, then its stop and summary row."""
+    srv = _lab_server(ctx, p, s, n)
+    # A kit-style server gets no --delay-us: the delay is whatever it was built with.
+    delay = p.delay_us if srv.kind == "lockbench" else None
+    with srv:
+        for rep in reps:
+            _lab_run(ctx, p, logs, client, srv, (s, n, rep), rep == reps[0], delay)
+        summary = srv.stop()
+    if not srv.stopped_ok():
+        raise RunError(f"{s} (n={n}) {describe_exit(srv.exit_code)} when stopped; "
+                       f"see {srv.log_file}")
+    logs.servers.write(_server_row("lab", "", srv, delay, summary))
+
+
+def _lab_client(ctx: Ctx, client, srv, s: str, n: int, rep: int) -> dict:
+    """One kit-mode client run's JSON; a server that died is named as the cause."""
+    try:
+        return ctx.run_load(client, n, srv.port, ["--real-port"] if srv.real_port else [],
+                            threads=None, requests=1000, seed=None,
+                            key={"experiment": "lab", "server": s, "n": n, "rep": rep})
+    except RunError as exc:
+        if not srv.alive():
+            raise srv.died() from None
+        raise RunError(f"{s} n={n} run {rep}: {exc}") from None
+
+
+def _lab_lines(ctx: Ctx, srv, where: str, before: int, res: dict, kept_as: str) -> list:
+    """The run's new timing-file values (waiting up to 2 s for them), the rest warned of."""
+    want = max(1, int(res["ok"] or 0) // 1000) if res["ok"] else 1
+    new = _wait_new_lines(srv, before, want, timeout=2.0)
+    if not srv.alive():
+        raise srv.died()
+    vals, bad = parse_time_lines(new)
+    if bad:
+        ctx.note(f"warning: {where}: {bad} line(s) of {kept_as} are not finite numbers; "
+                 "left out")
+    if not vals:
+        ctx.note(f"warning: {where}: no new line in {srv.time_file.name} within 2 s "
+                 f"(client ok={res['ok']} errors={res['errors']})")
+    return vals
+
+
+def _lab_run(ctx: Ctx, p: LabParams, logs: _RowLogs, client, srv, key: tuple, first: bool,
+             delay) -> None:
+    """One kit-mode client run of a setting and its row."""
+    s, n, rep = key
+    before = len(_time_lines(srv))
+    t0 = time.monotonic()
+    doc = _lab_client(ctx, client, srv, s, n, rep)
+    if first:
+        record_client_version(ctx, doc)
+    res = client_row(doc)
+    vals = _lab_lines(ctx, srv, f"{s} n={n} run {rep}", before, res, time_file_name(s, n))
+    cfg = doc.get("config", {})
+    logs.rows.write({
+        "server": s, "n": n, "rep": rep, "delay_us": delay,
+        "read_ratio": cfg.get("read_ratio", 0.7), "threads": cfg.get("threads"),
+        "requests": cfg.get("requests"), "connection": cfg.get("connection"),
+        "port": srv.port, "git_sha": ctx.git_sha,
+        "latency_s": sum(vals) / len(vals) if vals else None,
+        "time_lines": len(vals), **res})
+    logs.raw.write(json.dumps({"server": s, "n": n, "rep": rep, "client": doc},
+                              sort_keys=True) + "\n")
+    logs.raw.flush()
+    if ctx.progress:
+        ctx.progress.advance(LAB_RUN_ESTIMATE + p.pause_s + (START_ESTIMATE if first else 0),
+                             f"lab {s} n={n} run {rep}/{p.runs} "
+                             f"({(time.monotonic() - t0) * 1e3:.0f} ms)")
+    if p.pause_s > 0:
+        time.sleep(p.pause_s)
 
 
 # ---- the sweeps -----------------------------------------------------------------------------
@@ -786,66 +822,75 @@ def sweep_estimate(todo: list, p: SweepParams) -> tuple[float, int]:
 
 
 def run_sweeps(ctx: Ctx, p: SweepParams, todo: list | None = None) -> None:
+    """Each sweep point (kind, rep, value, server): a fresh server, one client run of
+    p.duration_s after p.warmup_s, its rows appended as they come."""
     todo = sweep_todo(ctx, p) if todo is None else todo
     if not todo:
         return
     client = ctx.client()
     for sub in ("time", "logs"):
         (ctx.results / sub).mkdir(exist_ok=True)
-    logs = {}
+    logs: dict = {}
     try:
         for kind, rep, v, s in todo:
             if kind not in logs:
-                logs[kind] = (CsvLog(ctx.results / f"sweep_{kind}.csv", SWEEP_COLUMNS),
-                              CsvLog(ctx.results / f"sweep_{kind}_servers.csv", SERVER_COLUMNS),
-                              # kept open across points; closed in the finally below
-                              open(ctx.results / f"sweep_{kind}_client.jsonl", "a"))  # noqa: SIM115
-            rows, srows, raw = logs[kind]
-            cfg = sweep_point(p, kind, v)
-            value = fmt_value(v)
-            tag = f"sweep_{kind}_{value}_{s}_rep{rep}"
-            srv = ctx.start_server(functools.partial(
-                ctx.make_server, s, cfg["n"], delay_us=cfg["delay_us"],
-                time_file=ctx.results / "time" / tag,
-                log_file=ctx.results / "logs" / f"sweep_{kind}_{s}.log"))
-            port = srv.port
-            if srv.kind != "lockbench":
-                cfg["delay_us"] = None   # not set by the runner: whatever it was built with
-            args_port = ["--real-port"] if srv.real_port else []
-            args = ["--duration", f"{p.duration_s:g}",
-                    "--warmup", f"{p.warmup_s:g}", "--connection", cfg["connection"],
-                    "--read-ratio", f"{cfg['read_ratio']:g}", *args_port]
-            with srv:
-                try:
-                    docs = [ctx.run_load(client, cfg["n"], port, args, threads=cfg["threads"],
-                                         requests=None, seed=rep,
-                                         key={"experiment": "sweep", "kind": kind,
-                                              "value": value, "server": s, "n": cfg["n"],
-                                              "rep": rep})]
-                except RunError as exc:
-                    if not srv.alive():
-                        raise srv.died() from None
-                    raise RunError(f"sweep {kind}={value} {s} rep {rep}: {exc}") from None
-                if not srv.alive():
-                    raise srv.died()
-                summary = srv.stop()
-            if not srv.stopped_ok():
-                raise RunError(f"{s} (n={cfg['n']}) {describe_exit(srv.exit_code)} when "
-                               f"stopped; see {srv.log_file}")
-            doc = docs[0]
-            record_client_version(ctx, doc)
-            rows.write({"kind": kind, "value": value, "server": s, "rep": rep, **cfg,
-                        "duration_s": p.duration_s, "warmup_s": p.warmup_s, "port": port,
-                        "git_sha": ctx.git_sha, **client_row(doc)})
-            srows.write(_server_row(kind, value, srv, cfg["delay_us"], summary, rep))
-            raw.write(json.dumps({"kind": kind, "value": value, "server": s, "rep": rep,
-                                  "client": doc}, sort_keys=True) + "\n")
-            raw.flush()
-            if ctx.progress:
-                ctx.progress.advance(p.duration_s + p.warmup_s + START_ESTIMATE,
-                                     f"sweep {kind}={value} {s} rep {rep}/{p.reps}")
+                # kept open across points; closed in the finally below
+                logs[kind] = _RowLogs(
+                    CsvLog(ctx.results / f"sweep_{kind}.csv", SWEEP_COLUMNS),
+                    CsvLog(ctx.results / f"sweep_{kind}_servers.csv", SERVER_COLUMNS),
+                    open(ctx.results / f"sweep_{kind}_client.jsonl", "a"))  # noqa: SIM115
+            _sweep_point(ctx, p, logs[kind], client, (kind, rep, v, s))
     finally:
-        for rows, srows, raw in logs.values():
-            rows.close()
-            srows.close()
-            raw.close()
+        for kind_logs in logs.values():
+            kind_logs.close()
+
+
+def _sweep_run(ctx: Ctx, p: SweepParams, client, srv, cfg: dict, key: tuple) -> tuple:
+    """(client JSON, the server's summary) of one sweep point's run on a started server."""
+    kind, rep, value, s = key
+    args = ["--duration", f"{p.duration_s:g}",
+            "--warmup", f"{p.warmup_s:g}", "--connection", cfg["connection"],
+            "--read-ratio", f"{cfg['read_ratio']:g}",
+            *(["--real-port"] if srv.real_port else [])]
+    with srv:
+        try:
+            doc = ctx.run_load(client, cfg["n"], srv.port, args, threads=cfg["threads"],
+                               requests=None, seed=rep,
+                               key={"experiment": "sweep", "kind": kind, "value": value,
+                                    "server": s, "n": cfg["n"], "rep": rep})
+        except RunError as exc:
+            if not srv.alive():
+                raise srv.died() from None
+            raise RunError(f"sweep {kind}={value} {s} rep {rep}: {exc}") from None
+        if not srv.alive():
+            raise srv.died()
+        summary = srv.stop()
+    if not srv.stopped_ok():
+        raise RunError(f"{s} (n={cfg['n']}) {describe_exit(srv.exit_code)} when "
+                       f"stopped; see {srv.log_file}")
+    return doc, summary
+
+
+def _sweep_point(ctx: Ctx, p: SweepParams, logs: "_RowLogs", client, point: tuple) -> None:
+    kind, rep, v, s = point
+    cfg = sweep_point(p, kind, v)
+    value = fmt_value(v)
+    tag = f"sweep_{kind}_{value}_{s}_rep{rep}"
+    srv = ctx.start_server(functools.partial(
+        ctx.make_server, s, cfg["n"], delay_us=cfg["delay_us"],
+        time_file=ctx.results / "time" / tag,
+        log_file=ctx.results / "logs" / f"sweep_{kind}_{s}.log"))
+    if srv.kind != "lockbench":
+        cfg["delay_us"] = None   # not set by the runner: whatever it was built with
+    doc, summary = _sweep_run(ctx, p, client, srv, cfg, (kind, rep, value, s))
+    record_client_version(ctx, doc)
+    logs.rows.write({"kind": kind, "value": value, "server": s, "rep": rep, **cfg,
+                     "duration_s": p.duration_s, "warmup_s": p.warmup_s, "port": srv.port,
+                     "git_sha": ctx.git_sha, **client_row(doc)})
+    logs.servers.write(_server_row(kind, value, srv, cfg["delay_us"], summary, rep))
+    logs.raw.write(json.dumps({"kind": kind, "value": value, "server": s, "rep": rep,
+                               "client": doc}, sort_keys=True) + "\n")
+    logs.raw.flush()
+    if ctx.progress:
+        ctx.progress.advance(p.duration_s + p.warmup_s + START_ESTIMATE,
+                             f"sweep {kind}={value} {s} rep {rep}/{p.reps}")
