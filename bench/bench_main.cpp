@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "bench/bench_strategies.h"
+#include "common/access_timer.h"
+#include "common/store_one_mutex.h"
 #include "common/strategy_registry.h"
 #include "tests/store_unlocked.h"
 
@@ -27,9 +29,25 @@ std::vector<std::string> BenchStrategyNames() {
 }
 
 std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
-                                      ArtificialDelay* delay) {
-  if (name == kUnprotected) return UnlockedStore::Create(n, delay);
-  return FindStrategy(name)->create(n, delay, StrategyConfig{});
+                                      ArtificialDelay* delay, BenchTiming timing) {
+  if (name == kUnprotected) {
+    switch (timing) {
+      case BenchTiming::kTimed:
+        return UnlockedStore::Create(n, delay);
+      case BenchTiming::kSampled:
+        return UnlockedStore::WithTiming<Sampled64>::Create(n, delay);
+      case BenchTiming::kUntimed:
+        return UnlockedStore::WithTiming<NoTiming>::Create(n, delay);
+    }
+  }
+  if (timing == BenchTiming::kUntimed && name == OneMutexStore::kStrategyName) {
+    return OneMutexStore::WithTiming<NoTiming>::Create(n, delay);
+  }
+  const StrategyInfo* s = FindStrategy(name);
+  if (timing != BenchTiming::kTimed && s->create_sampled != nullptr) {
+    return s->create_sampled(n, delay, StrategyConfig{});
+  }
+  return s->create(n, delay, StrategyConfig{});
 }
 
 }  // namespace kv::bench

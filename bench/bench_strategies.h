@@ -19,10 +19,19 @@ inline constexpr char kUnprotected[] = "unprotected";
 // "unprotected" followed by the registry's names, in registry order.
 std::vector<std::string> BenchStrategyNames();
 
+// How a benchmarked store times its accesses (common/access_timer.h).
+enum class BenchTiming {
+  kTimed,    // every access, three clock_gettime reads: the server's path
+  kSampled,  // 1 access in 64, cycle counter (LockedStores; the rest: kTimed)
+  kUntimed,  // compiled out (only the unprotected store; see MakeBenchStore)
+};
+
 // Builds the named store (registry defaults, e.g. 16 stripes). REQUIRES: the
-// name is one of BenchStrategyNames().
+// name is one of BenchStrategyNames(). kUntimed exists for "unprotected" and
+// "one-mutex" (the timing-cost rows); other names get kSampled instead.
 std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
-                                      ArtificialDelay* delay);
+                                      ArtificialDelay* delay,
+                                      BenchTiming timing = BenchTiming::kTimed);
 
 // Registers the throughput grid (store_bench.cpp) and the writer-starvation
 // runs (starvation_bench.cpp). quick: a tiny subset for CI smoke runs.

@@ -7,7 +7,16 @@
 // BM_Store for why not ->Threads()):
 //   ops_per_s : all threads' operations per second of wall time;
 //   ns_per_op : wall time one thread spends per operation (threads x wall /
-//               ops), i.e. the mean operation latency under that load.
+//               ops), i.e. the mean operation latency under that load;
+//   fair_jain, fair_rsd, fair_max_min : how evenly the threads' operation
+//               counts came out (bench_stats.h), the mean over the run's
+//               iterations;
+//   wait_p50_ns, wait_p99_ns, wait_p999_ns, wait_samples : the lock-wait
+//               quantiles of the sampled accesses, all threads merged.
+// The stores time 1 access in 64 with the cycle counter (BenchTiming::
+// kSampled): timing every access with clock_gettime (three reads, ~20 ns
+// each) cost more than most locks. StoreTiming/* compares the three timing
+// modes on one thread and TimerCost/* the two timers alone.
 //
 // The full cross product (34 strategies x 6 thread counts x 4 read shares x
 // 5 sizes x 2 delays = 8160 runs) would take hours on 2 cores, so the
@@ -27,9 +36,12 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "bench/bench_stats.h"
 #include "bench/bench_strategies.h"
+#include "common/access_timer.h"
 #include "common/clock.h"
 
 namespace kv::bench {
@@ -40,10 +52,48 @@ struct Op {
   bool is_read;
 };
 
-// Per-thread result, in its own cache line.
+// Per-thread result, in its own cache lines.
 struct alignas(64) ThreadCount {
   uint64_t ops = 0;
+  WaitHistogram waits;
 };
+
+constexpr std::size_t kRing = 4096;  // power of two
+
+// Each thread's op ring: uniform random slot, read with probability read%,
+// seeded by the thread's index.
+std::vector<Op> MakeRing(int t, uint32_t n, int read_pct) {
+  std::vector<Op> ring(kRing);
+  std::mt19937_64 rng(0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(t));
+  std::uniform_int_distribution<uint32_t> pos(0, n - 1);
+  std::uniform_int_distribution<int> pct(0, 99);
+  for (Op& op : ring) op = {pos(rng), pct(rng) < read_pct};
+  return ring;
+}
+
+// Adds one run's fairness and merged waits to the sums in `f` and `waits`.
+void AddRunStats(const std::vector<ThreadCount>& counts, Fairness* f, WaitHistogram* waits) {
+  std::vector<uint64_t> ops;
+  for (const ThreadCount& c : counts) {
+    ops.push_back(c.ops);
+    waits->Merge(c.waits);
+  }
+  const Fairness run = FairnessOf(ops);
+  f->jain += run.jain;
+  f->rsd += run.rsd;
+  f->max_min += run.max_min;
+}
+
+void SetFairnessCounters(benchmark::State& state, const Fairness& sum, const WaitHistogram& waits) {
+  const auto runs = static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
+  state.counters["fair_jain"] = sum.jain / runs;
+  state.counters["fair_rsd"] = sum.rsd / runs;
+  state.counters["fair_max_min"] = sum.max_min / runs;
+  state.counters["wait_p50_ns"] = waits.Quantile(0.5);
+  state.counters["wait_p99_ns"] = waits.Quantile(0.99);
+  state.counters["wait_p999_ns"] = waits.Quantile(0.999);
+  state.counters["wait_samples"] = static_cast<double>(waits.total());
+}
 
 std::vector<std::string> g_names;  // strategy by id (argument "s")
 double g_window_s = 0.05;          // measured wall time per repetition
@@ -67,21 +117,19 @@ void BM_Store(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(4));
   uint64_t total_ops = 0;
   double total_s = 0;
+  Fairness fairness;
+  WaitHistogram waits;
   for (auto _ : state) {
     ArtificialDelay delay{std::chrono::microseconds(state.range(3))};
-    std::unique_ptr<Store> store = MakeBenchStore(name, n, &delay);
+    std::unique_ptr<Store> store = MakeBenchStore(name, n, &delay, BenchTiming::kSampled);
     std::atomic<int> ready{0};
     std::atomic<bool> go{false}, stop{false};
     std::vector<ThreadCount> counts(static_cast<std::size_t>(threads));
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
-        constexpr std::size_t kRing = 4096;  // power of two
-        std::vector<Op> ring(kRing);
-        std::mt19937_64 rng(0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(t));
-        std::uniform_int_distribution<uint32_t> pos(0, n - 1);
-        std::uniform_int_distribution<int> pct(0, 99);
-        for (Op& op : ring) op = {pos(rng), pct(rng) < read_pct};
+        const std::vector<Op> ring = MakeRing(t, n, read_pct);
+        ThreadCount& mine = counts[static_cast<std::size_t>(t)];
         const std::string text = "written by benchmark thread " + std::to_string(t);
         Value value;
         AccessTiming timing;
@@ -96,8 +144,9 @@ void BM_Store(benchmark::State& state) {
             store->Write(op.pos, text, &value, &timing);
           }
           benchmark::DoNotOptimize(value);
+          if (timing.wait_ns >= 0) mine.waits.Add(timing.wait_ns);
         }
-        counts[static_cast<std::size_t>(t)].ops = k;
+        mine.ops = k;
       });
     }
     while (ready.load() < threads) std::this_thread::yield();
@@ -111,10 +160,53 @@ void BM_Store(benchmark::State& state) {
     state.SetIterationTime(wall_s);
     for (const ThreadCount& c : counts) total_ops += c.ops;
     total_s += wall_s;
+    AddRunStats(counts, &fairness, &waits);
   }
   const double ops = static_cast<double>(total_ops);
   state.counters["ops_per_s"] = ops / total_s;
   state.counters["ns_per_op"] = ops > 0 ? total_s * 1e9 * threads / ops : 0;
+  SetFairnessCounters(state, fairness, waits);
+}
+
+// One thread's cost per operation of the unprotected store (or one-mutex)
+// under each timing mode: what the clock adds to an operation, and what
+// sampling leaves of it. Same ring as BM_Store (n 1000, 95% reads).
+void BM_StoreTiming(benchmark::State& state, std::string name, BenchTiming mode) {
+  constexpr uint32_t kN = 1000;
+  ArtificialDelay delay{std::chrono::microseconds(0)};
+  std::unique_ptr<Store> store = MakeBenchStore(name, kN, &delay, mode);
+  const std::vector<Op> ring = MakeRing(0, kN, 95);
+  const std::string text = "written by benchmark thread 0";
+  Value value;
+  AccessTiming timing;
+  uint64_t k = 0;
+  for (auto _ : state) {
+    const Op& op = ring[k++ & (kRing - 1)];
+    if (op.is_read) {
+      store->Read(op.pos, &value, &timing);
+    } else {
+      store->Write(op.pos, text, &value, &timing);
+    }
+    benchmark::DoNotOptimize(value);
+    benchmark::DoNotOptimize(timing);
+  }
+  state.counters["ns_per_op"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kAvgThreadsRate | benchmark::Counter::kInvert);
+}
+
+// The timers alone: one read of the cycle counter (CycleTicks(): rdtsc on
+// x86) and one clock_gettime(CLOCK_MONOTONIC).
+void BM_TimerCost(benchmark::State& state, bool cycle_counter) {
+  if (cycle_counter) {
+    state.counters["ns_per_tick"] = NanosPerTick();
+    for (auto _ : state) benchmark::DoNotOptimize(CycleTicks());
+  } else {
+    for (auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
+  }
+  state.counters["ns_per_op"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kAvgThreadsRate | benchmark::Counter::kInvert);
 }
 
 // The fixed cost inside every Store operation that is not the lock: each
@@ -170,6 +262,25 @@ void RegisterStoreBenchmarks(bool quick) {
   benchmark::RegisterBenchmark("Clock/MonotonicNanos", BM_ClockRead)
       ->UseRealTime()
       ->MinTime(min_time);
+  benchmark::RegisterBenchmark(KV_HAVE_RDTSC ? "TimerCost/rdtsc" : "TimerCost/cycle-fallback",
+                               BM_TimerCost, true)
+      ->UseRealTime()
+      ->MinTime(min_time);
+  benchmark::RegisterBenchmark("TimerCost/clock_gettime", BM_TimerCost, false)
+      ->UseRealTime()
+      ->MinTime(min_time);
+  const std::pair<const char*, BenchTiming> modes[] = {{"timed", BenchTiming::kTimed},
+                                                       {"sampled", BenchTiming::kSampled},
+                                                       {"untimed", BenchTiming::kUntimed}};
+  for (const char* name : {kUnprotected, "one-mutex"}) {
+    for (const auto& [label, mode] : modes) {
+      benchmark::RegisterBenchmark(
+          (std::string("StoreTiming/") + name + "/timing:" + label).c_str(), BM_StoreTiming,
+          std::string(name), mode)
+          ->UseRealTime()
+          ->MinTime(min_time);
+    }
+  }
   // Strategies innermost: all strategies of one setting run back to back, so
   // the machine's slow drifts (shared/PERF.md) hit them alike.
   for (const Setting& g : grid) {

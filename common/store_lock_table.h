@@ -34,8 +34,10 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "common/access_timer.h"
 #include "common/artificial_delay.h"
 #include "common/clock.h"
 #include "common/mutex.h"
@@ -194,9 +196,15 @@ class PerSlot {
 
 // A Store over a lock table (see the top of this file). Timing, bounds
 // checks and the delays are here, once, for every lock-based strategy.
-template <typename Table, StrategyName kName>
+// Timing: a policy from common/access_timer.h (the server's Timed by default;
+// the microbenchmarks use NoTiming and SampledTsc).
+template <typename Table, StrategyName kName, typename Timing = Timed>
 class LockedStore final : public Store {
  public:
+  using TimingPolicy = Timing;
+  template <typename OtherTiming>
+  using WithTiming = LockedStore<Table, kName, OtherTiming>;
+
   static constexpr std::string_view kStrategyName = kName.view();
   static constexpr bool kUsesStripes = Table::kUsesStripes;
 
@@ -238,22 +246,30 @@ class LockedStore final : public Store {
     if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
     auto& record = table_.RecordOf(pos);
     const std::size_t i = table_.IndexInRecord(pos);
-    const int64_t asked = MonotonicNanos();
-    int64_t got;
+    const bool sample = Timing::Sample();
+    const int64_t asked = sample ? Timing::Now() : 0;
+    int64_t got = 0;
     if constexpr (kWrite) {
       WriteGuard<Lock> guard(&record.lock);
-      got = MonotonicNanos();
+      if (sample) got = Timing::Now();
       delay_->Pause();  // setContent()
       record.SetLocked(i, text);
       delay_->Pause();  // getContent(): the reply is the value read back
       record.GetLocked(i, out);
     } else {
       ReadGuard<Lock> guard(&record.lock);
-      got = MonotonicNanos();
+      if (sample) got = Timing::Now();
       delay_->Pause();  // getContent(): sleep, then copy
       record.GetLocked(i, out);
     }
-    RecordAccessTiming(asked, got, timing);
+    if constexpr (Timing::kAlwaysOn) {
+      RecordAccessTiming(asked, got, timing);
+    } else if (sample) {
+      timing->wait_ns = Timing::ToNanos(got - asked);
+      timing->hold_ns = Timing::ToNanos(Timing::Now() - got);
+    } else if constexpr (!std::is_same_v<Timing, NoTiming>) {
+      timing->wait_ns = timing->hold_ns = -1;  // not sampled
+    }
     return Status::OK();
   }
 

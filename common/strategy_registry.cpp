@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "common/access_timer.h"
 #include "common/store_bravo.h"
 #include "common/store_clh_lock.h"
 #include "common/store_flat_combining.h"
@@ -39,10 +40,21 @@ std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay, const Strat
   }
 }
 
-// One registry line: the store's own name, a description, its factory.
+// LockedStores can be rebuilt with another timing policy.
+template <typename StoreT>
+concept HasTimingPolicy = requires {
+  typename StoreT::template WithTiming<Sampled64>;
+};
+
+// One registry line: the store's own name, a description, its factories.
 template <typename StoreT>
 constexpr StrategyInfo Entry(std::string_view description) {
-  return {StoreT::kStrategyName, description, UsesStripes<StoreT>, &Create<StoreT>};
+  if constexpr (HasTimingPolicy<StoreT>) {
+    return {StoreT::kStrategyName, description, UsesStripes<StoreT>, &Create<StoreT>,
+            &Create<typename StoreT::template WithTiming<Sampled64>>};
+  } else {
+    return {StoreT::kStrategyName, description, UsesStripes<StoreT>, &Create<StoreT>, nullptr};
+  }
 }
 
 constexpr std::array kStrategies = {
