@@ -5,8 +5,14 @@ committed under results/microbench/. Two benchmark families:
   Store/<strategy>/s:<id>/read:<pct>/n:<n>/delay_us:<us>/.../threads:<t>
       counters ops_per_s (all threads, per second of wall time) and ns_per_op (one thread's
       mean wall time per operation);
+      and, in runs from kv_bench with per-thread counts, FAIRNESS: fair_jain (Jain's
+      index of the threads' operation counts), fair_rsd, fair_max_min, and the sampled
+      lock-wait quantiles wait_p50_ns, wait_p99_ns, wait_p999_ns (wait_samples of them);
+      absent (NaN) in older JSON;
   WriterStarvation/<strategy>/readers:<r>/delay_us:<us>/...
-      counters writer_wait_{mean,p50,p99,max}_us, writes, writes_per_s, reads_per_s.
+      counters writer_wait_{mean,p50,p99,max}_us, writes, writes_per_s, reads_per_s;
+  StoreTiming/<strategy>/timing:<timed|sampled|untimed>, TimerCost/<timer>, Clock/...
+      one thread's ns_per_op (what the store's own timing and the timers cost).
 
 Pure functions (no file I/O, no figures: sections/microbench.py assembles the section,
 figures.py draws, report.py writes):
@@ -14,6 +20,9 @@ figures.py draws, report.py writes):
                                         their min and max (the spread)
   table_ranking(df)    -> DataFrame      rank of every strategy in every setting
   table_overhead(df)   -> DataFrame      cost of each lock as a ratio to the unprotected store
+  table_fairness(df)   -> DataFrame      fairness and wait tails of every strategy in a setting
+  table_timing(df)     -> DataFrame      StoreTiming/TimerCost rows, timed over untimed
+  fairness(counts)     -> dict           the fairness math of bench/bench_stats.h
   findings(df, cores)  -> list[str]      sentences computed from the data
 """
 
@@ -32,8 +41,10 @@ BASELINE = "unprotected"
 SETTING = ["read_pct", "n", "delay_us", "threads"]
 STARVATION_METRICS = ["writer_wait_mean_us", "writer_wait_p50_us", "writer_wait_p99_us",
                       "writer_wait_max_us", "writes", "writes_per_s", "reads_per_s"]
+FAIRNESS = ["fair_jain", "fair_rsd", "fair_max_min", "wait_p50_ns", "wait_p99_ns",
+            "wait_p999_ns", "wait_samples"]
 COLUMNS = ["family", "strategy", "read_pct", "n", "delay_us", "threads", "readers",
-           "ops_per_s", "ns_per_op", *STARVATION_METRICS]
+           "ops_per_s", "ns_per_op", *STARVATION_METRICS, *FAIRNESS, "timing"]
 
 # The generic server's registry order (the four lab strategies first): the order of rows.
 ORDER = ["unprotected", "one-mutex", "mutex-per-slot", "one-rwlock", "rwlock-per-slot",
@@ -82,14 +93,15 @@ def parse_benchmarks(doc: dict, where: str = "microbenchmark JSON") -> pd.DataFr
                # "threads" is 1: the benchmark starts its threads itself).
                "threads": float(kv["threads"]) if "threads" in kv
                else float(b.get("threads", 1)),
-               "readers": float(kv["readers"]) if "readers" in kv else np.nan}
-        for c in ["ops_per_s", "ns_per_op", *STARVATION_METRICS]:
+               "readers": float(kv["readers"]) if "readers" in kv else np.nan,
+               "timing": kv.get("timing")}
+        for c in ["ops_per_s", "ns_per_op", *STARVATION_METRICS, *FAIRNESS]:
             row[c] = float(b[c]) if c in b else np.nan
         rows.append(row)
     if not rows:
         raise MicrobenchError(f"{where}: no benchmark runs")
     df = pd.DataFrame(rows, columns=COLUMNS)
-    keys = ["family", "strategy", "read_pct", "n", "delay_us", "threads", "readers"]
+    keys = ["family", "strategy", "read_pct", "n", "delay_us", "threads", "readers", "timing"]
     g = df.groupby(keys, dropna=False, sort=False)
     df = g.median(numeric_only=True)
     for c in SPREAD:
@@ -120,6 +132,50 @@ def store_runs(df: pd.DataFrame) -> pd.DataFrame:
     for c in SETTING:
         s[c] = s[c].astype(int)
     return s
+
+
+def fairness(counts) -> dict:
+    """The fairness of per-thread operation counts, as bench/bench_stats.h computes it:
+    jain = (sum x)^2 / (n sum x^2) (1 = even, 1/n = one thread did all), rsd = population
+    standard deviation / mean, max_min = max / min with a zero min counted as 1."""
+    x = np.asarray(list(counts), dtype=float)
+    if not len(x):
+        return {"jain": 0.0, "rsd": 0.0, "max_min": 0.0}
+    sq = float((x * x).sum())
+    mean = float(x.mean())
+    return {"jain": float(x.sum()) ** 2 / (len(x) * sq) if sq > 0 else 1.0,
+            "rsd": float(x.std()) / mean if mean > 0 else 0.0,
+            "max_min": float(x.max()) / max(float(x.min()), 1.0)}
+
+
+def table_fairness(df: pd.DataFrame, read_pct: int = 95, n: int = 1000, delay_us: int = 0,
+                   threads: int | None = None) -> pd.DataFrame:
+    """Store runs of one setting (every thread count unless `threads`), one row per
+    strategy and thread count: ops/s, the FAIRNESS counters (medians of the repetitions).
+    Empty when the JSON predates the counters (they are NaN there)."""
+    s = store_runs(df)
+    s = s[(s["read_pct"] == read_pct) & (s["n"] == n) & (s["delay_us"] == delay_us)]
+    if threads is not None:
+        s = s[s["threads"] == threads]
+    s = s.dropna(subset=["fair_jain"])
+    return s[["strategy", "threads", "ops_per_s", *FAIRNESS]].reset_index(drop=True)
+
+
+def table_timing(df: pd.DataFrame) -> pd.DataFrame:
+    """The timing-cost rows: TimerCost/<timer> and StoreTiming/<strategy>/timing:<mode>
+    with their ns_per_op, and for StoreTiming each mode's ratio to the untimed store
+    (x_untimed). Empty when the JSON has none."""
+    t = df[df["family"].isin(["TimerCost", "StoreTiming"])]
+    rows = []
+    for r in t.itertuples():
+        untimed = t[(t["family"] == "StoreTiming") & (t["strategy"] == r.strategy)
+                    & (t["timing"] == "untimed")]["ns_per_op"]
+        ratio = (r.ns_per_op / untimed.iloc[0]
+                 if r.family == "StoreTiming" and len(untimed) else np.nan)
+        rows.append({"family": r.family, "what": r.strategy,
+                     "timing": r.timing if isinstance(r.timing, str) else "",
+                     "ns_per_op": r.ns_per_op, "x_untimed": ratio})
+    return pd.DataFrame(rows, columns=["family", "what", "timing", "ns_per_op", "x_untimed"])
 
 
 def _ordered(strategies) -> list:

@@ -143,3 +143,51 @@ def test_faster_than_no_lock_beyond_the_spread_is_called_a_disturbed_measurement
     text = "\n".join(M.findings(df, 2))
     assert "faster beyond the spread: a disturbed measurement" in text
     assert "1 lie beyond the spread (seqlock-per-slot)" in text
+
+
+def test_fairness_math():
+    even = M.fairness([100, 100, 100, 100])
+    assert even == {"jain": 1.0, "rsd": 0.0, "max_min": 1.0}
+    one = M.fairness([400, 0, 0, 0])  # one thread did everything: Jain = 1/n
+    assert one["jain"] == pytest.approx(0.25)
+    assert one["max_min"] == 400.0  # a zero min counts as 1
+    assert one["rsd"] == pytest.approx((3 * 100**2 + 300**2) ** 0.5 / 2 / 100)
+    two = M.fairness([1, 3])  # (4)^2 / (2 * 10) = 0.8; sd 1, mean 2
+    assert two == {"jain": pytest.approx(0.8), "rsd": pytest.approx(0.5), "max_min": 3.0}
+    assert M.fairness([])["jain"] == 0.0
+
+
+def _run(name, **counters):
+    return {"name": name, "run_name": name, "run_type": "iteration", **counters}
+
+
+def test_fairness_and_timing_counters_parsed(tmp_path):
+    store = "Store/one-mutex/s:1/read:95/n:1000/delay_us:0/threads:2"
+    doc = {"benchmarks": [
+        _run(store, ops_per_s=4e7, ns_per_op=50, fair_jain=0.96, fair_rsd=0.2,
+             fair_max_min=1.5, wait_p50_ns=29, wait_p99_ns=34, wait_p999_ns=42,
+             wait_samples=6000),
+        _run(store, ops_per_s=5e7, ns_per_op=40, fair_jain=0.98, fair_rsd=0.1,
+             fair_max_min=1.2, wait_p50_ns=31, wait_p99_ns=36, wait_p999_ns=44,
+             wait_samples=7000),
+        _run("StoreTiming/unprotected/timing:timed", ns_per_op=93.7),
+        _run("StoreTiming/unprotected/timing:untimed", ns_per_op=7.6),
+        _run("StoreTiming/unprotected/timing:sampled", ns_per_op=9.1),
+        _run("TimerCost/rdtsc", ns_per_op=15.1)]}
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps(doc))
+    df = M.load_benchmarks(p)
+    f = M.table_fairness(df, threads=2)
+    assert len(f) == 1
+    assert f["fair_jain"].iloc[0] == pytest.approx(0.97)  # median of the two repetitions
+    assert f["wait_p99_ns"].iloc[0] == pytest.approx(35)
+    t = M.table_timing(df).set_index(["what", "timing"])
+    assert t.loc[("unprotected", "timed"), "x_untimed"] == pytest.approx(93.7 / 7.6)
+    assert t.loc[("unprotected", "untimed"), "x_untimed"] == pytest.approx(1.0)
+    assert t.loc[("rdtsc", ""), "ns_per_op"] == pytest.approx(15.1)
+
+
+def test_old_json_has_no_fairness(df):
+    assert df["fair_jain"].isna().all()
+    assert M.table_fairness(df).empty
+    assert M.table_timing(df).empty
