@@ -1,12 +1,14 @@
 // ClientOptions: the client's command line, parsed and validated before
 // anything runs (separate from running, as common/server_options).
 //
-// One contract for every value (issue 10): numbers are decimal only, as the
-// kit's atoi reads them ("03000" is 3000; "0x10", "1e3" where a whole number
-// is meant, "1.5", "nan", "inf", "-1" are refused); each is checked against
-// its range. A bad value is refused with ONE line naming the option, the
-// value and what is allowed, e.g.
-//   --threads: '1.5' is not a whole number in 1..4096
+// Every number (n and port included) follows the one rule of
+// common/numbers.h, as the servers' do: decimal digits only, read as the
+// kit's atoi reads them ("03000" is 3000); a sign, "0x10", "nan", "inf", a
+// space, an empty value, "1.5" or "1e3" where a whole number is meant are
+// refused; each is checked against its range. A bad value is refused with
+// ONE line naming the option, the value and the range, e.g.
+//   --threads: '1.5' is not a decimal integer (digits only); allowed 1..4096 (give T or a list like
+//   1,2,4,8)
 // and the program exits 2 without touching the network.
 //
 // Every run is bounded in time: a run point ends when its requests are done,
@@ -24,7 +26,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "client/lab_connection.h"
@@ -82,15 +83,6 @@ struct ClientOptions {
 // Parses and validates argv. Returns OK (then *out is ready to run, or
 // out->show is set), or InvalidArgument with a one-line message.
 Status ParseClientOptions(int argc, const char* const* argv, ClientOptions* out);
-
-// Strict decimal parsing, exposed for tests. `option` names the value in
-// the message. ParseWhole: optional '+', digits only (leading zeros are
-// decimal), in [min, max]. ParseReal: a finite decimal number (digits, an
-// optional fraction and exponent; no hex, nan or inf), in [min, max].
-Status ParseWhole(std::string_view option, std::string_view text, uint64_t min, uint64_t max,
-                  uint64_t* out);
-Status ParseReal(std::string_view option, std::string_view text, double min, double max,
-                 double* out);
 
 }  // namespace kv
 

@@ -1,10 +1,12 @@
 #include "client/workload.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+
+#include "common/numbers.h"
 
 namespace kv {
 namespace {
@@ -20,15 +22,13 @@ __extension__ typedef unsigned __int128 Uint128;
 
 inline uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
+// A parameter of a --dist or --text-len form, by the number rule
+// (numbers.h; no sign: no parameter is negative).
 bool ParseDouble(std::string_view s, double* out) {
-  if (s.empty()) return false;
-  // from_chars for double is available in GCC 11+.
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && p == end && std::isfinite(*out);
+  return ParseDecimalDouble(s, 0, std::numeric_limits<double>::max(), out).ok();
 }
 
-// "A:B", two finite decimals.
+// "A:B", two parameters.
 bool ParseDoublePair(std::string_view s, double* a, double* b) {
   const std::size_t colon = s.find(':');
   return colon != std::string_view::npos && ParseDouble(s.substr(0, colon), a) &&
@@ -117,12 +117,12 @@ Status TextLength::Parse(std::string_view text, TextLength* out) {
   }
   if (text.starts_with("fixed:")) {
     t.kind = Kind::kFixed;
-    std::string_view num = text.substr(6);
-    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), t.fixed);
-    if (ec != std::errc() || p != num.data() + num.size() || t.fixed < 1 || t.fixed > kMaxTextLen) {
+    uint64_t length = 0;
+    if (!ParseUnsigned(text.substr(6), 1, kMaxTextLen, &length).ok()) {
       return Status::InvalidArgument("--text-len fixed:L needs 1 <= L <= 99, got '" +
                                      std::string(text) + "'");
     }
+    t.fixed = static_cast<uint32_t>(length);
     *out = t;
     return Status::OK();
   }

@@ -35,7 +35,8 @@ struct Distribution {
   double hot_requests = 0.0;  // kHotspot: fraction of requests that go to them
 
   // Parses "uniform", "zipf:S" (S > 0, <= 10) or "hotspot:KEYFRAC:REQFRAC"
-  // (both in (0,1]). Returns InvalidArgument naming the problem otherwise.
+  // (KEYFRAC in (0,1], REQFRAC in [0,1]), each number a decimal by the rule
+  // of common/numbers.h. Returns InvalidArgument naming the problem otherwise.
   static Status Parse(std::string_view text, Distribution* out);
   // The canonical text form, e.g. "zipf:0.99".
   std::string ToString() const;
@@ -48,7 +49,8 @@ struct TextLength {
   double gamma_k = 0.0;    // kGamma: shape k > 0
   double gamma_theta = 0;  // kGamma: scale theta > 0
 
-  // Parses "kit", "fixed:L" (L in 1..99) or "gamma:K:THETA" (both > 0).
+  // Parses "kit", "fixed:L" (L in 1..99) or "gamma:K:THETA" (both in
+  // (0,1000]), numbers by the rule of common/numbers.h.
   static Status Parse(std::string_view text, TextLength* out);
   std::string ToString() const;
 };

@@ -2,36 +2,42 @@
 
 #include <CLI/CLI.hpp>
 
-#include <charconv>
 #include <iostream>
+#include <utility>
 
 #include "common/net.h"
+#include "common/numbers.h"
 #include "common/strategy_registry.h"
 #include "common/store_striped.h"
 
 namespace kv {
 namespace {
 
-// A CLI11 transform enforcing ParseDecimal(): on success it rewrites the value
-// to its digits without leading zeros, so CLI11's own conversion (which reads
-// "010" as octal and "0x10" as hex) only ever sees plain decimal.
-CLI::Validator Decimal(uint64_t min, uint64_t max) {
+// A CLI11 transform enforcing the number rule (numbers.h): on success it
+// rewrites the value to its digits without leading zeros, so CLI11's own
+// conversion (which reads "010" as octal and "0x10" as hex) only ever sees
+// plain decimal. CLI11 puts the option's name in front of the refusal.
+CLI::Validator Decimal(uint64_t lo, uint64_t hi) {
   return CLI::Validator(
-      [min, max](std::string& value) -> std::string {
+      [lo, hi](std::string& value) -> std::string {
         uint64_t parsed = 0;
-        const Status s = ParseDecimal(value, min, max, &parsed);
-        if (!s.ok()) return "'" + value + "' " + s.message();
+        if (Status s = ParseUnsigned(value, lo, hi, &parsed); !s.ok()) return s.message();
         value = std::to_string(parsed);
         return std::string();
       },
-      std::to_string(min) + ".." + std::to_string(max), "DECIMAL");
+      std::to_string(lo) + ".." + std::to_string(hi), "DECIMAL");
 }
 
-// An integer option in [min, max] whose default shows in --help.
+// A numeric option or positional in [lo, hi]. Its default shows in --help
+// when it is a value of the range, not a "not given" mark such as -1 or 0.
 template <typename T>
-CLI::Option* AddDecimal(CLI::App* app, const std::string& name, T* value, const std::string& help,
-                        uint64_t min, uint64_t max) {
-  return app->add_option(name, *value, help)->capture_default_str()->transform(Decimal(min, max));
+CLI::Option* AddNumber(CLI::App* app, const std::string& name, T* value, const std::string& help,
+                       uint64_t lo, uint64_t hi) {
+  CLI::Option* option = app->add_option(name, *value, help);
+  if (std::cmp_greater_equal(*value, lo) && std::cmp_less_equal(*value, hi)) {
+    option->capture_default_str();
+  }
+  return option->transform(Decimal(lo, hi));
 }
 
 const char* IoName(IoKind io) {
@@ -65,8 +71,7 @@ struct Positionals {
 
 Positionals AddPositionals(CLI::App* app, ServerOptions* o, RawFlags* raw) {
   Positionals p;
-  p.n = app->add_option("n", o->n, "array size: number of strings")
-            ->transform(Decimal(1, kMaxArraySize));
+  p.n = AddNumber(app, "n", &o->n, "array size: number of strings", 1, kMaxArraySize);
   p.ip = app->add_option("ip", o->ip, "numeric IPv4 or IPv6 address to listen on")
              ->check([](const std::string& ip) {
                SocketAddress a;
@@ -74,10 +79,10 @@ Positionals AddPositionals(CLI::App* app, ServerOptions* o, RawFlags* raw) {
                           ? std::string()
                           : "'" + ip + "' is not a numeric IPv4/IPv6 address";
              });
-  p.port = app->add_option("port", raw->port,
-                           "TCP port (decimal; 03000 is 3000); the server also listens on its "
-                           "byte-swapped twin, where the kit client connects")
-               ->transform(Decimal(1, 65535));
+  p.port = AddNumber(app, "port", &raw->port,
+                     "TCP port (decimal; 03000 is 3000); the server also listens on its "
+                     "byte-swapped twin, where the kit client connects",
+                     1, 65535);
   return p;
 }
 
@@ -89,44 +94,43 @@ void AddGenericFlags(CLI::App* app, GenericFlags* generic) {
                    ? std::string()
                    : "'" + name + "' is not a strategy; allowed: " + StrategyNames();
       });
-  app->add_option("--stripes", generic->stripes,
-                  "lock stripes for striped-* strategies (default " +
-                      std::to_string(kDefaultStripes) + ", clamped to n)")
-      ->transform(Decimal(1, kMaxStripes));
+  AddNumber(app, "--stripes", &generic->stripes,
+            "lock stripes for striped-* strategies (default " + std::to_string(kDefaultStripes) +
+                ", clamped to n)",
+            1, kMaxStripes);
   app->add_flag("--list-strategies", generic->list,
                 "print every strategy with a one-line description and exit");
 }
 
 // The artificial delay and the timing file.
 void AddDelayAndTimingOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
-  AddDecimal(app, "--delay-us", &o->delay_us,
-             "artificial delay before each array get/set, microseconds "
-             "(the kit's usleep(10); 0 disables)",
-             0, 1'000'000);
+  AddNumber(app, "--delay-us", &o->delay_us,
+            "artificial delay before each array get/set, microseconds "
+            "(the kit's usleep(10); 0 disables)",
+            0, 1'000'000);
   app->add_option("--delay-mode", raw->delay_mode,
                   "usleep: the kit's relative sleep (lasts the timer slack longer); precise: "
                   "absolute-deadline sleep with 1 ns timer slack until --spin-ns before the "
                   "deadline, then a spin to it (docs/performance.md)")
       ->capture_default_str()
       ->check(CLI::IsMember({"usleep", "precise"}));
-  app->add_option("--spin-ns", o->spin_ns,
-                  "--delay-mode precise: spin this long before the deadline (default: the "
-                  "timer wake-up latency measured at start; at or above the delay, a pause "
-                  "never sleeps)")
-      ->transform(Decimal(0, 1'000'000'000));
+  AddNumber(app, "--spin-ns", &o->spin_ns,
+            "--delay-mode precise: spin this long before the deadline (default: the timer "
+            "wake-up latency measured at start; at or above the delay, a pause never sleeps)",
+            0, 1'000'000'000);
   app->add_flag("!--no-timing", o->timing,
                 "measurement switch: record nothing (no timing file lines, no trace, no latency "
                 "split in the summary), to measure what timing costs");
-  AddDecimal(app, "--batch", &o->log.batch_size, "requests per line of the timing file", 1,
-             1'000'000'000);
+  AddNumber(app, "--batch", &o->log.batch_size, "requests per line of the timing file", 1,
+            1'000'000'000);
   app->add_option("--time-file", o->log.time_file,
                   "regular file the batch means (seconds, %e) are appended to")
       ->capture_default_str();
   app->add_option("--trace", o->log.trace_file,
                   "write a CSV row per request: pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,"
                   "delay_ns,cpu_wait_ns");
-  AddDecimal(app, "--trace-limit", &o->log.trace_limit,
-             "stop tracing after this many rows (0: no limit)", 0, 1'000'000'000'000);
+  AddNumber(app, "--trace-limit", &o->log.trace_limit,
+            "stop tracing after this many rows (0: no limit)", 0, 1'000'000'000'000);
 }
 
 // Connections, threads and logging.
@@ -146,19 +150,19 @@ void AddConnectionOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
            Timeout{"--write-timeout-ms", &o->write_timeout_ms,
                    "drop a connection that does not take its reply for this long"},
        }) {
-    AddDecimal(app, t.name, t.value, t.help, 1, 3'600'000);
+    AddNumber(app, t.name, t.value, t.help, 1, 3'600'000);
   }
   app->add_flag("--close-after-reply", o->close_after_reply,
                 "one request per connection, closed by the server after its reply (the kit's "
                 "own servers' way; the TIME_WAIT then stays on the server's side)");
-  AddDecimal(app, "--max-connections", &o->max_connections,
-             "connections served at once; beyond it a new connection gets 'ERROR server busy' "
-             "and is closed",
-             1, 1'000'000);
-  app->add_option("--timer-slack-ns", o->timer_slack_ns,
-                  "set the threads' timer slack (Linux default 50000 makes usleep(10) last "
-                  "~60 us); default: leave it")
-      ->transform(Decimal(1, 1'000'000'000));
+  AddNumber(app, "--max-connections", &o->max_connections,
+            "connections served at once; beyond it a new connection gets 'ERROR server busy' "
+            "and is closed",
+            1, 1'000'000);
+  AddNumber(app, "--timer-slack-ns", &o->timer_slack_ns,
+            "set the threads' timer slack (Linux default 50000 makes usleep(10) last ~60 us); "
+            "default: leave it",
+            1, 1'000'000'000);
   raw->io = IoName(o->io);
   app->add_option("--io", raw->io,
                   "I/O model: thread (a thread per connection, the lab's), pool (fixed workers "
@@ -166,17 +170,17 @@ void AddConnectionOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
                   "work on workers when there is a delay)")
       ->capture_default_str()
       ->check(CLI::IsMember({"thread", "pool", "epoll"}));
-  AddDecimal(app, "--workers", &o->workers, "worker threads for --io pool/epoll (0: default, 64)",
-             0, 4096);
-  AddDecimal(app, "--loops", &o->loops, "event loops for --io epoll (0: one per core)", 0, 256);
+  AddNumber(app, "--workers", &o->workers, "worker threads for --io pool/epoll (0: default, 64)", 0,
+            4096);
+  AddNumber(app, "--loops", &o->loops, "event loops for --io epoll (0: one per core)", 0, 256);
   app->add_flag("-q,--quiet", raw->quiet,
                 "no warnings (the ready line, fatal errors and the summary stay)");
   app->add_flag("-v,--verbose", raw->verbose, "log every rejected request to stderr");
 }
 
 constexpr const char* kFooter =
-    "Numbers are decimal integers only (as the kit's atoi reads them: 03000 is 3000); anything "
-    "else, or a value out of range, is refused.\n"
+    "Numbers are decimal digits only, read as the kit's atoi reads them (03000 is 3000); a sign, "
+    "0x, a fraction or exponent, a space, or a value out of range is refused.\n"
     "Timing: after every --batch valid requests the mean 'memory access latency' (end of "
     "receive to start of send, seconds, printf %e) is appended to the timing file, as the "
     "course kit does.\nSignals: SIGINT, SIGTERM and SIGHUP stop the server gracefully "
@@ -231,23 +235,6 @@ void ApplyRawFlags(const RawFlags& raw, ServerOptions* o) {
 }
 
 }  // namespace
-
-Status ParseDecimal(const std::string& text, uint64_t min, uint64_t max, uint64_t* out) {
-  const std::string allowed = "allowed " + std::to_string(min) + ".." + std::to_string(max);
-  if (text.empty()) return Status::InvalidArgument("is empty; " + allowed);
-  for (const char c : text) {
-    if (c < '0' || c > '9') {
-      return Status::InvalidArgument("is not a decimal integer (digits only); " + allowed);
-    }
-  }
-  uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
-    return Status::InvalidArgument("is out of range; " + allowed);
-  }
-  *out = value;
-  return Status::OK();
-}
 
 ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& program,
                                 const std::string& strategy, ServerOptions* o,

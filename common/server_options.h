@@ -3,11 +3,14 @@
 //   mainN <n> <ip> <port> [options]     -- the kit's three arguments, in order
 //   lockserver --strategy NAME [--stripes K] <n> <ip> <port> [options]
 //
-// Numbers are read as the kit's atoi() reads them, decimal only: "03000" is
-// 3000 (never octal), "0x10", "1e3", "1.5", "nan", " 5", "+5" and "-0" are
-// refused, as is anything outside the option's range. A refused value gets ONE
-// line on stderr naming the option, the value and what is allowed, e.g.
-//   main1: error: --delay-us '1.5': not a decimal integer; allowed 0..1000000 (see 'main1 --help')
+// Every number, the positionals n and port included, follows the one rule of
+// common/numbers.h: decimal digits only, read as the kit's atoi() reads them
+// ("03000" is 3000, never octal); a sign, "0x10", "1e3", "1.5", "nan", " 5"
+// or an empty value is refused, as is anything outside the option's range. A
+// refused value gets ONE line on stderr naming the option, the value and the
+// range, e.g.
+//   main1: error: --delay-us: '1.5' is not a decimal integer (digits only); allowed 0..1000000 (see
+//   'main1 --help')
 // and exit status 2, before anything starts (no socket, no file).
 //
 // ParseServerOptions() never exits the process: it returns what to do, so the
@@ -76,12 +79,6 @@ struct ParseOutcome {
 ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& program,
                                 const std::string& strategy, ServerOptions* options,
                                 GenericFlags* generic = nullptr);
-
-// The decimal-only integer rule above, for one value: returns OK and sets
-// *out if `text` is one or more ASCII digits whose value is in [min, max];
-// otherwise InvalidArgument with a reason such as "is not a decimal integer
-// (digits only); allowed 1..65535".
-Status ParseDecimal(const std::string& text, uint64_t min, uint64_t max, uint64_t* out);
 
 }  // namespace kv
 

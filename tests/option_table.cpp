@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <sstream>
 
 namespace kv::testing_support {
@@ -17,6 +18,30 @@ std::set<std::string> HelpOptionNames(const std::string& help) {
     if (dashes == std::string::npos) continue;
     const std::size_t end = line.find_first_of(" ={[", dashes);
     names.insert(line.substr(dashes, end == std::string::npos ? end : end - dashes));
+  }
+  return names;
+}
+
+std::set<std::string> HelpRangeNames(const std::string& help) {
+  std::set<std::string> names;
+  std::istringstream in(help);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t start = line.find_first_not_of(' ');
+    if (start == 0 || start == std::string::npos) continue;
+    bool ranged = false;
+    for (std::size_t dots = line.find(".."); dots != std::string::npos && !ranged;
+         dots = line.find("..", dots + 1)) {
+      ranged = dots > 0 && dots + 2 < line.size() && std::isdigit(line[dots - 1]) != 0 &&
+               std::isdigit(line[dots + 2]) != 0;
+    }
+    if (!ranged) continue;
+    // "  -q,--quiet ...", "  --batch UINT:...", "  n UINT:...": the long name, else the first word.
+    const std::size_t dashes = line.find("--", start);
+    const std::size_t first =
+        dashes != std::string::npos && dashes < line.find(' ', start) ? dashes : start;
+    const std::size_t end = line.find_first_of(" ={[", first);
+    names.insert(line.substr(first, end == std::string::npos ? end : end - first));
   }
   return names;
 }

@@ -21,10 +21,25 @@ struct OptionRow {
   std::string names;              // must appear in the refusal's one line
 };
 
+// A numeric argument of a binary and the range its refusals state, for the
+// table test of the one number rule (tests/number_cli_test.cpp).
+struct NumberRow {
+  std::string name;                       // "--delay-us", or the positional "n" / "port"
+  bool whole;                             // a whole number (else a real one)
+  std::string lo, hi;                     // the range as a refusal prints it: "allowed lo..hi"
+  std::string good;                       // a value it accepts
+  std::vector<std::string> context;       // arguments it needs beside it
+  std::vector<std::string> out_of_range;  // values just outside the range
+};
+
 // The long option names ("--batch", "--help", ...) in `help`, the text a
 // CLI11 --help prints: every line that starts with spaces then "-x," or "--"
 // (a negated flag's "{false}" and any "=default" are cut off).
 std::set<std::string> HelpOptionNames(const std::string& help);
+
+// The names (long option, or positional) of the arguments whose line in
+// `help` shows a range "lo..hi" (a digit on both sides of the dots).
+std::set<std::string> HelpRangeNames(const std::string& help);
 
 // The names of `rows`.
 std::set<std::string> RowNames(const std::vector<OptionRow>& rows);
