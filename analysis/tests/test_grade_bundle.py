@@ -317,3 +317,39 @@ def test_a_budget_too_small_for_the_workload_still_hands_in_results_in_time(tmp_
     assert not ev.get("error") and status["build"] == "pass", ev
     assert status["workload"] == "undetermined" and "fail" not in status.values(), status
     assert any("handed in" in line for line in ev["log"])
+
+
+def _cpu_cgroup() -> Path | None:
+    """A fresh cgroup v1 cpu folder this test may use, or None (v2 only, no root)."""
+    base = Path("/sys/fs/cgroup/cpu")
+    if NOT_ROOT or not (base / "cgroup.procs").is_file():
+        return None
+    d = base / f"lockbench-test-{os.getpid()}"
+    try:
+        d.mkdir()
+    except OSError:
+        return None
+    return d
+
+
+def test_a_cgroup_cpu_quota_is_the_cpus_the_grader_counts():
+    """Gradescope gives half a CPU while every core is visible: the grader must count 0.5."""
+    d = _cpu_cgroup()
+    if d is None:
+        pytest.skip("no writable cgroup v1 cpu controller here")
+    try:
+        (d / "cpu.cfs_period_us").write_text("100000")
+        (d / "cpu.cfs_quota_us").write_text("50000")
+        code = (f"import os; open('{d}/cgroup.procs', 'w').write(str(os.getpid())); "
+                "from analysis.grade import isolation; print(isolation.effective_cpus())")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           cwd=REPO, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert float(p.stdout) == 0.5
+    finally:
+        for _ in range(50):
+            try:
+                d.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
