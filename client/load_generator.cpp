@@ -274,6 +274,7 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
     }
   }
   std::vector<KeptConnection> kept;
+  kept.reserve(conns.size());
   for (LabConnection& conn : conns) kept.push_back({&conn, w});
   CloseKeptConnections(cfg, kept);
   FinishWorker(shared);
