@@ -1,10 +1,14 @@
 #include "client/workload.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <span>
+#include <utility>
 
 #include "common/numbers.h"
 
@@ -22,24 +26,97 @@ __extension__ typedef unsigned __int128 Uint128;
 
 inline uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// A parameter of a --dist or --text-len form, by the number rule
-// (numbers.h; no sign: no parameter is negative).
-bool ParseDouble(std::string_view s, double* out) {
-  return ParseDecimalDouble(s, 0, std::numeric_limits<double>::max(), out).ok();
+// The parameters of a --dist or --text-len value, in the order written.
+using Params = std::array<double, 2>;
+
+// One form of a --dist or --text-len value: "name" alone, or "name:P1" or
+// "name:P1:P2". Distribution and TextLength both parse and print their
+// values through a table of these, one row per Kind, in Kind order.
+struct Form {
+  std::string_view name;
+  std::size_t params;  // how many of Params it has: 0, 1 or 2
+  bool whole;          // the parameters are whole numbers (else real)
+  bool (*in_range)(const Params& p);
+  std::string_view rule;  // what a refusal of bad parameters says
+};
+
+std::size_t ParamCount(const Form& form) { return std::min(form.params, Params().size()); }
+
+// The form's parameters in `text` ("A" or "A:B") into *p, each by the number
+// rule (numbers.h; no sign: no parameter is negative), then its range check.
+bool ParseParams(std::string_view text, const Form& form, Params* p) {
+  const std::size_t count = ParamCount(form);
+  for (std::size_t i = 0; i < count; ++i) {
+    const bool last = i + 1 == count;
+    const std::size_t colon = text.find(':');
+    if ((colon == std::string_view::npos) != last) return false;
+    const std::string_view item = text.substr(0, colon);
+    uint64_t whole = 0;
+    const Status s =
+        form.whole ? ParseUnsigned(item, 0, UINT64_MAX, &whole)
+                   : ParseDecimalDouble(item, 0, std::numeric_limits<double>::max(), &(*p)[i]);
+    if (!s.ok()) return false;
+    if (form.whole) (*p)[i] = static_cast<double>(whole);
+    text.remove_prefix(last ? text.size() : colon + 1);
+  }
+  return form.in_range == nullptr || form.in_range(*p);
 }
 
-// "A:B", two parameters.
-bool ParseDoublePair(std::string_view s, double* a, double* b) {
-  const std::size_t colon = s.find(':');
-  return colon != std::string_view::npos && ParseDouble(s.substr(0, colon), a) &&
-         ParseDouble(s.substr(colon + 1), b);
+// "<what>, got '<text>'": a refused --dist or --text-len.
+Status Refused(std::string_view what, std::string_view text) {
+  std::string m(what);
+  m += ", got '";
+  m += text;
+  m += '\'';
+  return Status::InvalidArgument(std::move(m));
 }
 
-std::string FormatDouble(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
+// Which of `forms` `text` spells (its index in *which, its parameters in
+// *p), or the refusal: the form's rule when its parameters are bad,
+// `must_be` when no form's name matches.
+Status ParseForm(std::span<const Form> forms, std::string_view must_be, std::string_view text,
+                 std::size_t* which, Params* p) {
+  for (std::size_t i = 0; i < forms.size(); ++i) {
+    const Form& form = forms[i];
+    if (!text.starts_with(form.name)) continue;
+    const std::string_view rest = text.substr(form.name.size());
+    if (form.params == 0 ? !rest.empty() : !rest.starts_with(':')) continue;
+    if (!ParseParams(rest.substr(form.params == 0 ? 0 : 1), form, p)) {
+      return Refused(form.rule, text);
+    }
+    *which = i;
+    return Status::OK();
+  }
+  return Refused(must_be, text);
 }
+
+// The canonical text of a value: the form's name and its parameters (%g).
+std::string FormText(const Form& form, const Params& p) {
+  std::string text(form.name);
+  for (std::size_t i = 0; i < ParamCount(form); ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, ":%g", p[i]);
+    text += buf;
+  }
+  return text;
+}
+
+constexpr Form kDistributions[] = {
+    {"uniform", 0, false, nullptr, ""},
+    {"zipf", 1, false, [](const Params& p) { return p[0] > 0 && p[0] <= 10; },
+     "--dist zipf:S needs 0 < S <= 10"},
+    {"hotspot", 2, false, [](const Params& p) { return p[0] > 0 && p[0] <= 1 && p[1] <= 1; },
+     "--dist hotspot:KEYFRAC:REQFRAC needs 0 < KEYFRAC <= 1 and 0 <= REQFRAC <= 1"},
+};
+
+constexpr Form kTextLengths[] = {
+    {"kit", 0, false, nullptr, ""},
+    {"fixed", 1, true, [](const Params& p) { return p[0] >= 1 && p[0] <= kMaxTextLen; },
+     "--text-len fixed:L needs 1 <= L <= 99"},
+    {"gamma", 2, false,
+     [](const Params& p) { return p[0] > 0 && p[0] <= 1000 && p[1] > 0 && p[1] <= 1000; },
+     "--text-len gamma:K:THETA needs 0 < K, THETA <= 1000"},
+};
 
 // Helpers of the rejection-inversion Zipf sampler (Hoermann & Derflinger,
 // "Rejection-inversion to generate variates from monotone discrete
@@ -65,93 +142,52 @@ double ZipfHIntegralInverse(double x, double s) {
 }  // namespace
 
 Status Distribution::Parse(std::string_view text, Distribution* out) {
+  std::size_t which = 0;
+  Params p{};
+  if (Status s =
+          ParseForm(kDistributions, "--dist must be uniform, zipf:S or hotspot:KEYFRAC:REQFRAC",
+                    text, &which, &p);
+      !s.ok()) {
+    return s;
+  }
   Distribution d;
-  if (text == "uniform") {
-    *out = d;
-    return Status::OK();
+  d.kind = static_cast<Kind>(which);
+  if (d.kind == Kind::kZipf) d.zipf_s = p[0];
+  if (d.kind == Kind::kHotspot) {
+    d.hot_keys = p[0];
+    d.hot_requests = p[1];
   }
-  if (text.starts_with("zipf:")) {
-    d.kind = Kind::kZipf;
-    if (!ParseDouble(text.substr(5), &d.zipf_s) || d.zipf_s <= 0 || d.zipf_s > 10) {
-      return Status::InvalidArgument("--dist zipf:S needs 0 < S <= 10, got '" + std::string(text) +
-                                     "'");
-    }
-    *out = d;
-    return Status::OK();
-  }
-  if (text.starts_with("hotspot:")) {
-    d.kind = Kind::kHotspot;
-    if (!ParseDoublePair(text.substr(8), &d.hot_keys, &d.hot_requests) ||
-        !(d.hot_keys > 0 && d.hot_keys <= 1) || !(d.hot_requests >= 0 && d.hot_requests <= 1)) {
-      return Status::InvalidArgument(
-          "--dist hotspot:KEYFRAC:REQFRAC needs 0 < KEYFRAC <= 1 and "
-          "0 <= REQFRAC <= 1, got '" +
-          std::string(text) + "'");
-    }
-    *out = d;
-    return Status::OK();
-  }
-  return Status::InvalidArgument(
-      "--dist must be uniform, zipf:S or "
-      "hotspot:KEYFRAC:REQFRAC, got '" +
-      std::string(text) + "'");
+  *out = d;
+  return Status::OK();
 }
 
 std::string Distribution::ToString() const {
-  switch (kind) {
-    case Kind::kUniform:
-      return "uniform";
-    case Kind::kZipf:
-      return "zipf:" + FormatDouble(zipf_s);
-    case Kind::kHotspot:
-      return "hotspot:" + FormatDouble(hot_keys) + ":" + FormatDouble(hot_requests);
-  }
-  return "?";
+  const Params p = {kind == Kind::kZipf ? zipf_s : hot_keys, hot_requests};
+  return FormText(kDistributions[static_cast<std::size_t>(kind)], p);
 }
 
 Status TextLength::Parse(std::string_view text, TextLength* out) {
+  std::size_t which = 0;
+  Params p{};
+  if (Status s = ParseForm(kTextLengths, "--text-len must be kit, fixed:L or gamma:K:THETA", text,
+                           &which, &p);
+      !s.ok()) {
+    return s;
+  }
   TextLength t;
-  if (text == "kit") {
-    *out = t;
-    return Status::OK();
+  t.kind = static_cast<Kind>(which);
+  if (t.kind == Kind::kFixed) t.fixed = static_cast<uint32_t>(p[0]);
+  if (t.kind == Kind::kGamma) {
+    t.gamma_k = p[0];
+    t.gamma_theta = p[1];
   }
-  if (text.starts_with("fixed:")) {
-    t.kind = Kind::kFixed;
-    uint64_t length = 0;
-    if (!ParseUnsigned(text.substr(6), 1, kMaxTextLen, &length).ok()) {
-      return Status::InvalidArgument("--text-len fixed:L needs 1 <= L <= 99, got '" +
-                                     std::string(text) + "'");
-    }
-    t.fixed = static_cast<uint32_t>(length);
-    *out = t;
-    return Status::OK();
-  }
-  if (text.starts_with("gamma:")) {
-    t.kind = Kind::kGamma;
-    if (!ParseDoublePair(text.substr(6), &t.gamma_k, &t.gamma_theta) ||
-        !(t.gamma_k > 0 && t.gamma_k <= 1000) || !(t.gamma_theta > 0 && t.gamma_theta <= 1000)) {
-      return Status::InvalidArgument("--text-len gamma:K:THETA needs 0 < K, THETA <= 1000, got '" +
-                                     std::string(text) + "'");
-    }
-    *out = t;
-    return Status::OK();
-  }
-  return Status::InvalidArgument(
-      "--text-len must be kit, fixed:L or "
-      "gamma:K:THETA, got '" +
-      std::string(text) + "'");
+  *out = t;
+  return Status::OK();
 }
 
 std::string TextLength::ToString() const {
-  switch (kind) {
-    case Kind::kKit:
-      return "kit";
-    case Kind::kFixed:
-      return "fixed:" + std::to_string(fixed);
-    case Kind::kGamma:
-      return "gamma:" + FormatDouble(gamma_k) + ":" + FormatDouble(gamma_theta);
-  }
-  return "?";
+  const Params p = {kind == Kind::kFixed ? static_cast<double>(fixed) : gamma_k, gamma_theta};
+  return FormText(kTextLengths[static_cast<std::size_t>(kind)], p);
 }
 
 Workload::Workload(const WorkloadSpec& spec, uint32_t thread_index)

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -221,37 +222,37 @@ TEST(WorkloadTest, ParseRejectsBadSpecs) {
   EXPECT_EQ(d.ToString(), "hotspot:0.1:0.9");
 }
 
+// Each of `bad` refused; each `good` text parsed and printed back as its
+// canonical text.
+template <typename Spec>
+void ExpectSpellings(std::initializer_list<const char*> bad,
+                     std::initializer_list<std::pair<const char*, const char*>> good) {
+  Spec spec;
+  for (const char* text : bad) EXPECT_FALSE(Spec::Parse(text, &spec).ok()) << text;
+  for (const auto& [text, canonical] : good) {
+    ASSERT_TRUE(Spec::Parse(text, &spec).ok()) << text;
+    EXPECT_EQ(spec.ToString(), canonical);
+  }
+}
+
 // The numbers inside a spec follow the one number rule (common/numbers.h).
 TEST(WorkloadTest, SpecNumbersFollowTheNumberRule) {
-  Distribution d;
+  ExpectSpellings<Distribution>(
+      {"zipf:+1", "zipf: 1", "zipf:1 ", "zipf:0x1", "zipf:nan", "zipf:inf", "zipf:1e999",
+       "hotspot:+0.5:0.5", "hotspot:0.5:-0", "hotspot:0.5:0.5:1", "uniform:1"},
+      {{"uniform", "uniform"},
+       {"zipf:1e-1", "zipf:0.1"},
+       {"zipf:.5", "zipf:0.5"},
+       {"hotspot:1:0", "hotspot:1:0"}});
+  ExpectSpellings<TextLength>({"fixed:+5", "fixed:5.0", "fixed:5e0", "fixed:0x10", "fixed: 5",
+                               "fixed:", "gamma:+2:3", "gamma:2:nan", "kit:1"},
+                              {{"kit", "kit"},
+                               {"fixed:010", "fixed:10"},
+                               {"fixed:99", "fixed:99"},
+                               {"gamma:2:15", "gamma:2:15"}});
   TextLength t;
-  for (const char* bad :
-       {"zipf:+1", "zipf: 1", "zipf:1 ", "zipf:0x1", "zipf:nan", "zipf:inf", "zipf:1e999",
-        "hotspot:+0.5:0.5", "hotspot:0.5:-0", "hotspot:0.5:0.5:1"}) {
-    EXPECT_FALSE(Distribution::Parse(bad, &d).ok()) << bad;
-  }
-  for (const char* bad : {"fixed:+5", "fixed:5.0", "fixed:5e0", "fixed:0x10", "fixed: 5",
-                          "fixed:", "gamma:+2:3", "gamma:2:nan", "kit:1"}) {
-    EXPECT_FALSE(TextLength::Parse(bad, &t).ok()) << bad;
-  }
-  const std::pair<const char*, const char*> distributions[] = {{"uniform", "uniform"},
-                                                               {"zipf:1e-1", "zipf:0.1"},
-                                                               {"zipf:.5", "zipf:0.5"},
-                                                               {"hotspot:1:0", "hotspot:1:0"}};
-  for (const auto& [text, canonical] : distributions) {
-    ASSERT_TRUE(Distribution::Parse(text, &d).ok()) << text;
-    EXPECT_EQ(d.ToString(), canonical);
-  }
-  const std::pair<const char*, const char*> lengths[] = {{"kit", "kit"},
-                                                         {"fixed:010", "fixed:10"},
-                                                         {"fixed:99", "fixed:99"},
-                                                         {"gamma:2:15", "gamma:2:15"}};
-  for (const auto& [text, canonical] : lengths) {
-    ASSERT_TRUE(TextLength::Parse(text, &t).ok()) << text;
-    EXPECT_EQ(t.ToString(), canonical);
-  }
-  EXPECT_EQ(t.kind, TextLength::Kind::kGamma);
   ASSERT_TRUE(TextLength::Parse("fixed:010", &t).ok());
+  EXPECT_EQ(t.kind, TextLength::Kind::kFixed);
   EXPECT_EQ(t.fixed, 10u);
 }
 

@@ -40,6 +40,24 @@ int WaitFor(int fd, short events, int64_t deadline_ns, int stop_fd) {
   }
 }
 
+// Where the address and the port of `family` (AF_INET or AF_INET6) sit in a
+// sockaddr_storage, and the length of that family's sockaddr: one view, so
+// parsing and formatting are written once for both families.
+struct FamilyFields {
+  void* addr;
+  in_port_t* port;
+  socklen_t length;
+};
+
+FamilyFields FieldsOf(int family, sockaddr_storage* storage) {
+  if (family == AF_INET) {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(storage);
+    return {&v4->sin_addr, &v4->sin_port, sizeof(sockaddr_in)};
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(storage);
+  return {&v6->sin6_addr, &v6->sin6_port, sizeof(sockaddr_in6)};
+}
+
 }  // namespace
 
 int WaitReady(int fd, short events, int64_t deadline_ns, int stop_fd) {
@@ -47,40 +65,32 @@ int WaitReady(int fd, short events, int64_t deadline_ns, int stop_fd) {
 }
 
 bool ParseSocketAddress(const std::string& ip, uint16_t port, SocketAddress* out) {
+  for (const int family : {AF_INET, AF_INET6}) {
+    *out = SocketAddress{};
+    const FamilyFields f = FieldsOf(family, &out->storage);
+    if (inet_pton(family, ip.c_str(), f.addr) == 1) {
+      out->storage.ss_family = static_cast<sa_family_t>(family);
+      *f.port = htons(port);
+      out->length = f.length;
+      return true;
+    }
+  }
   *out = SocketAddress{};
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&out->storage);
-  if (inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    out->length = sizeof(sockaddr_in);
-    return true;
-  }
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out->storage);
-  if (inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    out->length = sizeof(sockaddr_in6);
-    return true;
-  }
   return false;
 }
 
 std::string FormatSocketAddress(const SocketAddress& address) {
+  SocketAddress copy = address;  // FieldsOf points into a writable storage
+  const int family = copy.storage.ss_family == AF_INET ? AF_INET : AF_INET6;
+  const FamilyFields f = FieldsOf(family, &copy.storage);
   char host[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (address.storage.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address.storage);
-    inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
-    port = ntohs(v4->sin_port);
-    return std::string(host) + ":" + std::to_string(port);
-  }
-  const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address.storage);
-  inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
-  port = ntohs(v6->sin6_port);
+  inet_ntop(family, f.addr, host, sizeof host);
+  const std::string port = std::to_string(ntohs(*f.port));
+  if (family == AF_INET) return std::string(host) + ":" + port;
   std::string formatted(1, '[');  // appended: GCC 12 -Wrestrict false positive
   formatted += host;
   formatted += "]:";
-  formatted += std::to_string(port);
+  formatted += port;
   return formatted;
 }
 
