@@ -52,6 +52,16 @@ struct Op {
   bool is_read;
 };
 
+// One operation of the workload on the store: every benchmark loop does the same.
+inline void Apply(Store& store, const Op& op, const std::string& text, Value* value,
+                  AccessTiming* timing) {
+  if (op.is_read) {
+    store.Read(op.pos, value, timing);
+  } else {
+    store.Write(op.pos, text, value, timing);
+  }
+}
+
 // Per-thread result, in its own cache lines.
 struct alignas(64) ThreadCount {
   uint64_t ops = 0;
@@ -137,12 +147,7 @@ void BM_Store(benchmark::State& state) {
         while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
         uint64_t k = 0;
         while (!stop.load(std::memory_order_relaxed)) {
-          const Op& op = ring[k++ & (kRing - 1)];
-          if (op.is_read) {
-            store->Read(op.pos, &value, &timing);
-          } else {
-            store->Write(op.pos, text, &value, &timing);
-          }
+          Apply(*store, ring[k++ & (kRing - 1)], text, &value, &timing);
           benchmark::DoNotOptimize(value);
           if (timing.wait_ns >= 0) mine.waits.Add(timing.wait_ns);
         }
@@ -181,12 +186,7 @@ void BM_StoreTiming(benchmark::State& state, std::string name, BenchTiming mode)
   AccessTiming timing;
   uint64_t k = 0;
   for (auto _ : state) {
-    const Op& op = ring[k++ & (kRing - 1)];
-    if (op.is_read) {
-      store->Read(op.pos, &value, &timing);
-    } else {
-      store->Write(op.pos, text, &value, &timing);
-    }
+    Apply(*store, ring[k++ & (kRing - 1)], text, &value, &timing);
     benchmark::DoNotOptimize(value);
     benchmark::DoNotOptimize(timing);
   }
