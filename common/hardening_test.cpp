@@ -136,9 +136,11 @@ TEST_F(SocketPair, RefusedPeerGetsTheBusyReplyThenEof) {
   fds_[0] = -1;  // closed by RefuseConnection
   char buf[kFrameSize];
   std::size_t got = 0;
-  ASSERT_EQ(ReadFrame(fds_[1], buf, &got, MonotonicNanos() + 1'000'000'000), FrameRead::kFrame);
+  ASSERT_EQ(ReadFrameBounded(fds_[1], buf, &got, MonotonicNanos() + 1'000'000'000, 1'000'000'000),
+            FrameRead::kFrame);
   EXPECT_STREQ(buf, "ERROR server busy: test");
-  EXPECT_EQ(ReadFrame(fds_[1], buf, &got, MonotonicNanos() + 1'000'000'000), FrameRead::kClosed);
+  EXPECT_EQ(ReadFrameBounded(fds_[1], buf, &got, MonotonicNanos() + 1'000'000'000, 1'000'000'000),
+            FrameRead::kClosed);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <limits>
 #include <utility>
 
 #include "common/clock.h"
@@ -139,12 +138,8 @@ void RefuseConnection(int fd, std::string_view message) {
       send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-namespace {
-
-// The frame reader behind both public functions; `hard_deadline_ns` caps the
-// frame deadline (ReadFrame's single deadline for the whole frame).
-FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got, int64_t idle_deadline_ns,
-                        int64_t frame_timeout_ns, int64_t hard_deadline_ns, int stop_fd) {
+FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got, int64_t idle_deadline_ns,
+                           int64_t frame_timeout_ns, int stop_fd) {
   *got = 0;
   int64_t deadline_ns = idle_deadline_ns;
   while (*got < kFrameSize) {
@@ -155,7 +150,7 @@ FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got, int64_t idle_deadli
         // The frame has started: from now on only the frame bound counts,
         // so a legitimate client that spoke late still gets its full frame
         // time, and a trickling one cannot stretch it.
-        deadline_ns = std::min(MonotonicNanos() + frame_timeout_ns, hard_deadline_ns);
+        deadline_ns = MonotonicNanos() + frame_timeout_ns;
       }
       *got += static_cast<std::size_t>(r);
       continue;
@@ -169,19 +164,6 @@ FrameRead ReadFrameImpl(int fd, char* buf, std::size_t* got, int64_t idle_deadli
     if (ready < 0) return FrameRead::kError;
   }
   return FrameRead::kFrame;
-}
-
-}  // namespace
-
-FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got, int64_t idle_deadline_ns,
-                           int64_t frame_timeout_ns, int stop_fd) {
-  return ReadFrameImpl(fd, buf, got, idle_deadline_ns, frame_timeout_ns,
-                       std::numeric_limits<int64_t>::max(), stop_fd);
-}
-
-FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns) {
-  return ReadFrameImpl(fd, buf, got, deadline_ns, std::numeric_limits<int64_t>::max() / 2,
-                       deadline_ns, -1);
 }
 
 bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns) {

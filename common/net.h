@@ -66,12 +66,10 @@ enum class FrameRead {
                 // *got bytes of an unfinished frame are to be dropped
 };
 
-// Reads one frame into buf (kFrameSize bytes) before `deadline_ns`
-// (MonotonicNanos() time). *got receives the number of bytes read.
-FrameRead ReadFrame(int fd, char* buf, std::size_t* got, int64_t deadline_ns);
-
-// Reads one frame with two bounds, the server's defence against idle and
-// "slowloris" peers: the first byte must arrive before `idle_deadline_ns`;
+// Reads one frame into buf (kFrameSize bytes; *got receives the number of
+// bytes read) with two bounds, the server's defence against idle and
+// "slowloris" peers: the first byte must arrive before `idle_deadline_ns`
+// (MonotonicNanos() time);
 // once it has, the whole frame must be in within `frame_timeout_ns` of it,
 // however the peer trickles the rest (a byte a second cannot keep a
 // connection alive). kTimeout with *got == 0 means idle, *got > 0 stalled.

@@ -254,7 +254,8 @@ void TestConnection::HalfClose() { shutdown(fd_, SHUT_WR); }
 std::string TestConnection::ReadReply(int timeout_ms) {
   char buf[kFrameSize];
   std::size_t got = 0;
-  const FrameRead r = ReadFrame(fd_, buf, &got, MonotonicNanos() + int64_t{timeout_ms} * 1'000'000);
+  const int64_t timeout_ns = int64_t{timeout_ms} * 1'000'000;
+  const FrameRead r = ReadFrameBounded(fd_, buf, &got, MonotonicNanos() + timeout_ns, timeout_ns);
   switch (r) {
     case FrameRead::kFrame:
       return std::string(FrameText(std::string_view(buf, got)));

@@ -82,8 +82,9 @@ class TestConnection {
   bool SendBytes(const std::string& bytes);
   bool SendRequest(const std::string& text);  // padded to a 100-byte frame
   void HalfClose();
-  // Reads one 100-byte reply within timeout_ms; returns its text, or
-  // "<closed>" / "<timeout>" / "<short N>".
+  // Reads one 100-byte reply, its first byte within timeout_ms and the rest
+  // within timeout_ms of that (the server's own reader, net.h); returns its
+  // text, or "<closed>" / "<timeout>" / "<short N>".
   std::string ReadReply(int timeout_ms = 5000);
   // Waits up to timeout_ms for the server to close; true if it did.
   bool WaitClosed(int timeout_ms);
