@@ -7,41 +7,62 @@
 
 namespace kv::testing_support {
 
-std::set<std::string> HelpOptionNames(const std::string& help) {
-  std::set<std::string> names;
+namespace {
+
+// An indented line of a CLI11 --help and the name it starts with: the long
+// option ("-q,--quiet" gives "--quiet"), or for a positional (and for a
+// description continued on its own line) the first word; an "=default" or a
+// negated flag's "{false}" is cut off.
+struct HelpLine {
+  std::string name;
+  std::string text;
+  bool option;  // the line starts with '-'
+};
+
+std::vector<HelpLine> HelpLines(const std::string& help) {
+  std::vector<HelpLine> lines;
   std::istringstream in(help);
   std::string line;
   while (std::getline(in, line)) {
     const std::size_t start = line.find_first_not_of(' ');
-    if (start == 0 || start == std::string::npos || line[start] != '-') continue;
-    const std::size_t dashes = line.find("--", start);
-    if (dashes == std::string::npos) continue;
-    const std::size_t end = line.find_first_of(" ={[", dashes);
-    names.insert(line.substr(dashes, end == std::string::npos ? end : end - dashes));
+    if (start == 0 || start == std::string::npos) continue;
+    const bool option = line[start] == '-';
+    const std::size_t first = option ? line.find("--", start) : start;
+    if (first == std::string::npos) continue;
+    const std::size_t end = line.find_first_of(" ={[", first);
+    lines.push_back(
+        {line.substr(first, end == std::string::npos ? end : end - first), line, option});
+  }
+  return lines;
+}
+
+// True if `text` shows a range "lo..hi": a digit on both sides of "..".
+bool ShowsRange(const std::string& text) {
+  for (std::size_t dots = text.find(".."); dots != std::string::npos;
+       dots = text.find("..", dots + 1)) {
+    if (dots > 0 && dots + 2 < text.size() &&
+        std::isdigit(static_cast<unsigned char>(text[dots - 1])) != 0 &&
+        std::isdigit(static_cast<unsigned char>(text[dots + 2])) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::set<std::string> HelpOptionNames(const std::string& help) {
+  std::set<std::string> names;
+  for (const HelpLine& line : HelpLines(help)) {
+    if (line.option) names.insert(line.name);
   }
   return names;
 }
 
 std::set<std::string> HelpRangeNames(const std::string& help) {
   std::set<std::string> names;
-  std::istringstream in(help);
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::size_t start = line.find_first_not_of(' ');
-    if (start == 0 || start == std::string::npos) continue;
-    bool ranged = false;
-    for (std::size_t dots = line.find(".."); dots != std::string::npos && !ranged;
-         dots = line.find("..", dots + 1)) {
-      ranged = dots > 0 && dots + 2 < line.size() && std::isdigit(line[dots - 1]) != 0 &&
-               std::isdigit(line[dots + 2]) != 0;
-    }
-    if (!ranged) continue;
-    // "  -q,--quiet ...", "  --batch UINT:...", "  n UINT:...": the long name, else the first word.
-    const std::size_t dashes = line.find("--", start);
-    const std::size_t first =
-        dashes != std::string::npos && dashes < line.find(' ', start) ? dashes : start;
-    const std::size_t end = line.find_first_of(" ={[", first);
-    names.insert(line.substr(first, end == std::string::npos ? end : end - first));
+  for (const HelpLine& line : HelpLines(help)) {
+    if (ShowsRange(line.text)) names.insert(line.name);
   }
   return names;
 }
