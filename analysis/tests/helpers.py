@@ -1,9 +1,12 @@
 """Shared test helpers: fixture paths, the real build, running the CLI."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
@@ -49,4 +52,25 @@ def link_real_binaries(d: Path) -> Path:
         (d / name).symlink_to(find_binary(RELEASE, name).resolve())
     if (RELEASE / "CMakeCache.txt").is_file():
         (d / "CMakeCache.txt").symlink_to((RELEASE / "CMakeCache.txt").resolve())
+    return d
+
+
+def preload_library(lib: Path) -> Path:
+    """An LD_PRELOAD library of the build (the tracer, the profiler), skipping the test
+    when it is not built or the student-like fixtures cannot be (no make or gcc)."""
+    if not lib.is_file():
+        pytest.skip(f"{lib} is not built (cmake --preset release && cmake --build --preset "
+                    "release)")
+    if shutil.which("make") is None or shutil.which("gcc") is None:
+        pytest.skip("make and gcc are needed to build the fixtures")
+    return lib
+
+
+def built_fixture(fixture: str, into: Path) -> Path:
+    """A copy of tests/fixtures/<fixture> in `into`, built with its Makefile."""
+    d = into / fixture
+    shutil.copytree(REPO / "tests" / "fixtures" / fixture, d)
+    p = subprocess.run(["make", "-s", "CC=gcc"], cwd=d, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
     return d

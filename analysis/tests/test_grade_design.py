@@ -5,8 +5,6 @@ each server driven with kit-like requests and its design classified."""
 
 import itertools
 import random
-import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -18,7 +16,8 @@ from analysis.grade import design as D
 from analysis.grade import kitload
 from analysis.kernel_sockets import NotListening, wait_listening
 from analysis.ports import twin
-from analysis.tests.helpers import RELEASE, REPO
+from analysis.procs import pick_port
+from analysis.tests.helpers import RELEASE, REPO, built_fixture, preload_library
 
 LIB = RELEASE / "liblocktrace.so"
 FIXTURES = REPO / "tests" / "fixtures"
@@ -241,37 +240,7 @@ EXPECTED_BY_FIXTURE = {
 
 @pytest.fixture(scope="module")
 def lib() -> Path:
-    if not LIB.is_file():
-        pytest.skip(f"{LIB} is not built (cmake --preset release && cmake --build --preset "
-                    "release)")
-    if shutil.which("make") is None or shutil.which("gcc") is None:
-        pytest.skip("make and gcc are needed to build the fixtures")
-    return LIB
-
-
-def build(fixture: str, into: Path) -> Path:
-    d = into / fixture
-    shutil.copytree(FIXTURES / fixture, d)
-    p = subprocess.run(["make", "-s", "CC=gcc"], cwd=d, capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return d
-
-
-def free_kit_port(rng: random.Random) -> int:
-    """P whose bytes are both in 0x10..0x7e (so P and its byte-swapped twin, where a kit
-    server listens, are below 32768) and whose twin is free now."""
-    while True:
-        hi, lo = rng.randrange(0x10, 0x7F), rng.randrange(0x10, 0x7F)
-        if hi == lo:
-            continue
-        port = hi << 8 | lo
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", twin(port)))
-            except OSError:
-                continue
-        return port
+    return preload_library(LIB)
 
 
 class TracedServer:
@@ -280,10 +249,9 @@ class TracedServer:
 
     def __init__(self, binary: Path, trace_file: Path, env_extra=None):
         self.proc = None
-        rng = random.Random()
         env = {"LD_PRELOAD": str(LIB), "LOCKTRACE_FILE": str(trace_file), **(env_extra or {})}
         for _ in range(5):  # a port taken between the check and the bind: another one
-            port = free_kit_port(rng)
+            port = pick_port()
             with open(trace_file.with_suffix(".out"), "wb") as out:
                 self.proc = subprocess.Popen(
                     [str(binary), str(N), "127.0.0.1", str(port)], cwd=binary.parent,
@@ -324,7 +292,7 @@ def traced_design(binary: Path, trace_file: Path, seed: int) -> D.Design:
 
 @pytest.mark.parametrize("fixture", list(EXPECTED_BY_FIXTURE))
 def test_tracer_tells_each_fixtures_design(fixture, lib, tmp_path):
-    d = build(fixture, tmp_path)
+    d = built_fixture(fixture, tmp_path)
     got = {}
     for k, name in enumerate(sorted(EXPECTED_BY_FIXTURE[fixture])):
         got[name] = traced_design(d / name, tmp_path / f"{name}.trace", seed=k + 1)
@@ -339,7 +307,7 @@ def test_tracer_tells_each_fixtures_design(fixture, lib, tmp_path):
 def test_tracer_cap_and_refusals(lib, tmp_path):
     """LOCKTRACE_MAX caps the lines; a trace path that is a symbolic link is not followed
     (nothing is written through it) and the server serves as usual."""
-    d = build("correct", tmp_path)
+    d = built_fixture("correct", tmp_path)
     capped = tmp_path / "capped.trace"
     server = TracedServer(d / "main2", capped, {"LOCKTRACE_MAX": "7"})
     try:

@@ -7,10 +7,7 @@ Every server listens below 32768 (on a port's byte-swapped twin too); every wait
 import contextlib
 import json
 import os
-import random
-import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -21,7 +18,8 @@ import pytest
 from analysis import ports
 from analysis.grade import kitload
 from analysis.kernel_sockets import NotListening, wait_listening
-from analysis.tests.helpers import PY, RELEASE, REPO
+from analysis.procs import pick_port
+from analysis.tests.helpers import PY, RELEASE, REPO, built_fixture, preload_library
 
 LIB = RELEASE / "liblockprof.so"
 N = 100
@@ -31,40 +29,12 @@ RWLOCK_SIZE = 56
 
 @pytest.fixture(scope="module")
 def lib() -> Path:
-    if not LIB.is_file():
-        pytest.skip(f"{LIB} is not built (cmake --preset release && cmake --build --preset "
-                    "release)")
-    if shutil.which("make") is None or shutil.which("gcc") is None:
-        pytest.skip("make and gcc are needed to build the fixtures")
-    return LIB
-
-
-def make(fixture: str, into: Path) -> Path:
-    d = into / fixture
-    shutil.copytree(REPO / "tests" / "fixtures" / fixture, d)
-    p = subprocess.run(["make", "-s", "CC=gcc"], cwd=d, capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return d
+    return preload_library(LIB)
 
 
 @pytest.fixture(scope="module")
 def correct(lib, tmp_path_factory) -> Path:
-    return make("correct", tmp_path_factory.mktemp("fixtures"))
-
-
-def free_port() -> int:
-    """A port whose twin (and itself) is free now, both below 32768."""
-    def taken(p):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", p))
-            except OSError:
-                return True
-        return False
-    port = ports.pick(taken, random.Random())
-    assert port is not None, "no free port pair"
-    return port
+    return built_fixture("correct", tmp_path_factory.mktemp("fixtures"))
 
 
 def children(pid: int) -> list:
@@ -100,7 +70,7 @@ class Profiled:
         self.json = tmp / f"profile-{time.monotonic_ns()}.json"
         self.out = self.json.with_suffix(".out")
         for _ in range(5):  # a port taken between the check and the bind: another one
-            self.port = free_port()
+            self.port = pick_port()
             cmd = profile_cmd("--json", self.json, *options, "--", server, N, "127.0.0.1",
                               self.port)
             with open(self.out, "wb") as out:
@@ -298,7 +268,7 @@ def run_profile(*args, timeout=60):
 
 @pytest.fixture(scope="module")
 def static_main1(lib, tmp_path_factory) -> Path:
-    d = make("static_build", tmp_path_factory.mktemp("static"))
+    d = built_fixture("static_build", tmp_path_factory.mktemp("static"))
     # readelf comes with the compiler (binutils); a static program has no INTERP segment
     p = subprocess.run(["readelf", "-l", str(d / "main1")], capture_output=True, text=True)
     assert p.returncode == 0 and "INTERP" not in p.stdout, p.stdout[-2000:]
