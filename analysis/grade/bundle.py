@@ -1,8 +1,8 @@
 """`grade --bundle gradescope|prairielearn --out DIR`: the grader packaged for a course
 platform, from this checkout.
 
-Both bundles hold the same `lockbench/` folder: the grading code (standard library only,
-`analysis/grade` and the two modules it imports), the course's weights, bundle.json (budget,
+Both bundles hold the same `lockbench/` folder: the `analysis` package without its tests
+(the grader itself needs the standard library only), the course's weights, bundle.json (budget,
 quick, sandbox) and setup.sh, which installs what grading needs from the distribution's
 packages and compiles the lock tracer; nothing is fetched from anywhere else.
 
@@ -26,8 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 # result): 450 s of grading leaves 90 s for start-up and hosted.py's own margin.
 DEFAULT_BUDGET = {"gradescope": 450.0, "prairielearn": 240.0}
 PL_TIMEOUT_S = 300   # PrairieLearn's externalGradingOptions.timeout to set (its default is 30)
-MODULES = ("analysis/__init__.py", "analysis/progress.py", "analysis/kernel_sockets.py",
-           "analysis/numbers.py", "analysis/ports.py")
 PACKAGES = ("gcc", "libc6-dev", "make", "python3", "bubblewrap", "util-linux", "procps")
 
 SETUP = """#!/usr/bin/env bash
@@ -69,12 +67,16 @@ RUN /lockbench/setup.sh && rm -rf /var/lib/apt/lists/*
 """
 
 
+def copy_grading_code(dst: Path) -> None:
+    """The `analysis` package without its tests and caches into dst/analysis: what the
+    grader imports, whatever module it comes to import (the bundles, container mode)."""
+    shutil.copytree(REPO / "analysis", dst / "analysis",
+                    ignore=shutil.ignore_patterns("tests", "__pycache__", "*.pyc"))
+
+
 def _copy_code(dst: Path, weights: Path) -> None:
-    """The grading code (no tests, no caches), the weights, and the version it came from."""
-    shutil.copytree(REPO / "analysis" / "grade", dst / "analysis" / "grade",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for m in MODULES:
-        shutil.copy(REPO / m, dst / m)
+    """The grading code and the weights."""
+    copy_grading_code(dst)
     shutil.copy(weights, dst / "grade_weights.toml")
 
 
@@ -83,7 +85,7 @@ def _script(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def lockbench_folder(dst: Path, platform: str, weights: Path, settings: dict,
+def lockbench_folder(dst: Path, weights: Path, settings: dict,
                      version: str) -> None:
     dst.mkdir(parents=True)
     _copy_code(dst, weights)
@@ -107,7 +109,7 @@ def write_gradescope(out: Path, weights: Path, settings: dict, version: str) -> 
     stage = out / "gradescope"
     if stage.exists():
         shutil.rmtree(stage)
-    lockbench_folder(stage / "lockbench", "gradescope", weights, settings, version)
+    lockbench_folder(stage / "lockbench", weights, settings, version)
     _script(stage / "setup.sh", "#!/usr/bin/env bash\nexec \"$(dirname \"$0\")/lockbench/"
                                 "setup.sh\"\n")
     _script(stage / "run_autograder", run_script("gradescope"))
@@ -128,7 +130,7 @@ def write_prairielearn(out: Path, weights: Path, settings: dict, version: str) -
     dst = out / "prairielearn"
     if dst.exists():
         shutil.rmtree(dst)
-    lockbench_folder(dst / "lockbench", "prairielearn", weights, settings, version)
+    lockbench_folder(dst / "lockbench", weights, settings, version)
     _script(dst / "lockbench" / "run_prairielearn", run_script("prairielearn"))
     (dst / "Dockerfile").write_text(DOCKERFILE)
     (dst / "info.json").write_text(json.dumps({

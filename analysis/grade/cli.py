@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..numbers import float_above, int_in, list_of
 from ..progress import Progress
-from . import isolation, names, render, safeio, sandbox
+from . import bundle, isolation, names, render, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
@@ -237,8 +237,7 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
     os.chmod(root, 0o755)
     scratch, mounted = root / "scratch", False
     try:
-        shutil.copytree(REPO / "analysis", root / "code" / "analysis",
-                        ignore=shutil.ignore_patterns("tests", "__pycache__", "*.pyc"))
+        bundle.copy_grading_code(root / "code")
         (root / "ref").mkdir()
         for f in ([refbin / m for m in SERVERS] if refbin else []) + (
                 [_tracer(wcfg)] if submission is not None and _tracer(wcfg) else []):
@@ -379,8 +378,6 @@ def choose_sandbox(cfg: dict, wanted: str) -> str:
 
 
 def _bundle(a, ap) -> int:
-    from . import bundle
-
     if a.submissions:
         ap.error("--bundle writes the grader for a platform: give no SUBMISSION")
     try:
