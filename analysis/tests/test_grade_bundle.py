@@ -307,12 +307,18 @@ def csv_rows(path: Path) -> list:
 def test_a_budget_too_small_for_the_workload_still_hands_in_results_in_time(tmp_path):
     """The worker hands in what it has before the outer limit: checks not finished are
     undetermined (not scored), never failed, and the grading is not lost."""
+    # A correct server made slow (2 ms inside each critical section, where it had 10 us), so
+    # the workload cannot fit 8 s however fast the machine is.
+    slow = tmp_path / "correct"
+    shutil.copytree(FIXTURES / "correct", slow)
+    source = slow / "main.c"
+    source.write_text(source.read_text().replace("usleep(10);", "usleep(2000);"))
+    out = tmp_path / "out"
     t0 = time.monotonic()
-    p = grade(FIXTURES / "correct", "--no-reference", "--no-progress", "--out", tmp_path,
-              "--budget", "8")
+    p = grade(slow, "--no-reference", "--no-progress", "--out", out, "--budget", "8")
     assert p.returncode == 0, p.stderr
     assert time.monotonic() - t0 < 8 + 10
-    ev = json.loads((tmp_path / "correct" / "evidence.json").read_text())
+    ev = json.loads((out / "correct" / "evidence.json").read_text())
     status = {c["id"]: c["status"] for c in ev["checks"]}
     assert not ev.get("error") and status["build"] == "pass", ev
     assert status["workload"] == "undetermined" and "fail" not in status.values(), status
