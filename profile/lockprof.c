@@ -12,11 +12,13 @@
  * JSON document goes to $LOCKPROF_FILE ("%p" there becomes the pid: a forked child writes
  * its own), written to a temporary name and renamed, so a reader sees all of it or nothing.
  *
- * Swapper. $LOCKPROF_SWAP (ticket, mcs, ttas, phase-fair) replaces every normal or adaptive
- * pthread mutex by our lock and every rwlock by a phase-fair one ($LOCKPROF_SWAP_RW: another
- * rwlock choice, or a mutex lock taken exclusively, or pthread). The state lives in the
- * record, not in the pthread object, whose layout is glibc's; condition waits on a swapped
- * mutex release our lock, sleep on a futex sequence counter of the record, and take it back.
+ * Swapper. $LOCKPROF_SWAP (ticket, mcs, ttas, clh, futex) replaces every normal or adaptive
+ * pthread mutex by our lock and every rwlock by a phase-fair one ($LOCKPROF_SWAP_RW: bravo,
+ * or a mutex lock taken exclusively, or pthread); $LOCKPROF_SWAP=phase-fair or bravo swaps
+ * the rwlocks alone. The state lives in the record, not in the pthread object, whose layout
+ * is glibc's; condition waits on a swapped mutex release our lock, sleep on a futex sequence
+ * counter of the record, and take it back. Flat combining is not among them: it runs critical
+ * sections handed to it, and a pthread lock's is the caller's own code between two calls.
  *
  * It runs inside someone else's program, so on the lock path it never allocates (records
  * in a static open-addressing table, inserted by compare-and-swap on the key; per-thread
@@ -46,10 +48,14 @@
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 #define TABLE_BITS 16
 #define TABLE_SIZE (1u << TABLE_BITS)
-#define MAX_PROBE 256 /* a key is found within this many slots of its hash, or never */
-#define BUCKETS 40    /* 0 ns, then [2^(k-1), 2^k) ns: the last one holds 2^38 ns (4.6 min) up */
-#define HELD_MAX 64   /* locks one thread holds at once whose hold time is measured */
-#define NODES 64      /* MCS queue nodes per thread: swapped MCS locks held at once */
+#define MAX_PROBE 256   /* a key is found within this many slots of its hash, or never */
+#define BUCKETS 40      /* 0 ns, then [2^(k-1), 2^k) ns: the last one holds 2^38 ns (4.6 min) up */
+#define HELD_MAX 64     /* locks one thread holds at once whose hold time is measured */
+#define NODES 64        /* MCS queue nodes per thread: swapped MCS locks held at once */
+#define TOKENS 64       /* CLH locks and BRAVO fast reads one thread holds at once */
+#define CLH_POOL 65536  /* CLH queue nodes in the process: acquisitions under way at once */
+#define VISIBLE_BITS 12 /* BRAVO's visible-readers table, shared by every lock: 4096 slots */
+#define BRAVO_INHIBIT 9 /* the bias stays off 9 times as long as revoking it took */
 
 #define RELAXED __ATOMIC_RELAXED
 #define ACQUIRE __ATOMIC_ACQUIRE
@@ -71,6 +77,13 @@ struct mcs_node {
   const void *lock;
 };
 
+struct clh_node;
+
+struct pf_state {
+  uint32_t rin, rout, win, wout;
+  uintptr_t writer;
+};
+
 /* A swapped lock's state. All zero is "unlocked" for every algorithm, so a new record needs
  * no initialisation and a pthread object reused at the same address finds it free. */
 union state {
@@ -79,10 +92,14 @@ union state {
   } ticket;
   struct mcs_node *tail;
   uint32_t ttas;
+  struct pf_state pf;
+  struct clh_node *clh; /* the last node enqueued; NULL: free */
+  uint32_t futex;       /* 0 free, 1 held, 2 held and someone may sleep on it */
   struct {
-    uint32_t rin, rout, win, wout;
-    uintptr_t writer;
-  } pf;
+    struct pf_state pf;     /* first: the phase-fair functions serve the slow path unchanged */
+    uint32_t bias;          /* readers may take the fast path; off until a slow reader sets it */
+    uint64_t inhibit_until; /* CLOCK_MONOTONIC ns: no bias before then */
+  } bravo;
   struct {
     uint32_t seq, waiters;
   } cond;
@@ -97,6 +114,7 @@ struct rec {
   uintptr_t site __attribute__((aligned(64)));
   uint32_t impl; /* 1 + the index in ALGOS of the lock that served it; 0 pthread */
   uint64_t acq[3], contended, busy;
+  uint64_t fast_reads; /* BRAVO: reads that took the fast path (counted when profiling) */
   struct hist wait, hold;
 };
 
@@ -116,6 +134,14 @@ static TLS struct held held[HELD_MAX];
 static TLS int nheld;
 static TLS struct mcs_node nodes[NODES];
 static TLS uint64_t nodes_used;
+/* What a CLH unlock and a BRAVO read unlock need from their lock: the node or slot, by the
+ * lock's address. */
+struct token {
+  const void *lock;
+  void *p;
+};
+static TLS struct token tokens[TOKENS];
+static TLS uint64_t tokens_used;
 static TLS int resolving;
 
 struct algo {
@@ -123,6 +149,10 @@ struct algo {
   int (*try_)(union state *s, const void *o, int mode); /* 0 or EBUSY */
   int (*lock)(union state *s, const void *o, int mode);
   int (*unlock)(union state *s, const void *o);
+  /* Until the absolute time abs on clk (valid, REALTIME or MONOTONIC): 0 or ETIMEDOUT.
+   * NULL: swap_timed tries until the deadline. */
+  int (*timed)(union state *s, const void *o, int mode, clockid_t clk, const struct timespec *abs);
+  int rw_only; /* a reader/writer lock: never a mutex's */
 };
 static const struct algo *mutex_algo, *rw_algo;
 static int profiling, config_state;
@@ -194,6 +224,20 @@ static int passed(clockid_t clk, const struct timespec *abs) {
   struct timespec t;
   clock_gettime(clk, &t);
   return t.tv_sec > abs->tv_sec || (t.tv_sec == abs->tv_sec && t.tv_nsec >= abs->tv_nsec);
+}
+
+/* Sleeps while *w == v (a change before the call returns at once), until the absolute time
+ * abs on clk when timed; ETIMEDOUT or 0 (woken, interrupted, or *w had changed). */
+static int futex_wait(uint32_t *w, uint32_t v, int timed, clockid_t clk,
+                      const struct timespec *abs) {
+  int op = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;
+  if (timed && clk == CLOCK_REALTIME) op |= FUTEX_CLOCK_REALTIME;
+  long rc = syscall(SYS_futex, w, op, v, timed ? abs : NULL, NULL, FUTEX_BITSET_MATCH_ANY);
+  return rc == -1 && errno == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+static void futex_wake(uint32_t *w, int n) {
+  syscall(SYS_futex, w, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
 }
 
 /* ------------------------------------------------------------------ the record table */
@@ -438,21 +482,271 @@ static int pf_unlock(union state *s, const void *o) {
   return 0;
 }
 
+/* Tokens: per-thread (lock, pointer) pairs, taken from a free mask (not by nesting depth, so
+ * locks released out of order find theirs) and found again at unlock by the lock's address.
+ * -1 when TOKENS are held already. */
+static int token_put(const void *o, void *p) {
+  if (tokens_used == ~0ull) return -1;
+  int i = __builtin_ctzll(~tokens_used);
+  tokens_used |= 1ull << i;
+  tokens[i] = (struct token){o, p};
+  return 0;
+}
+
+static void *token_take(const void *o) {
+  for (uint64_t m = tokens_used; m; m &= m - 1) {
+    int i = __builtin_ctzll(m);
+    if (tokens[i].lock == o) {
+      tokens_used &= ~(1ull << i);
+      return tokens[i].p;
+    }
+  }
+  return NULL;
+}
+
+/* CLH queue lock (Craig; Magnussen, Landin and Hagersten): as MCS, a FIFO queue of nodes,
+ * each waiter spinning on one flag, but the queue is implicit: a thread sets its node's flag,
+ * swaps the node into the tail and spins on its predecessor's flag; unlock clears its own.
+ * The successor spins on our node after we have returned, so nodes migrate instead of living
+ * with a thread: the successor puts our node back in the pool once it has the lock (nobody
+ * else refers to it then), and we put ours back ourselves when nobody queued behind us (a
+ * compare-and-swap of the tail back to NULL, which is how all-zero means "free" here, where
+ * common/store_clh_lock.h keeps a node in every lock instead). The pool is static (a thread
+ * that exits leaves no node behind, and there is no allocation): a Treiber stack of indices
+ * tagged with a generation against ABA, filled from never-used nodes on demand.
+ * Wins: as MCS (FIFO, one cache-line transfer per hand-off), with a store for an unlock that
+ * has a successor. Collapses: as every FIFO spin lock when threads outnumber cores (a
+ * preempted waiter holds up everyone behind it); the pool's head is one more shared line,
+ * written twice per acquisition; the flag spun on was written by another core (remote memory
+ * on NUMA machines without coherent caches). */
+struct clh_node {
+  uint32_t locked; /* its owner holds or waits for the lock */
+  uint32_t next_free;
+} __attribute__((aligned(64)));
+static struct clh_node clh_pool[CLH_POOL];
+static uint64_t clh_free;  /* generation << 32 | (index + 1) of the first free node, 0: none */
+static uint32_t clh_fresh; /* clh_pool[clh_fresh..] never used yet */
+
+static struct clh_node *clh_get(void) {
+  uint64_t h = LOAD(&clh_free, ACQUIRE);
+  while ((uint32_t)h) {
+    struct clh_node *n = &clh_pool[(uint32_t)h - 1];
+    uint64_t next = ((h >> 32) + 1) << 32 | LOAD(&n->next_free, RELAXED);
+    if (__atomic_compare_exchange_n(&clh_free, &h, next, 1, ACQUIRE, ACQUIRE)) return n;
+  }
+  uint32_t i = LOAD(&clh_fresh, RELAXED);
+  while (i < CLH_POOL)
+    if (__atomic_compare_exchange_n(&clh_fresh, &i, i + 1, 1, RELAXED, RELAXED))
+      return &clh_pool[i];
+  return NULL;
+}
+
+static void clh_put(struct clh_node *n) {
+  uint64_t h = LOAD(&clh_free, RELAXED), mine = (uint64_t)(n - clh_pool) + 1, next;
+  do {
+    STORE(&n->next_free, (uint32_t)h, RELAXED);
+    next = ((h >> 32) + 1) << 32 | mine;
+  } while (!__atomic_compare_exchange_n(&clh_free, &h, next, 1, RELEASE, RELAXED));
+}
+
+/* A node of the pool, flagged and noted as this thread's for o; NULL (EAGAIN) when the pool
+ * or the thread's tokens are exhausted. */
+static struct clh_node *clh_node_for(const void *o) {
+  struct clh_node *me = clh_get();
+  if (!me) return NULL;
+  if (token_put(o, me) != 0) {
+    clh_put(me);
+    return NULL;
+  }
+  STORE(&me->locked, 1, RELAXED); /* published by the release of the swap into the tail */
+  return me;
+}
+
+static int clh_try(union state *s, const void *o, int mode) {
+  (void)mode;
+  struct clh_node *me = clh_node_for(o), *none = NULL;
+  if (!me) return EAGAIN;
+  if (__atomic_compare_exchange_n(&s->clh, &none, me, 0, ACQ_REL, RELAXED)) return 0;
+  token_take(o);
+  clh_put(me);
+  return EBUSY;
+}
+
+static int clh_lock(union state *s, const void *o, int mode) {
+  (void)mode;
+  struct clh_node *me = clh_node_for(o);
+  if (!me) return EAGAIN;
+  struct clh_node *pred = __atomic_exchange_n(&s->clh, me, ACQ_REL);
+  if (!pred) return 0;
+  for (unsigned n = 0; LOAD(&pred->locked, ACQUIRE);) relax(&n);
+  clh_put(pred); /* its owner let go of it with the clear, and we were its only successor */
+  return 0;
+}
+
+static int clh_unlock(union state *s, const void *o) {
+  struct clh_node *me = token_take(o), *expect = me;
+  if (!me) return EPERM; /* not locked by this thread */
+  if (__atomic_compare_exchange_n(&s->clh, &expect, NULL, 0, RELEASE, RELAXED)) {
+    clh_put(me); /* nobody queued behind us: the node is ours again */
+    return 0;
+  }
+  STORE(&me->locked, 0, RELEASE); /* the successor goes, and frees the node */
+  return 0;
+}
+
+/* Futex mutex (Drepper, "Futexes Are Tricky", mutex 3): 0 free, 1 held, 2 held and maybe
+ * sleepers. An uncontended lock and unlock are one atomic each and no system call; a
+ * contended lock marks 2 and sleeps in the kernel until an unlock that saw 2 wakes one.
+ * Wins: more runnable threads than cores (a waiter sleeps instead of burning the holder's
+ * core, and the kernel runs whoever is woken), long critical sections. Collapses: short,
+ * hot critical sections handed off fast: every contended hand-off costs a wake-up system call
+ * and a sleeper's reschedule (microseconds) where a spin lock hands over in a cache miss; not
+ * FIFO (a running thread may take it before the woken one). */
+static int futex_try(union state *s, const void *o, int mode) {
+  (void)o, (void)mode;
+  uint32_t zero = 0;
+  return __atomic_compare_exchange_n(&s->futex, &zero, 1, 0, ACQUIRE, RELAXED) ? 0 : EBUSY;
+}
+
+/* Once we have marked 2 we keep marking 2 when we take it: we cannot know nobody else sleeps,
+ * so at worst an unlock makes one system call for nobody. */
+static int futex_take(union state *s, int timed, clockid_t clk, const struct timespec *abs) {
+  uint32_t c = 0;
+  if (__atomic_compare_exchange_n(&s->futex, &c, 1, 0, ACQUIRE, RELAXED)) return 0;
+  if (c != 2) c = __atomic_exchange_n(&s->futex, 2, ACQUIRE);
+  while (c != 0) {
+    if (futex_wait(&s->futex, 2, timed, clk, abs) == ETIMEDOUT) return ETIMEDOUT;
+    c = __atomic_exchange_n(&s->futex, 2, ACQUIRE);
+  }
+  return 0;
+}
+
+static int futex_lock(union state *s, const void *o, int mode) {
+  (void)o, (void)mode;
+  return futex_take(s, 0, CLOCK_REALTIME, NULL);
+}
+
+static int futex_timed(union state *s, const void *o, int mode, clockid_t clk,
+                       const struct timespec *abs) {
+  (void)o, (void)mode;
+  return futex_take(s, 1, clk, abs);
+}
+
+static int futex_unlock(union state *s, const void *o) {
+  (void)o;
+  if (LOAD(&s->futex, RELAXED) == 0) return EPERM; /* not locked: keep it sound */
+  if (__atomic_fetch_sub(&s->futex, 1, RELEASE) != 1) {
+    STORE(&s->futex, 0, RELEASE);
+    futex_wake(&s->futex, 1);
+  }
+  return 0;
+}
+
+/* BRAVO (Dice and Kogan, ATC'19) over the phase-fair rwlock of the same state. While the
+ * lock's bias is on, a reader hashes (its thread, the lock) to a slot of one process-wide
+ * visible-readers table, installs the lock's address there by compare-and-swap, re-checks the
+ * bias and is in, without writing the lock's line; its unlock clears the slot (the slot is
+ * kept in a token). A reader that finds the bias off or its slot taken reads through the
+ * phase-fair lock, and turns the bias on when the inhibit time has passed. A writer takes
+ * the phase-fair write lock and, if the bias is on, revokes it: turns it off, then waits
+ * until no slot of the table holds this lock; the bias then stays off BRAVO_INHIBIT times
+ * as long as that took, which bounds the time spent revoking to a tenth. The bias and the
+ * slot are a Dekker pair (each side writes one, then reads the other): both seq_cst, so
+ * either the reader sees the bias off or the writer sees the reader. All-zero is bias off.
+ * Wins: read-mostly locks read by many threads on many cores: fast reads write no shared
+ * line. Collapses: writes after a read-biased stretch (a 4096-slot scan, 32 KiB, and a wait
+ * for every fast reader), then slow reads only for the inhibit time; slot collisions between
+ * (thread, lock) pairs send readers to the slow path. */
+#define VISIBLE_SLOTS (1u << VISIBLE_BITS) /* as the paper */
+static const void *visible[VISIBLE_SLOTS] __attribute__((aligned(64)));
+
+static const void **visible_slot(const void *o) {
+  uint64_t h = ((uint64_t)self() * 0x9E3779B97F4A7C15ull) ^ (uint64_t)(uintptr_t)o;
+  return &visible[(h * 0xC2B2AE3D27D4EB4Full) >> (64 - VISIBLE_BITS)];
+}
+
+/* The fast path: 1 when this thread reads o through its slot (noted in a token). */
+static int bravo_fast(union state *s, const void *o) {
+  if (!LOAD(&s->bravo.bias, RELAXED)) return 0;
+  const void **slot = visible_slot(o), *none = NULL;
+  if (!__atomic_compare_exchange_n(slot, &none, o, 0, SEQ_CST, RELAXED)) return 0;
+  if (LOAD(&s->bravo.bias, SEQ_CST) && token_put(o, (void *)slot) == 0) {
+    if (profiling) ADD(&((struct rec *)s)->fast_reads, 1); /* the state opens its record */
+    return 1;
+  }
+  STORE(slot, NULL, RELEASE); /* a writer revoked the bias meanwhile */
+  return 0;
+}
+
+/* REQUIRES: the read lock, so no writer is in and none can be revoking. */
+static void bravo_rebias(union state *s) {
+  if (!LOAD(&s->bravo.bias, RELAXED) && clock_ns() >= LOAD(&s->bravo.inhibit_until, RELAXED))
+    STORE(&s->bravo.bias, 1, RELEASE);
+}
+
+/* REQUIRES: the write lock: no slow reader can turn the bias back on meanwhile. */
+static void bravo_revoke(union state *s, const void *o) {
+  if (!LOAD(&s->bravo.bias, RELAXED)) return;
+  STORE(&s->bravo.bias, 0, SEQ_CST);
+  uint64_t t0 = clock_ns();
+  for (unsigned i = 0; i < VISIBLE_SLOTS; i++)
+    for (unsigned n = 0; LOAD(&visible[i], SEQ_CST) == o;) relax(&n);
+  uint64_t t1 = clock_ns();
+  STORE(&s->bravo.inhibit_until, t1 + (t1 - t0) * BRAVO_INHIBIT, RELAXED);
+}
+
+static int bravo_try(union state *s, const void *o, int mode) {
+  if (mode == M_READ && bravo_fast(s, o)) return 0;
+  if (pf_try(s, o, mode) != 0) return EBUSY;
+  if (mode == M_READ)
+    bravo_rebias(s);
+  else
+    bravo_revoke(s, o);
+  return 0;
+}
+
+static int bravo_lock(union state *s, const void *o, int mode) {
+  if (mode == M_READ && bravo_fast(s, o)) return 0;
+  pf_lock(s, o, mode);
+  if (mode == M_READ)
+    bravo_rebias(s);
+  else
+    bravo_revoke(s, o);
+  return 0;
+}
+
+/* A token for o: a fast read of this thread; otherwise the phase-fair lock's unlock. */
+static int bravo_unlock(union state *s, const void *o) {
+  const void **slot = token_take(o);
+  if (!slot) return pf_unlock(s, o);
+  STORE(slot, NULL, RELEASE); /* a revoking writer reads this: our reads come before it */
+  return 0;
+}
+
 static const struct algo ALGOS[] = {
-    {"ticket", ticket_try, ticket_lock, ticket_unlock},
-    {"mcs", mcs_try, mcs_lock, mcs_unlock},
-    {"ttas", ttas_try, ttas_lock, ttas_unlock},
-    {"phase-fair", pf_try, pf_lock, pf_unlock},
+    {"ticket", ticket_try, ticket_lock, ticket_unlock, NULL, 0},
+    {"mcs", mcs_try, mcs_lock, mcs_unlock, NULL, 0},
+    {"ttas", ttas_try, ttas_lock, ttas_unlock, NULL, 0},
+    {"phase-fair", pf_try, pf_lock, pf_unlock, NULL, 1},
+    {"clh", clh_try, clh_lock, clh_unlock, NULL, 0},
+    {"futex", futex_try, futex_lock, futex_unlock, futex_timed, 0},
+    {"bravo", bravo_try, bravo_lock, bravo_unlock, NULL, 1},
 };
 #define PHASE_FAIR (&ALGOS[3])
 
 /* ------------------------------------------------------------------ configuration */
 
-static const struct algo *algo_named(const char *name, const char *var, int rw) {
+/* The lock called name, or NULL (pthread's), said on stderr when the name is not ours. */
+static const struct algo *algo_named(const char *name, const char *var) {
   if (!name || !*name || !strcmp(name, "pthread") || !strcmp(name, "none")) return NULL;
   for (size_t i = 0; i < sizeof ALGOS / sizeof ALGOS[0]; i++)
-    if (!strcmp(ALGOS[i].name, name) && (rw || &ALGOS[i] != PHASE_FAIR)) return &ALGOS[i];
-  say(var, rw ? ": unknown rwlock; kept pthread's\n" : ": unknown lock; kept pthread's\n");
+    if (!strcmp(ALGOS[i].name, name)) return &ALGOS[i];
+  if (!strcmp(name, "flat-combining"))
+    say(var,
+        ": flat combining cannot replace a pthread lock (the critical section is the "
+        "caller's own code, which no combiner can run for it); kept pthread's\n");
+  else
+    say(var, ": unknown lock; kept pthread's\n");
   return NULL;
 }
 
@@ -497,13 +791,14 @@ static void read_config(void) {
     profiling = 1;
     calibrate();
   }
-  if (m && !strcmp(m, "phase-fair")) {
-    rw_algo = PHASE_FAIR; /* a rwlock swap alone: mutexes stay pthread's */
+  const struct algo *a = algo_named(m, "lockprof: LOCKPROF_SWAP");
+  if (a && a->rw_only) {
+    rw_algo = a; /* a rwlock swap alone: mutexes stay pthread's */
   } else {
-    mutex_algo = algo_named(m, "lockprof: LOCKPROF_SWAP", 0);
-    rw_algo = mutex_algo ? PHASE_FAIR : NULL;
+    mutex_algo = a;
+    rw_algo = a ? PHASE_FAIR : NULL;
   }
-  if (rw && *rw) rw_algo = algo_named(rw, "lockprof: LOCKPROF_SWAP_RW", 1);
+  if (rw && *rw) rw_algo = algo_named(rw, "lockprof: LOCKPROF_SWAP_RW");
 }
 
 /* Read once, by whichever call comes first (a constructor of another library may lock
@@ -619,10 +914,12 @@ static int real_unlock(void *o, int kind) {
 
 /* ------------------------------------------------------------------ the lock path */
 
-/* A timed acquisition of a swapped lock: tries until the deadline (not FIFO). */
+/* A timed acquisition of a swapped lock: the lock's own, or tries until the deadline (not
+ * FIFO). */
 static int swap_timed(const struct algo *a, struct rec *r, const struct req *q) {
   if (!ts_valid(q->abs)) return EINVAL;
   if (q->clk != CLOCK_REALTIME && q->clk != CLOCK_MONOTONIC) return EINVAL;
+  if (a->timed) return a->timed(&r->s, q->o, q->mode, q->clk, q->abs);
   for (unsigned n = 0;; relax(&n)) {
     int rc = a->try_(&r->s, q->o, q->mode);
     if (rc != EBUSY) return rc;
@@ -722,14 +1019,6 @@ int pthread_rwlock_unlock(pthread_rwlock_t *l) { return release(l, K_RWLOCK); }
 
 static union state *cond_state(struct rec *cr) { return cr ? &cr->s : &fallback_cond; }
 
-static int futex_wait(uint32_t *w, uint32_t v, int timed, clockid_t clk,
-                      const struct timespec *abs) {
-  int op = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;
-  if (timed && clk == CLOCK_REALTIME) op |= FUTEX_CLOCK_REALTIME;
-  long rc = syscall(SYS_futex, w, op, v, timed ? abs : NULL, NULL, FUTEX_BITSET_MATCH_ANY);
-  return rc == -1 && errno == ETIMEDOUT ? ETIMEDOUT : 0;
-}
-
 /* A wait on a swapped mutex: the counter is read while the mutex is held, so a signal sent
  * after our unlock changes it and the futex does not sleep. Wake-ups may be spurious, as
  * POSIX allows; one is never lost. */
@@ -774,10 +1063,6 @@ static int cond_wait(struct req *q, pthread_mutex_t *m) {
   if (profiling) hold_resume(m, K_MUTEX);
   errno = e;
   return rc;
-}
-
-static void futex_wake(uint32_t *w, int n) {
-  syscall(SYS_futex, w, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
 }
 
 /* Signals reach both kinds of waiter: ours on the counter, pthread's (a wait on a mutex we
@@ -987,6 +1272,8 @@ static void put_record(uintptr_t key, const struct rec *r, int first) {
   }
   put("}, \"contended\": "), put_num(LOAD(&r->contended, RELAXED), 10);
   put(", \"busy\": "), put_num(LOAD(&r->busy, RELAXED), 10);
+  if (kind == K_RWLOCK && !strcmp(impl_of(key, r), "bravo"))
+    put(", \"fast_reads\": "), put_num(LOAD(&r->fast_reads, RELAXED), 10);
   if (kind == K_COND) {
     put_hist("wait_ns", &r->wait, 0);
   } else {
@@ -1136,7 +1423,7 @@ static void child_after_fork(void) {
     if (!LOAD(&keys[i], RELAXED)) continue;
     struct rec *r = &recs[i];
     memset(r->acq, 0, sizeof r->acq);
-    r->contended = r->busy = 0;
+    r->contended = r->busy = r->fast_reads = 0;
     memset(&r->wait, 0, sizeof r->wait);
     memset(&r->hold, 0, sizeof r->hold);
   }

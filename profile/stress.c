@@ -32,15 +32,20 @@ static void run(void *(*fn)(void *)) {
   for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
 }
 
-/* Mutual exclusion: a plain counter, one global mutex and eight by index, nested. */
+/* Mutual exclusion: a plain counter, one global mutex and eight by index, nested; a quarter
+ * of the outer acquisitions timed (a far deadline: they must all succeed, after waiting). */
 static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER, eight[8];
-static long counter, slots[8];
+static long counter, slots[8], timed_failed;
 
 static void *mutex_worker(void *arg) {
   unsigned seed = (unsigned)(long)arg;
   for (int i = 0; i < iters; i++) {
     int k = rand_r(&seed) % 8;
-    pthread_mutex_lock(&one);
+    struct timespec far = in_ns(10000000000L);
+    if (i % 4 == 0 ? pthread_mutex_timedlock(&one, &far) != 0 : pthread_mutex_lock(&one) != 0) {
+      __atomic_add_fetch(&timed_failed, 1, __ATOMIC_RELAXED);
+      continue;
+    }
     pthread_mutex_lock(&eight[k]);
     counter++;
     pthread_mutex_unlock(&one); /* out of order on purpose */
@@ -55,7 +60,8 @@ static void mutexes(void) {
   run(mutex_worker);
   long sum = 0;
   for (int k = 0; k < 8; k++) sum += slots[k];
-  check(counter == (long)threads * iters && sum == counter, "mutex: no lost update");
+  check(counter == (long)threads * iters && sum == counter && timed_failed == 0,
+        "mutex: no lost update");
 }
 
 /* Readers never see a writer half done; try and timed locks keep their promises. */
@@ -85,6 +91,65 @@ static void *rw_worker(void *arg) {
 static void rwlocks(void) {
   run(rw_worker);
   check(torn == 0 && a == writes && b == writes, "rwlock: readers see whole writes");
+}
+
+/* Read-mostly: readers hold two rwlocks at once (taken in order, one timed, released out of
+ * order) between rare writes, the load a reader-biased lock is for; a write must still wait
+ * for every reader. Both sides dawdle halfway, so that a writer let in beside a reader is seen.
+ * Readers pause between reads so that a reader-preferring rwlock lets the writer in. */
+static void dawdle(void) { /* 20 us of running */
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 20000);
+}
+
+static pthread_rwlock_t pair[2] = {PTHREAD_RWLOCK_INITIALIZER, PTHREAD_RWLOCK_INITIALIZER};
+static volatile long first[2], second[2];
+static long pair_torn, pair_reads, pair_failed;
+static int pair_done;
+
+static void *pair_reader(void *arg) {
+  (void)arg;
+  struct timespec pause = {0, 10000};
+  while (!__atomic_load_n(&pair_done, __ATOMIC_ACQUIRE)) {
+    struct timespec far = in_ns(10000000000L);
+    if (pthread_rwlock_timedrdlock(&pair[0], &far) != 0 || pthread_rwlock_rdlock(&pair[1]) != 0) {
+      __atomic_add_fetch(&pair_failed, 1, __ATOMIC_RELAXED);
+      break;
+    }
+    long seen0 = first[0], seen1 = first[1];
+    dawdle(); /* a writer let in now would be seen */
+    int whole = seen0 == second[0];
+    pthread_rwlock_unlock(&pair[0]);
+    whole = whole && seen1 == second[1];
+    pthread_rwlock_unlock(&pair[1]);
+    if (!whole) __atomic_add_fetch(&pair_torn, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pair_reads, 1, __ATOMIC_RELAXED);
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
+}
+
+static void read_mostly(void) {
+  pthread_t t[64];
+  int writes = iters / 12 + 1;
+  for (long i = 1; i < threads; i++) pthread_create(&t[i], NULL, pair_reader, NULL);
+  struct timespec gap = {0, 200000};
+  for (int i = 0; i < writes; i++) {
+    nanosleep(&gap, NULL);
+    pthread_rwlock_wrlock(&pair[i % 2]);
+    first[i % 2]++;
+    dawdle();
+    second[i % 2]++;
+    pthread_rwlock_unlock(&pair[i % 2]);
+  }
+  __atomic_store_n(&pair_done, 1, __ATOMIC_RELEASE);
+  for (int i = 1; i < threads; i++) pthread_join(t[i], NULL);
+  long total = first[0] + first[1];
+  check(pair_torn == 0 && pair_failed == 0 && pair_reads > 0 && total == writes &&
+            second[0] + second[1] == writes,
+        "rwlock: read-mostly, two held at once, writes wait for readers");
 }
 
 /* A bounded queue on one mutex and two condition variables. */
@@ -180,6 +245,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   mutexes();
   rwlocks();
+  read_mostly();
   conds();
   timeouts();
   semantics();
