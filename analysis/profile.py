@@ -3,7 +3,8 @@
 often they were contended, wait and hold times; optionally with every pthread mutex and
 rwlock swapped for a lock of ours (--swap-lock). docs/profile.md tells how and at what cost.
 
-    ./lockbench profile [--json FILE] [--markdown FILE] [--swap-lock NAME] -- PROGRAM ARGS...
+    ./lockbench profile [--json FILE] [--markdown FILE] [--swap-lock NAME] [--swap-rwlock NAME]
+                        [--top N] -- PROGRAM ARGS...
 
 SIGINT and SIGTERM sent to this command are forwarded to the program (which runs in a
 process group of its own, so a Ctrl-C reaches it once); the profile is read when it ends.
@@ -34,9 +35,13 @@ from .numbers import int_in
 
 PROG = "lockbench profile"
 REPO = Path(__file__).resolve().parents[1]
-MUTEX_LOCKS = ("ticket", "mcs", "ttas")
-SWAP_LOCKS = (*MUTEX_LOCKS, "phase-fair")
-RW_LOCKS = ("phase-fair", *MUTEX_LOCKS, "pthread")
+MUTEX_LOCKS = ("ticket", "mcs", "ttas", "clh", "futex")
+RW_ONLY_LOCKS = ("phase-fair", "bravo")
+SWAP_LOCKS = (*MUTEX_LOCKS, *RW_ONLY_LOCKS)
+RW_LOCKS = (*RW_ONLY_LOCKS, *MUTEX_LOCKS, "pthread")
+NOT_A_LOCK = {"flat-combining": "flat combining cannot replace a pthread lock: a combiner "
+              "runs the critical sections it is handed, but the one between a pthread lock "
+              "and unlock call is the caller's own code, which cannot be handed over"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 PT_INTERP = 3
 
@@ -56,6 +61,13 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
+def lock_name(name: str) -> str:
+    """A swap lock's name; a lock that cannot stand in for a pthread one says why."""
+    if name in NOT_A_LOCK:
+        raise argparse.ArgumentTypeError(NOT_A_LOCK[name])
+    return name
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0],
                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -69,12 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also write the profile (every lock object's record) as JSON")
     ap.add_argument("--markdown", type=Path, metavar="FILE",
                     help="also write the table as a Markdown report section")
-    ap.add_argument("--swap-lock", choices=SWAP_LOCKS, metavar="NAME",
-                    help="replace every pthread mutex by this lock (ticket, mcs, ttas; "
-                         "rwlocks then become phase-fair), or only rwlocks (phase-fair)")
-    ap.add_argument("--swap-rwlock", choices=RW_LOCKS, metavar="NAME",
-                    help="what replaces rwlocks: phase-fair (default with --swap-lock), a "
-                         "mutex lock taken exclusively (ticket, mcs, ttas), or pthread")
+    mutexes = ", ".join(MUTEX_LOCKS)
+    ap.add_argument("--swap-lock", type=lock_name, choices=SWAP_LOCKS, metavar="NAME",
+                    help=f"replace every pthread mutex by this lock ({mutexes}; rwlocks "
+                         "then become phase-fair), or only rwlocks (phase-fair, bravo)")
+    ap.add_argument("--swap-rwlock", type=lock_name, choices=RW_LOCKS, metavar="NAME",
+                    help="what replaces rwlocks: phase-fair (default with --swap-lock), "
+                         "bravo (biased readers over phase-fair), a mutex lock taken "
+                         f"exclusively ({mutexes}), or pthread")
     ap.add_argument("--top", type=int_in(0, 1_000_000), default=20, metavar="N",
                     help="rows in the printed table, most acquired first (0: all; default "
                          "20); --json and --markdown get every row")
@@ -340,7 +354,8 @@ def fmt_acq(r: dict) -> str:
     if r["kind"] == "mutex":
         return str(a["mutex"])
     if r["kind"] == "rwlock":
-        return f"r {a['read']} w {a['write']}"
+        fast = f" ({r['fast_reads']} fast)" if "fast_reads" in r else ""
+        return f"r {a['read']}{fast} w {a['write']}"
     return f"wait {a['wait']} sig {a['signal']} bc {a['broadcast']}"
 
 

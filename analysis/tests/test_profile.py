@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import ports
+from analysis import ports, profile
 from analysis.grade import kitload
 from analysis.kernel_sockets import NotListening, wait_listening
 from analysis.procs import pick_port
@@ -188,10 +188,9 @@ def check_consistent(port: int) -> None:
     assert p.returncode == 0 and "CONSISTENT" in p.stdout, p.stdout + p.stderr
 
 
-@pytest.mark.parametrize("lock, server, kind", [("ticket", "main2", "mutex"),
-                                                ("mcs", "main2", "mutex"),
-                                                ("ttas", "main2", "mutex"),
-                                                ("phase-fair", "main4", "rwlock")])
+@pytest.mark.parametrize("lock, server, kind",
+                         [(lock, "main2", "mutex") for lock in profile.MUTEX_LOCKS] +
+                         [(lock, "main4", "rwlock") for lock in profile.RW_ONLY_LOCKS])
 def test_swapped_locks_serve_the_kit_and_pass_the_check(correct, serve, lock, server, kind):
     if not (RELEASE / "client").is_file():
         pytest.skip("build/release/client is not built")
@@ -219,17 +218,18 @@ def test_swap_under_our_own_main3(lib, serve):
     assert max(r["acquisitions"]["write"] for r in rw) > 0
 
 
-@pytest.mark.parametrize("options", [[], ["--swap-lock", "mcs"]], ids=["profile", "mcs"])
-def test_3000_threads_over_a_life(correct, serve, options):
+@pytest.mark.parametrize("lock", ["pthread", "mcs", "clh", "futex"])
+def test_3000_threads_over_a_life(correct, serve, lock):
     """The kit fixture makes a thread per request: 3 kit runs, 3000 threads, 3000
-    acquisitions of main1's one mutex (no per-thread limit, as LiTL's 2048)."""
-    s = serve(correct / "main1", *options)
+    acquisitions of main1's one mutex (no per-thread limit, as LiTL's 2048; CLH's nodes
+    outlive the threads that used them)."""
+    s = serve(correct / "main1", *(["--swap-lock", lock] if lock != "pthread" else []))
     kit_runs(s.port, runs=3)
     code, out, doc = s.stop()
     assert code == 0, out
-    [lock] = doc["locks"]
-    assert lock["acquisitions"] == {"mutex": 3000}
-    assert lock["impl"] == ("mcs" if options else "pthread")
+    [lock_rec] = doc["locks"]
+    assert lock_rec["acquisitions"] == {"mutex": 3000}
+    assert lock_rec["impl"] == lock
 
 
 @pytest.fixture(scope="module")
@@ -241,22 +241,33 @@ def stress(lib, tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("options", [[], ["--swap-lock", "ticket"], ["--swap-lock", "mcs"],
-                                     ["--swap-lock", "ttas"], ["--swap-lock", "phase-fair"],
-                                     ["--swap-lock", "ttas", "--swap-rwlock", "mcs"]],
-                         ids=["profile", "ticket", "mcs", "ttas", "phase-fair", "ttas+mcs-rw"])
+STRESS_SWAPS = {  # every swap lock as a mutex, and as a rwlock, at least once
+    "profile": [], **{lock: ["--swap-lock", lock] for lock in profile.SWAP_LOCKS},
+    "ttas+mcs-rw": ["--swap-lock", "ttas", "--swap-rwlock", "mcs"],
+    "futex+bravo-rw": ["--swap-lock", "futex", "--swap-rwlock", "bravo"],
+    "mcs+clh-rw": ["--swap-lock", "mcs", "--swap-rwlock", "clh"],
+    "clh+futex-rw": ["--swap-lock", "clh", "--swap-rwlock", "futex"],
+}
+
+
+@pytest.mark.parametrize("options", STRESS_SWAPS.values(), ids=STRESS_SWAPS.keys())
 def test_stress_program_keeps_every_lock_promise(stress, tmp_path, options):
-    """Mutual exclusion, whole writes for readers, condition waits that lose nothing and
-    time out, trylock and timedlock against a holder, errno kept, recursion kept."""
+    """Mutual exclusion, whole writes for readers (read-mostly too), condition waits that
+    lose nothing and time out, trylock and timedlock against a holder, errno kept,
+    recursion kept."""
     out = tmp_path / "p.json"
     p = subprocess.run(profile_cmd("--json", out, *options, "--", stress, 4, 5000),
                        capture_output=True, text=True, timeout=300, cwd=REPO)
     assert p.returncode == 0 and "FAIL" not in p.stdout, p.stdout + p.stderr
-    assert p.stdout.count("ok   ") == 6
+    assert p.stdout.count("ok   ") == 7
     doc = json.loads(out.read_text())
     conds = [r for r in doc["locks"] if r["kind"] == "cond"]
     assert sum(r["acquisitions"]["wait"] for r in conds) >= 1
     assert sum(r["acquisitions"]["signal"] for r in conds) == 2 * 5000
+    served = {r["impl"] for r in doc["locks"] if r["kind"] != "cond"}
+    assert served >= {doc["swap"]["mutex"], doc["swap"]["rwlock"]}
+    if doc["swap"]["rwlock"] == "bravo":  # the read-mostly section took the fast path
+        assert sum(r["fast_reads"] for r in doc["locks"] if r["impl"] == "bravo") > 0
 
 
 # ---------------------------------------------------------------- refused, failed, help
@@ -288,6 +299,9 @@ def test_bad_inputs_get_one_line_and_exit_2_before_starting(lib, static_main1, t
         ("--", text): "neither an ELF program nor a script",
         ("--swap-lock", "spin", "--", "true"): "--swap-lock",
         ("--swap-rwlock", "seqlock", "--", "true"): "--swap-rwlock",
+        ("--swap-lock", "bravo", "--swap-rwlock", "spin", "--", "true"): "--swap-rwlock",
+        ("--swap-lock", "flat-combining", "--", "true"): "flat combining cannot replace",
+        ("--swap-rwlock", "flat-combining", "--", "true"): "flat combining cannot replace",
         ("--top", "1e3", "--", "true"): "--top",
         ("--json", "/nonexistent/dir/p.json", "--", "true"): "does not exist",
     }
@@ -318,6 +332,8 @@ def test_help_answers_at_once_without_the_build():
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=REPO,
                            env={**os.environ, "PYTHONPATH": str(REPO)})
         assert p.returncode == 0 and "--swap-lock" in p.stdout and time.monotonic() - t0 < 10
+        said = " ".join(p.stdout.split())  # argparse wraps the help
+        assert all(lock in said for lock in (*profile.SWAP_LOCKS, "pthread")), said
 
 
 def test_the_program_sees_the_default_signal_actions_it_left(lib):
