@@ -203,19 +203,21 @@ def test_swapped_locks_serve_the_kit_and_pass_the_check(correct, serve, lock, se
     assert doc["locks"] and all(r["impl"] == lock and r["kind"] == kind for r in doc["locks"])
 
 
-def test_swap_under_our_own_main3(lib, serve):
-    """build/release/main3: one std::shared_mutex, a pthread rwlock, made phase-fair; it
-    ends through its own SIGTERM handler and exit, so the destructor writes the profile."""
+@pytest.mark.parametrize("mutex, rwlock", [("mcs", "phase-fair"), ("clh", "bravo")])
+def test_swap_under_our_own_main3(lib, serve, mutex, rwlock):
+    """build/release/main3: one std::shared_mutex, a pthread rwlock, swapped too; it ends
+    through its own SIGTERM handler and exit, so the destructor writes the profile."""
     if not (RELEASE / "main3").is_file() or not (RELEASE / "client").is_file():
         pytest.skip("build/release/main3 and client are not built")
-    s = serve(RELEASE / "main3", "--swap-lock", "mcs")
+    s = serve(RELEASE / "main3", "--swap-lock", mutex, "--swap-rwlock", rwlock)
     check_consistent(s.port)
     code, out, doc = s.stop()
     assert code == 0, out
     assert doc["processes"][0]["reason"] == "exit"
-    rw = [r for r in doc["locks"] if r["kind"] == "rwlock" and r["impl"] == "phase-fair"]
+    rw = [r for r in doc["locks"] if r["kind"] == "rwlock" and r["impl"] == rwlock]
     assert rw and max(r["acquisitions"]["read"] for r in rw) > 0
     assert max(r["acquisitions"]["write"] for r in rw) > 0
+    assert any(r["kind"] == "mutex" and r["impl"] == mutex for r in doc["locks"])
 
 
 @pytest.mark.parametrize("lock", ["pthread", "mcs", "clh", "futex"])
