@@ -308,3 +308,46 @@ def plot_writer_wait(ax, w: pd.DataFrame, title: str, metric: str = "writer_wait
     ax.set_ylabel(metric.replace("_", " ") + " (log)")
     ax.set_title(title)
     return artists
+
+
+def plot_fairness(axes, t: pd.DataFrame, title: str):
+    """Two panels of horizontal bars, one bar per strategy (slowest first): Jain's index of
+    the threads' operation counts (1 = even) and the p50/p99 of the sampled lock waits
+    (log); t: microbench.table_fairness rows of one setting and thread count."""
+    t = t.sort_values("ops_per_s")
+    y = np.arange(len(t))
+    colors = [color(s) for s in t["strategy"]]
+    ax = axes[0]
+    ax.barh(y, t["fair_jain"], color=colors)
+    ax.set_yticks(y, t["strategy"])
+    ax.set_xlim(0, 1.02)
+    ax.set_xlabel("Jain's index of per-thread operations (1 = even)")
+    ax.set_title(title)
+    ax = axes[1]
+    p99 = np.clip(t["wait_p99_ns"].to_numpy(dtype=float), 1, None)
+    p50 = np.clip(t["wait_p50_ns"].to_numpy(dtype=float), 1, None)
+    ax.barh(y, p99, color=colors, alpha=0.45, label="p99")
+    ax.barh(y, p50, color=colors, label="p50")
+    ax.set_yticks(y, [""] * len(t))
+    ax.set_xscale("log")
+    ax.set_xlabel("lock wait, ns (log; dark p50, light p99)")
+    ax.set_title("Acquire latency of sampled accesses")
+
+
+def plot_timing_cost(ax, t: pd.DataFrame):
+    """Grouped bars: one thread's ns per operation of each store (unprotected, one-mutex)
+    under each timing mode; t: microbench.table_timing's StoreTiming rows."""
+    modes = [m for m in ("timed", "sampled", "untimed") if m in set(t["timing"])]
+    stores = list(dict.fromkeys(t["what"]))
+    width = 0.8 / max(len(modes), 1)
+    x = np.arange(len(stores))
+    shades = {"timed": "#D55E00", "sampled": "#E69F00", "untimed": "#0072B2"}
+    for i, mode in enumerate(modes):
+        g = t[t["timing"] == mode].set_index("what").reindex(stores)
+        bars = ax.bar(x + (i - (len(modes) - 1) / 2) * width, g["ns_per_op"], width,
+                      label=mode, color=shades[mode])
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    ax.set_xticks(x, stores)
+    ax.set_ylabel("ns per operation, one thread")
+    ax.set_title("What timing every access costs the store")
+    _legend(ax)

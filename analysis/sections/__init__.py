@@ -7,7 +7,7 @@ in SECTIONS; its fixed wording goes into report/templates/report.md as `<!-- blo
 blocks (docs/analysis.md, "Adding a report section").
 """
 
-from . import agents, lab, method, microbench, perf, setup, sweeps
+from . import agents, lab, method, microbench, perf, setup, sweeps, which_lock
 
 SECTIONS = [
     setup.section,
@@ -15,6 +15,7 @@ SECTIONS = [
     lab.figures_section,
     sweeps.section,
     microbench.section,
+    which_lock.section,
     agents.section,
     perf.section,
     method.section,

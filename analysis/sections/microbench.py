@@ -48,6 +48,18 @@ def writer_wait_figure(df):
     return fig
 
 
+def timing_figure(df):
+    """(figure, timed/untimed ratio of the unprotected store) or None without StoreTiming."""
+    t = M.table_timing(df)
+    t = t[t["family"] == "StoreTiming"]
+    if t.empty:
+        return None
+    fig, ax = F.new_figure(1, 1, figsize=(6.5, 3.2))
+    F.plot_timing_cost(ax, t)
+    base = t[(t["what"] == M.BASELINE) & (t["timing"] == "timed")]["x_untimed"]
+    return fig, (float(base.iloc[0]) if len(base) else math.nan)
+
+
 def section(data: ReportData) -> Section | None:
     df = data.microbench
     if df is None:
@@ -60,6 +72,10 @@ def section(data: ReportData) -> Section | None:
     load = data.microbench_context.get("load_avg")
     load = f" (load average {load[0]:.1f} when the run started)" if load else ""
     sec = Section().add(p("microbench", runs=runs, cores=cores, load=load))
+    timing = timing_figure(df)
+    if timing is not None:
+        sec.add(Fig("microbench_timing_cost",
+                    p("caption_microbench_timing_cost", ratio=f"{timing[1]:.1f}"), timing[0]))
     fig = ops_figure(df, cores)
     if fig is not None:
         sec.add(Fig("microbench_ops_vs_threads", p("caption_microbench_ops_vs_threads"), fig))
