@@ -328,7 +328,7 @@ def plot_fairness(axes, t: pd.DataFrame, title: str):
     p50 = np.clip(t["wait_p50_ns"].to_numpy(dtype=float), 1, None)
     ax.barh(y, p99, color=colors, alpha=0.45, label="p99")
     ax.barh(y, p50, color=colors, label="p50")
-    ax.set_yticks(y, [""] * len(t))
+    ax.tick_params(labelleft=False)  # the y axis is shared: the names are on the left
     ax.set_xscale("log")
     ax.set_xlabel("lock wait, ns (log; dark p50, light p99)")
     ax.set_title("Acquire latency of sampled accesses")
