@@ -15,6 +15,7 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "common/protocol.h"
+#include "common/string_array.h"
 
 namespace kv {
 namespace {
@@ -38,10 +39,6 @@ constexpr char kAlnum[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq
 // Longest text that fits in a write request for position `pos`:
 // "pos-0-" + text + NUL <= 100 bytes.
 std::size_t Room(uint64_t pos) { return kMaxTextLen - (std::to_string(pos).size() + 3); }
-
-std::string InitialValue(uint64_t pos) {
-  return "String " + std::to_string(pos) + ": the initial value";
-}
 
 std::string Quote(std::string_view s) {
   std::string quoted(1, '\'');  // appended: GCC 12 -Wrestrict misfires on "lit" + string&&
@@ -78,7 +75,7 @@ struct Shared {
   bool Allowed(uint64_t pos, std::string_view text) const {
     auto it = baseline.find(pos);
     if (it != baseline.end() && it->second == text) return true;
-    if (text == InitialValue(pos)) return true;
+    if (text == StringArray::InitialValue(pos)) return true;
     if (IsAttackPosition(pos) && InPool(text)) return true;
     char tag;
     uint32_t writer;
@@ -98,7 +95,7 @@ struct Shared {
       d += Quote(it->second);
     }
     d += ", the initial value ";
-    d += Quote(InitialValue(pos));
+    d += Quote(StringArray::InitialValue(pos));
     if (IsAttackPosition(pos)) {
       d += ", one of the pool strings";
       for (const auto& p : pool) {
@@ -130,9 +127,9 @@ class Session {
   ~Session() {
     // A kept connection ends as a per-request one does: nothing may follow
     // its last reply.
-    Count(conn_.CloseAfterReply(GraceMs()),
-          "long_reply after the last reply of a kept connection: the server sent more than one "
-          "100-byte reply frame");
+    Count(
+        conn_.CloseAfterReply(GraceMs()),
+        std::string("long_reply after the last reply of a kept connection: ") + kLongReplyMeaning);
     Flush();
   }
 
@@ -141,38 +138,18 @@ class Session {
   bool Exchange(uint64_t pos, bool is_read, std::string_view text, std::string* reply) {
     const CheckConfig& cfg = *shared_->cfg;
     FillRequestFrame(pos, is_read, text, &request_);
-    if (MonotonicNanos() >= shared_->deadline_ns) {
+    const int64_t now = MonotonicNanos();
+    if (now >= shared_->deadline_ns) {
       // Out of time: fail this and every later request of this session.
       io_errors_ = std::max<uint64_t>(io_errors_ + 1, kFailingAfter);
       if (first_error_.empty()) first_error_ = "time limit reached";
       return false;
     }
-    ErrorKind kind = ErrorKind::kNone;
     std::string detail;
-    if (!conn_.is_open()) {
-      Status why;
-      kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &why, cfg.keepalive);
-      detail = why.message();
-      if (kind == ErrorKind::kNone) ++connected_;
-    }
-    if (kind == ErrorKind::kNone) {
-      kind = conn_.RoundTrip(request_, &reply_);
-      if (!cfg.keepalive) {
-        const ErrorKind end = conn_.CloseAfterReply(GraceMs());
-        if (kind == ErrorKind::kNone) kind = end;
-      }
-      if (kind != ErrorKind::kNone) {
-        detail = std::string(ErrorKindName(kind)) + " on request '" +
-                 Sanitize(FrameText(std::string_view(request_.data(), kFrameSize)), 40) + "'";
-        if (kind == ErrorKind::kErrorReply) {
-          detail += ": ";
-          detail += Quote(FrameText(std::string_view(reply_.data(), kFrameSize)));
-        }
-      }
-    }
+    const ErrorKind kind = Request(cfg, now, &detail);
     if (!Count(kind, detail)) return false;
     ++checked_;
-    *reply = std::string(FrameText(std::string_view(reply_.data(), kFrameSize)));
+    *reply = std::string(FrameText(std::string_view(conn_.last().reply().data(), kFrameSize)));
     return true;
   }
 
@@ -188,6 +165,28 @@ class Session {
   bool failing() const { return io_errors_ >= kFailingAfter; }
 
  private:
+  // request_ on conn_ at `now` (connected first if need be), ended at once unless
+  // keep-alive, so that bytes after the reply count; the outcome, and in
+  // *detail the connect error or the exchange's description of a failure.
+  ErrorKind Request(const CheckConfig& cfg, int64_t now, std::string* detail) {
+    int64_t start = now;
+    if (!conn_.is_open()) {
+      Status why;
+      const ErrorKind kind = conn_.Connect(cfg.endpoint, cfg.timeout_ms, &why, cfg.keepalive);
+      if (kind != ErrorKind::kNone) {
+        *detail = why.message();
+        return kind;
+      }
+      ++connected_;
+      start = MonotonicNanos();
+    }
+    conn_.RoundTrip(request_, start + int64_t{cfg.timeout_ms} * 1'000'000);
+    if (!cfg.keepalive) conn_.CloseAfterReply(GraceMs());
+    const ErrorKind kind = conn_.last().outcome();  // bytes after the reply made it long
+    if (kind != ErrorKind::kNone) *detail = conn_.last().Describe();
+    return kind;
+  }
+
   // The wait for the server's end of stream (see lab_connection.h).
   int GraceMs() const { return std::min(shared_->cfg->timeout_ms, kEndOfStreamGraceMs); }
 
@@ -212,7 +211,6 @@ class Session {
   Shared* shared_;
   LabConnection conn_;
   Frame request_{};
-  Frame reply_{};
   uint64_t checked_ = 0;
   uint64_t io_errors_ = 0;
   uint64_t connected_ = 0;
@@ -250,7 +248,7 @@ void ReadBaselines(Shared* s) {
   MutexLock guard(&s->mu);  // the threads are done; the lock is for the analysis
   for (auto& v : found) {
     for (auto& [pos, text] : v) {
-      if (text != InitialValue(pos)) ++s->result->non_initial_baselines;
+      if (text != StringArray::InitialValue(pos)) ++s->result->non_initial_baselines;
       s->baseline.emplace(pos, std::move(text));
     }
   }

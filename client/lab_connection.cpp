@@ -1,14 +1,15 @@
 #include "client/lab_connection.h"
 
-#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
-#include <cstring>
+#include <span>
 #include <utility>
 
 #include "common/clock.h"
@@ -17,61 +18,16 @@
 namespace kv {
 
 Status Endpoint::Make(std::string_view host, uint16_t port, Endpoint* out) {
-  Endpoint ep;
   if (port == 0) return Status::InvalidArgument("port must be in 1..65535");
-  const std::string h(host);
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&ep.addr);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ep.addr);
-  if (inet_pton(AF_INET, h.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    ep.len = sizeof(sockaddr_in);
-  } else if (inet_pton(AF_INET6, h.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    ep.len = sizeof(sockaddr_in6);
-  } else {
-    return Status::InvalidArgument("'" + h + "' is not a numeric IPv4 or IPv6 address");
+  Endpoint ep;
+  ep.host = std::string(host);
+  if (!ParseSocketAddress(ep.host, port, &ep.address)) {
+    return Status::InvalidArgument("'" + ep.host + "' is not a numeric IPv4 or IPv6 address");
   }
-  ep.host = h;
   ep.port = port;
   *out = std::move(ep);
   return Status::OK();
 }
-
-std::string Endpoint::ToString() const {
-  if (addr.ss_family == AF_INET6) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
-}
-
-const char* ErrorKindName(ErrorKind kind) {
-  // Indexed by ErrorKind.
-  static constexpr const char* kNames[kNumErrorKinds] = {
-      "none", "connect", "reset", "timeout", "error_reply", "short_reply", "other", "long_reply"};
-  const auto i = static_cast<int>(kind);
-  return i >= 0 && i < kNumErrorKinds ? kNames[i] : "other";
-}
-
-namespace {
-
-ErrorKind ClassifyIoErrno(int err) {
-  switch (err) {
-    case EAGAIN:
-#if EWOULDBLOCK != EAGAIN
-    case EWOULDBLOCK:
-#endif
-    case ETIMEDOUT:
-      return ErrorKind::kTimeout;
-    case ECONNRESET:
-    case EPIPE:
-    case ECONNABORTED:
-      return ErrorKind::kReset;
-    default:
-      return ErrorKind::kOther;
-  }
-}
-
-}  // namespace
 
 Status LabConnection::SetSocketOptions(int timeout_ms, bool nodelay) {
   timeval tv{};
@@ -94,7 +50,8 @@ Status LabConnection::SetSocketOptions(int timeout_ms, bool nodelay) {
 
 ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms, Status* why, bool nodelay) {
   Close();
-  fd_.Reset(::socket(ep.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  last_ = Exchange();
+  fd_.Reset(::socket(ep.address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   Status s = fd_ ? SetSocketOptions(timeout_ms, nodelay) : Status::IOError("socket", errno);
   if (!s.ok()) {
     if (why != nullptr) *why = std::move(s);
@@ -103,7 +60,8 @@ ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms, Status* why
   }
   int rc;
   do {
-    rc = ::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&ep.addr), ep.len);
+    rc = ::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&ep.address.storage),
+                   ep.address.length);
   } while (rc != 0 && errno == EINTR);
   if (rc == 0) return ErrorKind::kNone;
   const int err = errno;
@@ -112,46 +70,65 @@ ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms, Status* why
     *why = Status::IOError("connect " + ep.ToString(), err == EINPROGRESS ? ETIMEDOUT : err);
   }
   Close();
-  if (err == EINPROGRESS || err == ETIMEDOUT) return ErrorKind::kTimeout;
-  if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) return ErrorKind::kOther;
-  return ErrorKind::kConnect;
+  return ClassifyConnectError(err);
 }
 
-ErrorKind LabConnection::Fail(ErrorKind kind) {
-  Close();
-  return kind;
-}
-
-ErrorKind LabConnection::RoundTrip(const Frame& request, Frame* reply) {
-  if (!fd_) return ErrorKind::kOther;
-  std::size_t put = 0;
-  while (put < kFrameSize) {
-    const ssize_t w = ::send(fd_.get(), request.data() + put, kFrameSize - put, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Fail(ClassifyIoErrno(errno));
-    }
-    put += static_cast<std::size_t>(w);
+ErrorKind LabConnection::RoundTrip(const Frame& request, int64_t deadline_ns) {
+  BeginExchange(request, deadline_ns);
+  if (!fd_) last_.IoError(EBADF);
+  // A step after an unfinished one waits first; the first of each direction
+  // does not, so a whole request and a whole reply cost one send and one
+  // recv, each bounded by the socket's timeout.
+  for (bool first = true; !last_.done() && !last_.ToSend().empty(); first = false) {
+    if (first || WaitStep(POLLOUT)) SendStep();
   }
-  // One byte of room beyond the frame: a reply that arrives longer than a
-  // frame shows here without another system call.
+  for (bool first = true; !last_.done(); first = false) {
+    if (first || WaitStep(POLLIN)) ReceiveStep();
+  }
+  return EndExchange();
+}
+
+Exchange& LabConnection::BeginExchange(const Frame& request, int64_t deadline_ns) {
+  last_ = Exchange(request, deadline_ns);
+  return last_;
+}
+
+ErrorKind LabConnection::EndExchange() {
+  if (!last_.keeps_connection()) Close();
+  return last_.outcome();
+}
+
+void LabConnection::SendStep() {
+  const std::span<const char> out = last_.ToSend();
+  const ssize_t w = ::send(fd_.get(), out.data(), out.size(), MSG_NOSIGNAL);
+  if (w >= 0) {
+    last_.Sent(static_cast<std::size_t>(w));
+  } else if (errno != EINTR) {
+    last_.IoError(errno);
+  }
+}
+
+void LabConnection::ReceiveStep() {
   std::array<char, kFrameSize + 1> in;
-  std::size_t got = 0;
-  while (got < kFrameSize) {
-    const ssize_t r = ::recv(fd_.get(), in.data() + got, in.size() - got, 0);
-    if (r == 0) return Fail(ErrorKind::kShortReply);  // peer closed early
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Fail(ClassifyIoErrno(errno));
-    }
-    got += static_cast<std::size_t>(r);
+  const ssize_t r = ::recv(fd_.get(), in.data(), last_.ReceiveRoom(), 0);
+  if (r > 0) {
+    last_.Received({in.data(), static_cast<std::size_t>(r)});
+  } else if (r == 0) {
+    last_.PeerClosed();
+  } else if (errno != EINTR) {
+    last_.IoError(errno);
   }
-  std::memcpy(reply->data(), in.data(), kFrameSize);
-  if (got > kFrameSize) return Fail(ErrorKind::kLongReply);
-  if (IsErrorReply(FrameText(std::string_view(reply->data(), kFrameSize)))) {
-    return ErrorKind::kErrorReply;
+}
+
+bool LabConnection::WaitStep(short events) {
+  const int ready = WaitReady(fd_.get(), events, last_.deadline());
+  if (ready == 1) return true;
+  if (ready == 0) {
+    last_.Tick(last_.deadline());  // WaitReady returns 0 only once the deadline passed
+  } else {
+    last_.IoError(errno);
   }
-  return ErrorKind::kNone;
+  return false;
 }
 
 void LabConnection::HalfClose() {
@@ -160,17 +137,24 @@ void LabConnection::HalfClose() {
 }
 
 ErrorKind LabConnection::ReadEnd(int64_t deadline_ns) {
+  const bool was_whole = last_.keeps_connection();
   char byte;
-  while (fd_) {
+  while (fd_ && last_.keeps_connection()) {
     const ssize_t r = ::recv(fd_.get(), &byte, 1, MSG_DONTWAIT);
-    if (r > 0) return ErrorKind::kLongReply;
-    if (r == 0) return ErrorKind::kNone;  // the server's end of stream
+    if (r > 0) {
+      last_.Received({&byte, 1});  // the exchange's rule: its reply was long
+      break;
+    }
+    if (r == 0) break;  // the server's end of stream
     if (errno == EINTR) continue;
-    // A reset after a whole reply took nothing from it.
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return ErrorKind::kNone;
-    if (WaitReady(fd_.get(), POLLIN, deadline_ns) != 1) return ErrorKind::kNone;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      last_.IoError(errno);  // takes nothing from a whole reply
+      break;
+    }
+    if (WaitReady(fd_.get(), POLLIN, deadline_ns) != 1) break;
   }
-  return ErrorKind::kNone;
+  const bool turned_long = was_whole && last_.outcome() == ErrorKind::kLongReply;
+  return turned_long ? ErrorKind::kLongReply : ErrorKind::kNone;
 }
 
 ErrorKind LabConnection::CloseAfterReply(int grace_ms) {

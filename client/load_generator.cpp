@@ -16,10 +16,13 @@
 #include <cstring>
 #include <latch>
 #include <memory>
+#include <span>
 #include <thread>
 
+#include "client/exchange.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "common/net.h"
 #include "common/protocol.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
@@ -112,28 +115,19 @@ void NoteServerGone(Shared* shared, const std::string& detail) {
   shared->stop.store(true, std::memory_order_relaxed);
 }
 
-// What a long_reply means, after its kind and request.
-constexpr const char* kLongReplyWhy = ": the server sent more than one 100-byte reply frame";
-
-// "timeout on request '...'" (and the ERROR reply's text).
-std::string DescribeError(ErrorKind kind, const Frame& request, const Frame& reply) {
-  std::string detail = std::string(ErrorKindName(kind)) + " on request '" +
-                       Sanitize(FrameText(std::string_view(request.data(), kFrameSize)), 48) + "'";
-  if (kind == ErrorKind::kErrorReply) {
-    detail += ": '" + Sanitize(FrameText(std::string_view(reply.data(), kFrameSize)), 64) + "'";
-  }
-  if (kind == ErrorKind::kLongReply) detail += kLongReplyWhy;
-  return detail;
-}
-
 // The reply's grace for its server's end of stream (see lab_connection.h).
 int EndGraceMs(const LoadConfig& cfg) { return std::min(cfg.timeout_ms, kEndOfStreamGraceMs); }
 
-// Bytes that came after a reply already booked as good (seen when an idle
-// keep-alive connection spoke, or was closed): that reply was longer than a
-// frame, so it is booked again as a long_reply.
-void RebookLongReply(Worker* w) {
-  if (w->ok > 0) {
+// The deadline of an exchange that starts at `start_ns`.
+int64_t ExchangeDeadline(const LoadConfig& cfg, uint64_t start_ns) {
+  return static_cast<int64_t>(start_ns) + int64_t{cfg.timeout_ms} * 1'000'000;
+}
+
+// Bytes came after a reply already booked as `was` (seen when an idle
+// keep-alive connection spoke, or was closed): by the exchange's rule that
+// reply was longer than a frame, so it is booked again as a long_reply.
+void RebookLongReply(Worker* w, ErrorKind was) {
+  if (was == ErrorKind::kNone && w->ok > 0) {
     --w->ok;
     auto it = std::find_if(w->timeline.rbegin(), w->timeline.rend(),
                            [](const TimelinePoint& p) { return p.ok > 0; });
@@ -141,11 +135,21 @@ void RebookLongReply(Worker* w) {
       --it->ok;
       ++it->errors;
     }
+  } else if (was != ErrorKind::kNone && w->errors[static_cast<int>(was)] > 0) {
+    --w->errors[static_cast<int>(was)];
   }
   ++w->errors[static_cast<int>(ErrorKind::kLongReply)];
   if (w->first_error.empty()) {
-    w->first_error = std::string("long_reply after a keep-alive reply") + kLongReplyWhy;
+    w->first_error = std::string("long_reply after a keep-alive reply: ") + kLongReplyMeaning;
   }
+}
+
+// Reads what is left on an open connection whose replies were all read,
+// until the server's end of stream or `deadline_ns`; a byte there re-books
+// its last reply as a long_reply.
+void ReadEndOf(LabConnection* conn, Worker* w, int64_t deadline_ns) {
+  const ErrorKind was = conn->last().outcome();
+  if (conn->ReadEnd(deadline_ns) == ErrorKind::kLongReply) RebookLongReply(w, was);
 }
 
 // A keep-alive connection at the end of a run, and whose stats it books into.
@@ -155,42 +159,43 @@ struct KeptConnection {
 };
 
 // Ends the open connections among `kept` with one grace for all (every one
-// is half-closed first); a byte after the last reply of one is booked as a
-// long_reply.
+// is half-closed first).
 void CloseKeptConnections(const LoadConfig& cfg, const std::vector<KeptConnection>& kept) {
   for (const KeptConnection& k : kept) k.conn->HalfClose();
   const int64_t deadline = MonotonicNanos() + int64_t{EndGraceMs(cfg)} * 1'000'000;
   for (const KeptConnection& k : kept) {
-    if (k.conn->ReadEnd(deadline) == ErrorKind::kLongReply) RebookLongReply(k.w);
+    ReadEndOf(k.conn, k.w, deadline);
     k.conn->Close();
   }
 }
 
-// One blocking request on `conn`, connecting first if it is closed; a
-// per-request connection is closed after its reply, once the server's end
-// of stream shows that nothing more came. *done gets the time the reply was
-// in (the close is not timed); *detail the connect error, or a description
-// of any other failure.
-ErrorKind Exchange(const LoadConfig& cfg, LabConnection* conn, const Frame& request, Frame* reply,
-                   std::string* detail, Worker* w, uint64_t* done) {
+// One blocking request on `conn` sent at `sent`, connecting first if it is
+// closed; a per-request connection is closed after its reply, once the
+// server's end of stream shows that nothing more came. *done gets the time
+// the reply was in (the close is not timed); *detail the connect error, or a
+// description of any other failure.
+ErrorKind BlockingRequest(const LoadConfig& cfg, LabConnection* conn, const Frame& request,
+                          uint64_t sent, std::string* detail, Worker* w, uint64_t* done) {
+  uint64_t start = sent;
   if (!conn->is_open()) {
     Status why;
     const ErrorKind kind = conn->Connect(cfg.endpoint, cfg.timeout_ms, &why,
                                          /*nodelay=*/cfg.keepalive);
+    *done = NowNs();
     if (kind != ErrorKind::kNone) {
-      *done = NowNs();
       *detail = why.message();
       return kind;
     }
     ++w->connected;
+    start = *done;  // the exchange's deadline runs from here
   }
-  ErrorKind kind = conn->RoundTrip(request, reply);
+  ErrorKind kind = conn->RoundTrip(request, ExchangeDeadline(cfg, start));
   *done = NowNs();
   if (!cfg.keepalive) {
-    const ErrorKind end = conn->CloseAfterReply(EndGraceMs(cfg));
-    if (kind == ErrorKind::kNone) kind = end;
+    conn->CloseAfterReply(EndGraceMs(cfg));
+    kind = conn->last().outcome();  // bytes after the reply made it long
   }
-  if (kind != ErrorKind::kNone) *detail = DescribeError(kind, request, *reply);
+  if (kind != ErrorKind::kNone) *detail = conn->last().Describe();
   return kind;
 }
 
@@ -246,7 +251,6 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
   std::vector<LabConnection> conns(plan.conns);
   uint32_t next_conn = 0;
   Frame request{};
-  Frame reply{};
   shared->ready.count_down();
   shared->go.wait();
 
@@ -263,7 +267,7 @@ void RunWorker(Shared* shared, uint32_t t, Worker* w) {
     if (++next_conn == plan.conns) next_conn = 0;
     std::string detail;
     uint64_t done = 0;
-    const ErrorKind kind = Exchange(cfg, &conn, request, &reply, &detail, w, &done);
+    const ErrorKind kind = BlockingRequest(cfg, &conn, request, sent, &detail, w, &done);
     if (Record(*shared, open_loop, due, sent, done, kind, w)) {
       w->progress.store(++measured, std::memory_order_relaxed);
     }
@@ -301,9 +305,6 @@ struct LogicalClient {
   uint32_t next_conn = 0;
   LabConnection* busy = nullptr;  // connection with the request in flight
   Frame request{};
-  Frame reply{};
-  std::array<char, kFrameSize + 1> in{};  // the reply as read: a byte of room shows a long one
-  std::size_t got = 0;                    // reply bytes so far
   uint64_t sent_ns = 0;
   uint64_t measured = 0;
   bool done = false;
@@ -323,6 +324,7 @@ class EventLoop {
 
  private:
   void StartNext(LogicalClient* c);
+  void Conclude(LogicalClient* c, LabConnection* conn);
   void Finish(LogicalClient* c, ErrorKind kind, const std::string& detail);
   void OnEvent(uint64_t data);
   void OnReadable(LogicalClient* c);
@@ -368,6 +370,25 @@ bool EventLoop::OpenConnection(LogicalClient* c, LabConnection* conn) {
   return true;
 }
 
+// Sends the request of `ex` on a non-blocking socket. A 100-byte frame fits
+// any socket buffer; a short write is finished with a wait bounded by the
+// exchange's deadline (rare: the peer stopped reading).
+void SendRequest(int fd, Exchange* ex) {
+  while (!ex->done() && !ex->ToSend().empty()) {
+    const std::span<const char> out = ex->ToSend();
+    const ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+    if (n >= 0) {
+      ex->Sent(static_cast<std::size_t>(n));
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      ex->IoError(errno);
+    } else if (errno != EINTR) {
+      const int ready = WaitReady(fd, POLLOUT, ex->deadline());
+      if (ready == 0) ex->Tick(ex->deadline());  // 0: the deadline passed
+      if (ready < 0) ex->IoError(errno);
+    }
+  }
+}
+
 // Starts c's next request, or marks c done. Requests that fail at once
 // (connect, send) are booked and the next one is tried, as a worker would.
 void EventLoop::StartNext(LogicalClient* c) {
@@ -382,30 +403,23 @@ void EventLoop::StartNext(LogicalClient* c) {
     LabConnection* conn = &c->conns[c->next_conn];
     if (++c->next_conn == c->plan.conns) c->next_conn = 0;
     c->sent_ns = NowNs();
-    if (!conn->is_open() && !OpenConnection(c, conn)) continue;
-    c->busy = conn;
-    c->got = 0;
-    // A 100-byte frame fits any socket buffer; a short write is finished
-    // with a bounded poll (rare: the peer stopped reading).
-    std::size_t put = 0;
-    while (put < kFrameSize) {
-      const ssize_t n = ::send(conn->fd(), c->request.data() + put, kFrameSize - put, MSG_NOSIGNAL);
-      if (n > 0) {
-        put += static_cast<std::size_t>(n);
-        continue;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        pollfd pfd{conn->fd(), POLLOUT, 0};
-        if (::poll(&pfd, 1, cfg_.timeout_ms) > 0) continue;
-        errno = ETIMEDOUT;
-      }
-      break;
+    uint64_t start = c->sent_ns;
+    if (!conn->is_open()) {
+      if (!OpenConnection(c, conn)) continue;
+      start = NowNs();  // the exchange's deadline runs from here
     }
-    if (put == kFrameSize) return;  // wait for the reply
-    const ErrorKind kind = errno == ETIMEDOUT ? ErrorKind::kTimeout : ErrorKind::kReset;
-    conn->Close();
-    Finish(c, kind, DescribeError(kind, c->request, c->reply));
+    Exchange& ex = conn->BeginExchange(c->request, ExchangeDeadline(cfg_, start));
+    SendRequest(conn->fd(), &ex);
+    c->busy = conn;
+    if (!ex.done()) return;  // wait for the reply
+    Conclude(c, conn);
   }
+}
+
+// Books the finished exchange on conn (closed unless it keeps it).
+void EventLoop::Conclude(LogicalClient* c, LabConnection* conn) {
+  const ErrorKind kind = conn->EndExchange();
+  Finish(c, kind, kind == ErrorKind::kNone ? std::string() : conn->last().Describe());
 }
 
 // Books c's request (in flight or failed to start) and moves on.
@@ -427,44 +441,39 @@ void EventLoop::OnEvent(uint64_t data) {
   LogicalClient* c = clients_[data >> 32];
   LabConnection* conn = &c->conns[data & 0xffffffffu];
   if (conn != c->busy) {
-    if (conn->ReadEnd(/*deadline_ns=*/0) == ErrorKind::kLongReply) RebookLongReply(c->w);
+    ReadEndOf(conn, c->w, /*deadline_ns=*/0);
     conn->Close();
     return;
   }
   OnReadable(c);
 }
 
+// One receive for c's exchange; EAGAIN (a spurious wake-up) and EINTR wait
+// for the next event.
 void EventLoop::OnReadable(LogicalClient* c) {
   LabConnection* conn = c->busy;
   if (conn == nullptr) return;  // e.g. a close after a timeout
-  const ssize_t n = ::recv(conn->fd(), c->in.data() + c->got, c->in.size() - c->got, 0);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  ErrorKind kind = ErrorKind::kNone;
-  if (n <= 0) {
-    kind = n == 0 ? ErrorKind::kShortReply
-                  : (errno == ECONNRESET ? ErrorKind::kReset : ErrorKind::kOther);
-  } else {
-    c->got += static_cast<std::size_t>(n);
-    if (c->got < kFrameSize) return;
-    std::memcpy(c->reply.data(), c->in.data(), kFrameSize);
-    if (c->got > kFrameSize) {
-      kind = ErrorKind::kLongReply;
-    } else if (IsErrorReply(FrameText(std::string_view(c->reply.data(), kFrameSize)))) {
-      kind = ErrorKind::kErrorReply;
-    }
+  Exchange* ex = conn->mutable_last();
+  std::array<char, kFrameSize + 1> in;
+  const ssize_t n = ::recv(conn->fd(), in.data(), ex->ReceiveRoom(), 0);
+  if (n > 0) {
+    ex->Received({in.data(), static_cast<std::size_t>(n)});
+  } else if (n == 0) {
+    ex->PeerClosed();
+  } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    ex->IoError(errno);
   }
-  if (kind != ErrorKind::kNone && kind != ErrorKind::kErrorReply) conn->Close();
-  Finish(c, kind,
-         kind == ErrorKind::kNone ? std::string() : DescribeError(kind, c->request, c->reply));
+  if (!ex->done()) return;
+  Conclude(c, conn);
   StartNext(c);
 }
 
 void EventLoop::ExpireTimeouts(uint64_t now) {
-  const uint64_t limit = static_cast<uint64_t>(cfg_.timeout_ms) * 1'000'000ULL;
   for (LogicalClient* c : clients_) {
-    if (c->busy == nullptr || now - c->sent_ns < limit) continue;
-    c->busy->Close();
-    Finish(c, ErrorKind::kTimeout, DescribeError(ErrorKind::kTimeout, c->request, c->reply));
+    if (c->busy == nullptr) continue;
+    c->busy->mutable_last()->Tick(static_cast<int64_t>(now));
+    if (!c->busy->last().done()) continue;
+    Conclude(c, c->busy);
     StartNext(c);
   }
 }

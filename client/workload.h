@@ -104,11 +104,6 @@ class Workload {
   double zipf_h_x1_ = 0, zipf_h_n_ = 0, zipf_s_param_ = 0;
 };
 
-// The byte-swapped twin of a port, as the kit computes it (no htons).
-inline uint16_t KitPortTwin(uint16_t port) {
-  return static_cast<uint16_t>((port >> 8) | (port << 8));
-}
-
 }  // namespace kv
 
 #endif  // KV_CLIENT_WORKLOAD_H_

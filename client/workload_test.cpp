@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/net.h"
+
 namespace kv {
 namespace {
 

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/workload.h"
+#include "common/net.h"
 #include "tests/server_process.h"
 
 namespace kv {
