@@ -596,6 +596,7 @@ LoadResult MergeWorkers(const LoadConfig& config, const Shared& shared,
       r.timeline[s].errors += w->timeline[s].errors;
     }
     if (r.first_error.empty()) r.first_error = w->first_error;
+    r.client_ok.push_back(w->ok);
   }
   r.requests = r.ok + r.total_errors();
   r.elapsed_s = static_cast<double>(end - shared.measure_ns) / 1e9;

@@ -86,6 +86,7 @@ struct LoadResult {
   bool time_limit_hit = false;          // stopped by time_limit_s, requests undone
   std::string gone_detail;              // that connect's error, e.g. "connect ...: refused"
   std::string first_error;              // first error's detail, for the user
+  std::vector<uint64_t> client_ok;      // per logical client t: its ok (fairness)
 
   // A connect was refused and none was ever accepted: never reachable. (A
   // server that accepted connections and then died "went away".)

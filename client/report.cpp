@@ -1,7 +1,10 @@
 #include "client/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
+
+#include "bench/bench_stats.h"
 
 namespace kv {
 namespace {
@@ -15,6 +18,21 @@ json LatencyJson(const LatencyHistogram& h) {
               {"p50", Us(h.Percentile(0.50))},   {"p90", Us(h.Percentile(0.90))},
               {"p95", Us(h.Percentile(0.95))},   {"p99", Us(h.Percentile(0.99))},
               {"p999", Us(h.Percentile(0.999))}, {"max", Us(h.max())}};
+}
+
+// How evenly the logical clients shared the throughput, over their ok
+// counts: bench_stats.h's FairnessOf (header-only, no benchmark library), but
+// max_min is null when a client completed none (FairnessOf counts it as 1).
+json FairnessJson(const std::vector<uint64_t>& client_ok) {
+  if (client_ok.empty()) {
+    return json{{"clients", 0}, {"jain", nullptr}, {"rsd", nullptr}, {"max_min", nullptr}};
+  }
+  const bench::Fairness f = bench::FairnessOf(client_ok);
+  const bool none_done = *std::min_element(client_ok.begin(), client_ok.end()) == 0;
+  return json{{"clients", client_ok.size()},
+              {"jain", f.jain},
+              {"rsd", f.rsd},
+              {"max_min", none_done ? json(nullptr) : json(f.max_min)}};
 }
 
 const char* const kLatencyKeys[] = {"mean", "min", "p50", "p90", "p95", "p99", "p999", "max"};
@@ -130,6 +148,7 @@ json ToJson(const RunReport& run) {
       {"warmup_requests", r.warmup_requests},
       {"server_gone", r.server_gone},
       {"time_limit_hit", r.time_limit_hit},
+      {"fairness", FairnessJson(r.client_ok)},
       {"histogram",
        {{"kind", "log-linear"}, {"relative_error", LatencyHistogram::kRelativeErrorBound}}},
   };

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 namespace kv {
@@ -26,6 +27,7 @@ RunReport SampleRun(double rate) {
     run.result.uncorrected.Record(v * 500);
   }
   run.result.timeline = {{500, 5}, {490, 5}};
+  run.result.client_ok = {250, 240, 250, 250};
   return run;
 }
 
@@ -55,7 +57,7 @@ TEST(ReportTest, JsonHasTheContractFields) {
   EXPECT_EQ(c["distribution"], "uniform");
   const auto& r = j["results"];
   for (const char* key : {"requests", "ok", "errors", "elapsed_s", "throughput_rps", "latency_us",
-                          "uncorrected_latency_us", "target_rate", "saturated"}) {
+                          "uncorrected_latency_us", "target_rate", "saturated", "fairness"}) {
     EXPECT_TRUE(r.contains(key)) << key;
   }
   for (const char* key : {"total", "connect", "reset", "timeout", "error_reply", "short_reply",
@@ -88,6 +90,38 @@ TEST(ReportTest, OpenLoopJsonAndSaturation) {
   run.config.rate = 1000;  // achieved 500/s: saturated
   EXPECT_TRUE(ToJson(run)["results"]["saturated"].get<bool>());
   EXPECT_NE(ToText(run).find("SATURATED"), std::string::npos);
+}
+
+TEST(ReportTest, FairnessOverTheClientsOkCounts) {
+  RunReport run = SampleRun(0);
+  nlohmann::json f = ToJson(run)["results"]["fairness"];
+  EXPECT_EQ(f["clients"], 4);
+  // x = 250, 240, 250, 250: sum 990, sum of squares 245100, mean 247.5.
+  EXPECT_NEAR(f["jain"].get<double>(), 990.0 * 990.0 / (4 * 245100.0), 1e-12);
+  EXPECT_NEAR(f["rsd"].get<double>(), std::sqrt(245100.0 / 4 - 247.5 * 247.5) / 247.5, 1e-12);
+  EXPECT_NEAR(f["max_min"].get<double>(), 250.0 / 240.0, 1e-12);
+
+  run.result.client_ok = {7, 7, 7};
+  f = ToJson(run)["results"]["fairness"];
+  EXPECT_DOUBLE_EQ(f["jain"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(f["rsd"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(f["max_min"].get<double>(), 1.0);
+
+  run.result.client_ok = {10, 0};  // one client did everything
+  f = ToJson(run)["results"]["fairness"];
+  EXPECT_DOUBLE_EQ(f["jain"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(f["rsd"].get<double>(), 1.0);
+  EXPECT_TRUE(f["max_min"].is_null());
+
+  run.result.client_ok.clear();
+  f = ToJson(run)["results"]["fairness"];
+  EXPECT_EQ(f["clients"], 0);
+  for (const char* key : {"jain", "rsd", "max_min"}) EXPECT_TRUE(f[key].is_null()) << key;
+}
+
+TEST(ReportTest, CsvHasNoFairnessColumns) {
+  EXPECT_EQ(CsvHeader().find("fairness"), std::string::npos);
+  EXPECT_EQ(CsvHeader().find("jain"), std::string::npos);
 }
 
 TEST(ReportTest, CsvHeaderAndRowAgree) {

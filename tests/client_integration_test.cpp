@@ -397,6 +397,11 @@ TEST(ClientIntegrationTest, ThreadListGivesOneRunPerPoint) {
       EXPECT_EQ(run.parsed[i]["config"]["threads"], 1 << i);
       EXPECT_EQ(run.parsed[i]["config"]["connection"], mode);
       EXPECT_EQ(run.parsed[i]["results"]["ok"], 300) << mode;
+      // Every client thread did its equal share (300 / T), in both engines.
+      const json& fairness = run.parsed[i]["results"]["fairness"];
+      EXPECT_EQ(fairness["clients"], 1 << i) << mode;
+      EXPECT_EQ(fairness["jain"], 1.0) << mode;
+      EXPECT_EQ(fairness["max_min"], 1.0) << mode;
     }
   }
   ClientRun csv = RunClient({"100", "127.0.0.1", server.port_text(), "--threads", "2,3",
