@@ -1,4 +1,4 @@
-"""The "Performance" report section: ratios of lockbench to the physical limit.
+"""The numbers of the "Performance" report section: ratios of lockbench to the physical limit.
 
 Input: the raw rows bench/perf.py writes (results/perf/<UTC>/runs.csv), one row per run:
   round, cell, kind ("throughput" or "lab"), server, io, client, mode ("per-request" or
@@ -6,8 +6,8 @@ Input: the raw rows bench/perf.py writes (results/perf/<UTC>/runs.csv), one row 
   errors, and for lockbench servers the summary's split (summary_mean_latency_s, ...).
 Every ratio is taken between two runs of the SAME round (the rounds interleave every
 configuration, so both sides saw the same machine), then the median (min..max) over the
-rounds is quoted. Pure functions: sections/perf.py makes the section of them and report.py
-writes its files.
+rounds is quoted. Pure functions; the section's wording is the template's perf_ blocks
+(sections/perf.py fills them), and report.py writes its files.
 """
 
 from dataclasses import dataclass
@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .tables import pipe_table
-
-# Rows of the ratio table: (label, numerator selector, denominator selector).
-# A selector is a dict of column -> value matched against the runs.
+# The null servers every lockbench configuration is set against (both driven by loadgen).
 REFERENCES = ("nullsrv_tpc", "nullsrv_epoll")
+# The split table's parts of the lab metric: (column, summary column in seconds).
 SPLIT_PARTS = (("queue", "summary_mean_queue_s"), ("lock wait", "summary_mean_wait_s"),
                ("lock hold", "summary_mean_hold_s"),
                ("of which delay slept", "summary_mean_delay_s"),
@@ -92,12 +90,23 @@ def config_label(server: str, io: str) -> str:
 
 
 @dataclass(frozen=True)
+class Note:
+    """One remark beside a target's ratio: the template block perf_note_<block> with its
+    $fields (what the section shows in brackets after the target's name)."""
+    block: str
+    fields: dict
+
+
+@dataclass(frozen=True)
 class Target:
-    name: str
+    """key: the template block perf_target_<key> that names the target, filled with
+    fields; notes: what explains the measured ratio."""
+    key: str
+    fields: dict
     threshold: str
     ratio: Ratio
     met: bool | None  # None: not measured
-    detail: str
+    notes: tuple = ()
 
 
 def _met(r: Ratio, at_least: float | None = None, at_most: float | None = None):
@@ -111,17 +120,17 @@ def _met(r: Ratio, at_least: float | None = None, at_most: float | None = None):
 CPU = "server_cpu_us_per_req"
 
 
-def cpu_note(runs: pd.DataFrame, mine: dict, ref: dict) -> str:
-    """'server CPU/request: ref/mine = R' (above 1: ours needs less CPU per request), the
-    load-independent view of a throughput ratio; '' when not measured."""
+def cpu_note(runs: pd.DataFrame, mine: dict, ref: dict) -> Note | None:
+    """The server's CPU per request, reference / ours (above 1: ours needs less CPU per
+    request), the load-independent view of a throughput ratio; None when not measured."""
     if CPU not in runs.columns:
-        return ""
+        return None
     r = ratio(per_round(runs, CPU, **ref), per_round(runs, CPU, **mine))
-    return f"server CPU per request, reference / ours: {r.text()}" if r.rounds else ""
+    return Note("cpu", {"ratio": r.text()}) if r.rounds else None
 
 
-def _join(*parts) -> str:
-    return "; ".join(p for p in parts if p)
+def _notes(*notes) -> tuple:
+    return tuple(n for n in notes if n is not None)
 
 
 def targets(runs: pd.DataFrame) -> list:
@@ -144,9 +153,9 @@ def per_request_target(on: pd.DataFrame) -> Target:
         r = ratio(per_round(on, **sel), den)
         if r.rounds and (best.rounds == 0 or r.median > best.median):
             best, best_cfg, best_sel = r, config_label(server, io), sel
-    note = cpu_note(on, best_sel, ref) if best_sel else ""
-    return Target("one connection per request, delay 0: best configuration / nullsrv_epoll",
-                  ">= 1.0x", best, _met(best, at_least=1.0), _join(f"best: {best_cfg}", note))
+    return Target("per_request", {}, ">= 1.0x", best, _met(best, at_least=1.0),
+                  _notes(Note("best", {"config": best_cfg}) if best_cfg else None,
+                         cpu_note(on, best_sel, ref) if best_sel else None))
 
 
 def best_main4_keepalive(on: pd.DataFrame) -> tuple:
@@ -165,18 +174,19 @@ def keepalive_targets(on: pd.DataFrame) -> list:
     """Keep-alive, delay 0: main4 (its best I/O model) against nullsrv_tpc -k and Redis GET
     and SET."""
     best_io, m4ka = best_main4_keepalive(on)
-    io_note = f"main4 {best_io}" if best_io not in (None, "", "default") else "main4"
+    best = Note("best", {"config": config_label("main4", best_io)}) if best_io is not None \
+        else None
     m4sel = {"server": "main4", "io": best_io, "client": "loadgen", "mode": "keepalive",
              "delay_us": 0}
     ref = {"server": "nullsrv_tpc", "client": "loadgen", "mode": "keepalive", "delay_us": 0}
     r = ratio(m4ka, per_round(on, **ref))
-    out = [Target("keep-alive, delay 0: main4 / nullsrv_tpc -k", ">= 1.0x", r,
-                  _met(r, at_least=1.0), _join(io_note, cpu_note(on, m4sel, ref)))]
+    out = [Target("keepalive_tpc", {}, ">= 1.0x", r, _met(r, at_least=1.0),
+                  _notes(best, cpu_note(on, m4sel, ref)))]
     for op in ("GET", "SET"):
         ref = {"server": f"redis-{op.lower()}", "mode": "keepalive", "delay_us": 0}
         r = ratio(m4ka, per_round(on, **ref))
-        out.append(Target(f"keep-alive, delay 0: main4 / Redis {op} (redis-benchmark)", ">= 1.5x",
-                          r, _met(r, at_least=1.5), _join(io_note, cpu_note(on, m4sel, ref))))
+        out.append(Target("keepalive_redis", {"op": op}, ">= 1.5x", r, _met(r, at_least=1.5),
+                          _notes(best, cpu_note(on, m4sel, ref))))
     return out
 
 
@@ -191,10 +201,9 @@ def lab_target(runs: pd.DataFrame) -> Target:
                   per_round(lab, "summary_mean_latency_s", workload="uncontended", **sel))
         if r.rounds and (best.rounds == 0 or r.median < best.median):
             best, best_io = r, io
-    return Target("lab metric, precise delay, main4 n=1000 kit workload / uncontended",
-                  "<= 1.2x", best, _met(best, at_most=1.2),
-                  _join(f"best: {config_label('main4', best_io)}" if best_io else "",
-                        lab_split_note(runs, best_io)))
+    return Target("lab", {}, "<= 1.2x", best, _met(best, at_most=1.2),
+                  _notes(Note("best", {"config": config_label("main4", best_io)})
+                         if best_io else None, *lab_split_notes(runs, best_io)))
 
 
 def timing_targets(runs: pd.DataFrame) -> list:
@@ -214,14 +223,11 @@ def timing_target(conns: int, cpu: Ratio, tput: Ratio) -> Target:
     """Judged on the server's CPU per request where measured (independent of the CPU share
     the run got), else on throughput."""
     if cpu.rounds:
-        return Target(f"timing cost at {conns} connections: main4 keep-alive server CPU "
-                      "per request, timing on / --no-timing", "< 1.02x", cpu,
-                      cpu.median < 1.02,
-                      f"A B B A in each round; throughput off/on {tput.text()}")
-    return Target(f"timing cost at {conns} connections: main4 keep-alive "
-                  "throughput, --no-timing / timing on", "< 1.02x", tput,
+        return Target("timing_cpu", {"conns": conns}, "< 1.02x", cpu, cpu.median < 1.02,
+                      (Note("timing_cpu", {"ratio": tput.text()}),))
+    return Target("timing_throughput", {"conns": conns}, "< 1.02x", tput,
                   None if tput.rounds == 0 else tput.median < 1.02,
-                  "A B B A in each round; the ratio minus 1 is what timing costs")
+                  (Note("timing_throughput", {}),))
 
 
 def client_targets(on: pd.DataFrame) -> list:
@@ -232,48 +238,49 @@ def client_targets(on: pd.DataFrame) -> list:
         ours = {"server": "nullsrv_epoll", "client": "ours", "mode": mode, "delay_us": 0}
         theirs = {**ours, "client": "loadgen"}
         r = ratio(per_round(on, **ours), per_round(on, **theirs))
-        out.append(Target(f"our client / loadgen against nullsrv_epoll, {mode}", ">= 1.0x", r,
-                          _met(r, at_least=1.0), client_cpu_note(on, ours, theirs)))
+        out.append(Target("client", {"mode": mode}, ">= 1.0x", r, _met(r, at_least=1.0),
+                          _notes(client_cpu_note(on, ours, theirs))))
     return out
 
 
-def lab_split_note(runs: pd.DataFrame, io) -> str:
+def lab_split_notes(runs: pd.DataFrame, io) -> tuple:
     """What the kit workload's lab metric (precise delay, I/O model `io`) is made of, beside
-    the uncontended one, from the split table: where the extra time goes; '' when not
+    the uncontended one, from the split table: where the extra time goes; () when not
     measured."""
     split = split_table(runs)
     if split.empty or "CPU wait (sampled)" not in split.columns:
-        return ""
+        return ()
     label = config_label("main4", io)
     mine = split[(split["delay mode"] == "precise") & (split["server"] == label)]
     rows = dict(mine.set_index("workload").iterrows())
     if "kit" not in rows or "uncontended" not in rows:
-        return ""
+        return ()
     kit, alone = rows["kit"], rows["uncontended"]
-    note = (f"kit {kit['lab metric']:.0f} us vs uncontended {alone['lab metric']:.0f} us; "
-            f"in the kit run the serving thread waited {kit['CPU wait (sampled)']:.0f} us for "
-            f"a CPU (sampled), and lock wait was {kit['lock wait']:.0f} us")
+    notes = [Note("lab_split", {"kit": f"{kit['lab metric']:.0f}",
+                                "alone": f"{alone['lab metric']:.0f}",
+                                "cpu_wait": f"{kit['CPU wait (sampled)']:.0f}",
+                                "lock_wait": f"{kit['lock wait']:.0f}"})]
     if "per pause" in split.columns:
-        note += (f"; one pause slept {kit['per pause']:.0f} us (uncontended "
-                 f"{alone['per pause']:.0f} us)")
-    return note
+        notes.append(Note("lab_pause", {"kit": f"{kit['per pause']:.0f}",
+                                        "alone": f"{alone['per pause']:.0f}"}))
+    return tuple(notes)
 
 
 CLIENT_CPU = "client_cpu_us_per_req"
 
 
-def client_cpu_note(runs: pd.DataFrame, ours: dict, theirs: dict) -> str:
+def client_cpu_note(runs: pd.DataFrame, ours: dict, theirs: dict) -> Note | None:
     """The client's own CPU per request (user + system) beside loadgen's, medians over
-    rounds, and their ratio paired by round; '' when not measured (results without its
+    rounds, and their ratio paired by round; None when not measured (results without its
     column)."""
     if CLIENT_CPU not in runs.columns:
-        return ""
+        return None
     mine, ref = per_round(runs, CLIENT_CPU, **ours), per_round(runs, CLIENT_CPU, **theirs)
     r = ratio(mine, ref)
     if not r.rounds:
-        return ""
-    return (f"client CPU per request: ours {mine.median():.1f} us, loadgen "
-            f"{ref.median():.1f} us, ours / loadgen {r.text()}")
+        return None
+    return Note("client_cpu", {"ours": f"{mine.median():.1f}", "loadgen": f"{ref.median():.1f}",
+                               "ratio": r.text()})
 
 
 def timing_ratio(runs: pd.DataFrame, conns: int = 100, value: str = "rps") -> Ratio:
@@ -353,37 +360,6 @@ def split_table(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cell(v) -> str:
-    if isinstance(v, Ratio):
-        return v.text()
-    if isinstance(v, float):
-        if v != v:  # NaN
-            return ""
-        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}"
-    return str(v)
-
-
-TEXT_COLUMNS = ("mode", "server", "delay mode", "workload")
-
-
-def markdown_table(df: pd.DataFrame) -> str:
-    if df.empty:
-        return "_(nothing measured)_\n"
-    cols = list(df.columns)
-    return pipe_table(cols, ([_cell(r[c]) for c in cols] for _, r in df.iterrows()),
-                      left=TEXT_COLUMNS)
-
-
-def targets_markdown(ts: list) -> str:
-    head = ["target", "wanted", "measured (median, min-max over rounds)", "met"]
-    rows = []
-    for t in ts:
-        met = "not measured" if t.met is None else ("**met**" if t.met else "**not met**")
-        extra = f" ({t.detail})" if t.detail else ""
-        rows.append([f"{t.name}{extra}", t.threshold, t.ratio.text(), met])
-    return pipe_table(head, rows, left=head)
-
-
 def plot_throughput(ax_grid, runs: pd.DataFrame):
     """One panel per (mode, delay): median req/s per configuration, min-max whiskers,
     references in grey. ax_grid: a 2-D array of Axes (rows: mode, columns: delay)."""
@@ -425,58 +401,6 @@ def plot_throughput(ax_grid, runs: pd.DataFrame):
             ax.set_xlabel("thousand requests/s (median, min-max whiskers)")
             ax.set_title(f"{mode}, delay {d} us")
     return artists
-
-
-def limits_markdown() -> str:
-    """How to read the targets not met: which figure in each row shows its limit."""
-    return (
-        "How to read a target that is not met: the figures in its row say what limits it. "
-        "For throughput, *server CPU per request, reference / ours* below 1 means our server "
-        "spends more CPU per request than the reference; with client and server sharing the "
-        "cores, throughput then follows that CPU ratio (with one connection per request the "
-        "extra CPU is the connection's set-up: a thread per connection, or the acceptor-to-"
-        "poller and poller-to-worker hand-offs of `--io pool`; `--io epoll` accepts, reads, "
-        "handles and writes in one loop, as the reference does). With one connection per "
-        "request our servers run with `--close-after-reply`, as the null servers close first "
-        "(who closes first keeps the TIME_WAIT; on the client's side it makes `connect()` "
-        "hunt for a free port). For the lab metric, the CPU wait and the per-pause time in "
-        "its row show how much of the kit run is scheduler queueing and timer wake-up rather "
-        "than locking (a pause that spins still lasts longer when its thread is preempted by "
-        "the client's threads; the split table below has every part). A client ratio below 1 "
-        "with its CPU per request at or below loadgen's is the server's speed, not the "
-        "client's.\n")
-
-
-def section_markdown(runs: pd.DataFrame, meta: dict) -> str:
-    """The "Performance" section's text (Markdown; its figure is added by sections/perf.py)."""
-    rounds = int(runs["round"].max()) + 1 if len(runs) else 0
-    cpu = meta.get("cpu", "?")
-    parts = [
-        "## Performance\n",
-        f"Measured by `bench/perf.py` in one sitting ({meta.get('started_utc', '?')}, "
-        f"{rounds} interleaved round(s), {meta.get('duration_s', '?')} s per run, "
-        f"{meta.get('connections', 100)} client connections/threads) on {cpu}, "
-        f"{meta.get('cores', '?')} cores, kernel {meta.get('kernel', '?')}; load average at "
-        f"the start {meta.get('loadavg_start', '?')}. On a shared, noisy machine only "
-        "ratios between runs of the same round mean anything; each ratio is the median "
-        "over rounds of per-round ratios (min-max in brackets).\n",
-        "### Targets (issue 11)\n",
-        targets_markdown(targets(runs)),
-        limits_markdown(),
-        "### Ratio table\n",
-        "Servers driven by the yardstick's `loadgen` (100 threads; `-k`: one connection each), "
-        "references in brackets; Redis by `redis-benchmark -c 100 -d 100` (`-k 1` / `-k 0`).\n",
-        markdown_table(ratio_table(runs)),
-        "### What the lab metric is made of\n",
-        "main4, n = 1000, per I/O model: `kit` = the kit workload (100 threads x 10 requests, "
-        "one connection each); `uncontended` = one client thread. Microseconds per request "
-        "(medians over rounds); lock hold contains the delay slept; CPU wait overlaps the "
-        "other parts. With `--delay-mode precise` the spin is the timer wake-up latency the "
-        "server measured at start; where that is at least the delay, a pause never sleeps "
-        "and `--io epoll` runs requests on its loops.\n",
-        markdown_table(split_table(runs)),
-    ]
-    return "\n".join(parts)
 
 
 def load_run(results_dir) -> tuple:

@@ -127,5 +127,6 @@ def write_perf_section(perf_dir, out_dir) -> list:
     runs, meta = load_run(perf_dir)
     prose = Prose(TEMPLATE.read_text())
     with matplotlib.rc_context(F.RC):
-        md, files, figs = assemble([perf_section(runs, meta, shown_path(perf_dir))], prose)
+        md, files, figs = assemble([perf_section(runs, meta, shown_path(perf_dir), prose)],
+                                   prose)
         return write(Path(out_dir), md, files, figs, name="performance.md")

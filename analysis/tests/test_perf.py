@@ -6,7 +6,20 @@ import pandas as pd
 import pytest
 
 from analysis import perf
-from analysis.report import write_perf_section
+from analysis.report import TEMPLATE, write_perf_section
+from analysis.sections import perf as section
+from analysis.sections.base import Prose
+
+PROSE = Prose(TEMPLATE.read_text())
+
+
+def _targets(runs) -> dict:
+    """The targets by the name the report gives them."""
+    return {section.target_name(t, PROSE): t for t in perf.targets(runs)}
+
+
+def _detail(t) -> str:
+    return section.target_detail(t, PROSE)
 
 
 def _row(rnd, server, rps, *, kind="throughput", server_kind="lockbench", io="default",
@@ -58,10 +71,10 @@ def test_ratio_pairs_rounds_and_drops_unpaired():
 
 
 def test_targets_use_same_round_ratios():
-    ts = {t.name: t for t in perf.targets(_runs())}
+    ts = _targets(_runs())
     per_req = ts["one connection per request, delay 0: best configuration / nullsrv_epoll"]
     assert per_req.ratio.median == pytest.approx(20 / 24) and per_req.met is False
-    assert per_req.detail == "best: main1"
+    assert _detail(per_req) == "best: main1"
     tpc = ts["keep-alive, delay 0: main4 / nullsrv_tpc -k"]
     assert tpc.ratio.median == pytest.approx(100 / 110) and tpc.ratio.low == tpc.ratio.high
     assert tpc.met is False
@@ -72,11 +85,11 @@ def test_targets_use_same_round_ratios():
     timing = ts["timing cost at 100 connections: main4 keep-alive server CPU per request, "
                 "timing on / --no-timing"]
     assert timing.ratio.median == pytest.approx(1.05) and timing.met is False
-    assert "1.01x" in timing.detail  # the throughput ratio, shown alongside
+    assert "1.01x" in _detail(timing)  # the throughput ratio, shown alongside
     ours = ts["our client / loadgen against nullsrv_epoll, keepalive"]
     assert ours.ratio.median == pytest.approx(1.1) and ours.met is True
     # The client's own CPU per request beside loadgen's: medians, and the ratio by round.
-    assert ours.detail == ("client CPU per request: ours 6.0 us, loadgen 8.0 us, "
+    assert _detail(ours) == ("client CPU per request: ours 6.0 us, loadgen 8.0 us, "
                            "ours / loadgen **0.75x** (0.75-0.75)")
 
 
@@ -85,10 +98,10 @@ def test_lab_target_takes_the_io_model_with_the_best_ratio():
     epoll = runs[runs["kind"] == "lab"].copy()
     epoll["io"] = "epoll"
     epoll.loc[epoll["workload"] == "kit", "summary_mean_latency_s"] = 22e-6
-    ts = {t.name: t for t in perf.targets(pd.concat([runs, epoll], ignore_index=True))}
+    ts = _targets(pd.concat([runs, epoll], ignore_index=True))
     lab = ts["lab metric, precise delay, main4 n=1000 kit workload / uncontended"]
     assert lab.ratio.median == pytest.approx(1.1) and lab.met is True
-    assert lab.detail.startswith("best: main4 (epoll); kit 22 us vs uncontended 20 us")
+    assert _detail(lab).startswith("best: main4 (epoll); kit 22 us vs uncontended 20 us")
     split = perf.split_table(pd.concat([runs, epoll], ignore_index=True))
     assert list(split["server"]) == ["main4", "main4", "main4 (epoll)", "main4 (epoll)"]
 
@@ -96,7 +109,7 @@ def test_lab_target_takes_the_io_model_with_the_best_ratio():
 def test_missing_measurement_is_not_measured_not_failed():
     runs = _runs()
     runs = runs[~runs["server"].str.startswith("redis")]
-    ts = {t.name: t for t in perf.targets(runs)}
+    ts = _targets(runs)
     t = ts["keep-alive, delay 0: main4 / Redis SET (redis-benchmark)"]
     assert t.met is None and t.ratio.rounds == 0
 
@@ -118,6 +131,7 @@ def test_tables_and_section(tmp_path):
     paths = write_perf_section(raw, tmp_path / "out")
     md = (tmp_path / "out" / "performance.md").read_text()
     assert md.startswith("## Performance")
+    assert "\n### Targets\n" in md and "How to read a target" in md  # the template's wording
     assert "**not met**" in md and "**met**" in md and "test cpu" in md
     assert "2 cores" in md and "2-core" not in md     # the machine from meta, not the code
     assert "(figures/perf_throughput.png)" in md
