@@ -94,7 +94,7 @@ def parse_summary(line: str) -> dict:
 _LIVE: set = set()
 
 
-def _stop_all() -> None:
+def stop_all() -> None:
     for srv in list(_LIVE):
         try:
             srv.stop()
@@ -102,7 +102,7 @@ def _stop_all() -> None:
             print(" ".join(str(exc).split()), file=sys.stderr)
 
 
-atexit.register(_stop_all)
+atexit.register(stop_all)
 
 
 def last_complaint(log_file: Path) -> str:
@@ -119,31 +119,28 @@ def last_complaint(log_file: Path) -> str:
 
 
 class Server:
-    """One running lockbench server (mainN, or lockserver with its strategy arguments
-    `pre`), given lockbench's own options (--delay-us, --time-file, -q, --trace); ready when
-    it prints its listening line; a normal stop is exit 0 after SIGTERM, with a summary.
+    """One running lockbench server (server_spec.ServerSpec of kind "lockbench" makes its
+    argv); ready when it prints its listening line; a normal stop is exit 0 after SIGTERM,
+    with a summary. time_file: where its timing lines appear (None: it writes none).
     Use as a context manager: started on enter, stopped on exit."""
 
     kind = "lockbench"
     real_port = False   # the client connects to the twin of `port` (kit mode) as usual
 
-    def __init__(self, binary: Path, pre: list, n: int, port: int, *, delay_us: float,
-                 cwd: Path, time_file: Path, log_file: Path, trace: Path | None = None,
-                 trace_limit: int = 0, extra: tuple = (), ready_timeout: float = 15.0,
-                 label: str | None = None):
-        self.prog = binary.name            # the prefix of the server's output lines
-        self.name = label or binary.name   # the server label in results and messages
+    def __init__(self, argv: list, n: int, port: int, *, cwd: Path, log_file: Path,
+                 time_file: Path | None = None, label: str | None = None,
+                 ready_timeout: float = 15.0):
+        self.argv = [str(a) for a in argv]
+        self.prog = Path(self.argv[0]).name       # the prefix of the server's output lines
+        self.name = label or self.prog            # the server label in results and messages
         self.n, self.port = n, port
-        self.argv = [str(binary), *pre, str(n), HOST, str(port), "--delay-us", f"{delay_us:g}",
-                     "--time-file", str(time_file), "-q", *extra]
-        if trace is not None and trace_limit > 0:
-            self.argv += ["--trace", str(trace), "--trace-limit", str(trace_limit)]
         self.cwd, self.log_file, self.ready_timeout = cwd, log_file, ready_timeout
-        self.time_file = time_file   # where this server's timing lines appear
+        self.time_file = time_file
         self.proc = None
         self.lines: queue.Queue = queue.Queue()
         self.summary_line = None
         self.exit_code = None
+        self.cpu_s = None   # the server's user + system CPU seconds over its life, once reaped
 
     def _pump(self):
         for line in self.proc.stdout:
@@ -196,18 +193,35 @@ class Server:
         """Whether the server ended as a normal stop ends it (exit 0)."""
         return self.exit_code in (0, None)
 
+    def _reaped(self, block: bool) -> bool:
+        """Reaps the server if it has exited (block: waits until it has), with wait4 so its
+        CPU time is kept (what bench/perf.py compares per request); True once reaped."""
+        if self.proc.returncode is not None:
+            return True
+        try:
+            pid, status, usage = os.wait4(self.proc.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:   # reaped by Popen already (poll()): no CPU time known
+            self.proc.wait()
+            return True
+        if pid == 0:
+            return False
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.cpu_s = usage.ru_utime + usage.ru_stime
+        return True
+
     def _terminate(self, timeout: float) -> None:
         """SIGTERM to the server's process group (its own session: a wrapper and its
         children alike), wait, then SIGKILL whatever of the group is left."""
-        if self.proc.poll() is None:
+        if not self._reaped(block=False):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=timeout)
+            deadline = time.monotonic() + timeout
+            while not self._reaped(block=False) and time.monotonic() < deadline:
+                time.sleep(0.01)
         # stragglers (children of a wrapper), or a leader that ignored SIGTERM
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        self._reaped(block=True)
         self.exit_code = self.proc.returncode
         _LIVE.discard(self)
 
@@ -254,16 +268,10 @@ class KitServer(Server):
     kind = "kit"
 
     def __init__(self, argv: list, n: int, port: int, *, cwd: Path, log_file: Path,
-                 time_dest: Path, label: str, ready_timeout: float = 15.0):
-        self.prog = Path(argv[0]).name
-        self.name, self.n, self.port = label, n, port
-        self.argv = [str(a) for a in argv]
-        self.cwd, self.log_file, self.ready_timeout = cwd, log_file, ready_timeout
-        self.time_file, self.time_dest = cwd / KIT_TIME_FILE, time_dest
-        self.proc = None
-        self.lines: queue.Queue = queue.Queue()
-        self.summary_line = None
-        self.exit_code = None
+                 time_dest: Path | None, label: str, ready_timeout: float = 15.0):
+        super().__init__(argv, n, port, cwd=cwd, log_file=log_file, time_file=cwd / KIT_TIME_FILE,
+                         label=label, ready_timeout=ready_timeout)
+        self.time_dest = time_dest
         self.listen_port = None
 
     @property
@@ -316,8 +324,10 @@ class KitServer(Server):
         return {}
 
     def collect_time_file(self) -> None:
-        """Appends cwd/server_output_time_aggregated to time_dest and removes it."""
-        move_lines(self.time_file, self.time_dest)
+        """Appends cwd/server_output_time_aggregated to time_dest and removes it (leaves
+        it where it is without a time_dest)."""
+        if self.time_dest is not None:
+            move_lines(self.time_file, self.time_dest)
 
 
 def move_lines(src: Path, dest: Path) -> None:

@@ -16,7 +16,6 @@ import os
 import platform
 import random
 import re
-import string
 import subprocess
 import sys
 import time
@@ -25,23 +24,20 @@ from pathlib import Path
 
 from . import LOCKSERVER, SERVERS, server_command
 from . import remote as RM
+from . import server_spec as SS
 from .kernel_sockets import describe_exit
 from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
 from .ports import twin
 from .procs import (
     HOST,
-    KIT_TIME_FILE,
-    KitServer,
     RunError,
     Server,
     StartError,
     check_binary,
     client_row,
-    move_lines,
     pick_port,
     port_free,
     run_client,
-    split_words,
 )
 from .progress import Progress
 
@@ -95,40 +91,9 @@ class SweepParams(RunParams):
     values: dict = field(default_factory=lambda: {k: list(v) for k, v in SWEEP_VALUES.items()})
 
 
-KIT_SERVER_CMD = "{bin} {n} {ip} {port}"          # the kit's: mainN n ip port
-SERVER_CMD_FIELDS = ("bin", "n", "ip", "port")
 # Option names only lockbench's servers carry (the runner passes them): a binary holding
 # all of them is one of ours; anything else is driven as a kit-style server.
 LOCKBENCH_MARKERS = (b"--delay-us", b"--time-file", b"--trace-limit")
-
-
-def parse_server_cmd(template: str) -> list:
-    """Splits a --server-cmd template shell-style and checks its fields; ValueError naming
-    the problem. Fields: {bin} (the server binary of the label, from --bin-dir), {n},
-    {ip}, {port} (required); {{ and }} are literal braces."""
-    tokens = split_words(template, "command")
-    seen = set()
-    for tok in tokens:
-        try:
-            parts = list(string.Formatter().parse(tok))
-        except ValueError as exc:
-            raise ValueError(f"{tok!r}: {exc} (use {{{{ and }}}} for literal braces)") from None
-        for _, name, spec, conv in parts:
-            if name is None:
-                continue
-            if name not in SERVER_CMD_FIELDS or spec or conv:
-                raise ValueError(f"unknown field {{{name}}} in {tok!r}; allowed: "
-                                 + ", ".join(f"{{{f}}}" for f in SERVER_CMD_FIELDS))
-            seen.add(name)
-    if "port" not in seen:
-        raise ValueError(f"{template!r} has no {{port}}")
-    return tokens
-
-
-def expand_server_cmd(template: str, binary: Path | None, n: int, ip: str, port: int) -> list:
-    """The argv of one server start from a (checked) template."""
-    values = {"bin": str(binary) if binary else "", "n": str(n), "ip": ip, "port": str(port)}
-    return [tok.format(**values) for tok in parse_server_cmd(template)]
 
 
 _KIND_CACHE: dict = {}
@@ -192,45 +157,25 @@ class Ctx:
             return "kit"
         return "lockbench" if is_lockbench_server(self.server(label)[0]) else "kit"
 
-    def make_server(self, label: str, n: int, port: int, *, delay_us: float, time_file: Path,
-                    log_file: Path, trace: Path | None = None, trace_limit: int = 0):
-        """The Server (lockbench's own) or KitServer (anyone's) for label at n on port.
-        A kit-style server runs in results/work/ and its timing lines end in time_file."""
-        if self.server_host is not None:
-            return self._remote_server(label, n, port, delay_us=delay_us, time_file=time_file,
-                                       log_file=log_file, trace=trace, trace_limit=trace_limit)
-        if self.server_kind(label) == "lockbench":
-            return Server(*self.server(label), n, port, label=label, delay_us=delay_us,
-                          cwd=self.results, time_file=time_file, log_file=log_file,
-                          trace=trace, trace_limit=trace_limit)
-        work = self.results / "work"
-        # Lines a server left behind when the runner was killed belong to no setting now.
-        move_lines(work / KIT_TIME_FILE, self.results / "time" / f"orphan_{KIT_TIME_FILE}")
-        binary = self.server(label)[0] if "{bin}" in (self.server_cmd or KIT_SERVER_CMD) \
-            else None
-        argv = expand_server_cmd(self.server_cmd or KIT_SERVER_CMD, binary, n, HOST, port)
-        return KitServer(argv, n, port, cwd=work, log_file=log_file, time_dest=time_file,
-                         label=label)
-
-    def _remote_server(self, label, n, port, *, delay_us, time_file, log_file, trace,
-                       trace_limit) -> "RM.RemoteServer":
-        """The server on --server-host, in a fresh folder there: lockbench's own with its
-        options (timing file and trace in that folder), anyone's as the template says."""
+    def spec(self, label: str) -> SS.ServerSpec:
+        """What starts the server `label`: our binary given our options, or (any other
+        binary, or with --server-cmd) a kit-style command line."""
         kind = self.server_kind(label)
+        template = self.server_cmd or SS.KIT_SERVER_CMD
         if kind == "lockbench":
             binary, pre = self.server(label)
-            argv = [str(binary), *pre, str(n), self.server_addr, str(port), "--delay-us",
-                    f"{delay_us:g}", "--time-file", KIT_TIME_FILE, "-q"]
-            if trace is not None and trace_limit > 0:
-                argv += ["--trace", "trace.csv", "--trace-limit", str(trace_limit)]
-        else:
-            binary = self.server(label)[0] if "{bin}" in (self.server_cmd or KIT_SERVER_CMD) \
-                else None
-            argv = expand_server_cmd(self.server_cmd or KIT_SERVER_CMD, binary, n,
-                                     self.server_addr, port)
-        return RM.RemoteServer(self.server_host, argv, n, port, kind=kind, label=label,
-                               log_file=log_file, time_dest=time_file,
-                               trace_dest=trace if trace_limit > 0 else None)
+            return SS.ServerSpec(label, kind, binary, tuple(pre))
+        binary = self.server(label)[0] if "{bin}" in template else None
+        return SS.ServerSpec(label, kind, binary, template=template)
+
+    def make_server(self, label: str, n: int, port: int, *, delay_us: float, time_file: Path,
+                    log_file: Path, trace: Path | None = None, trace_limit: int = 0):
+        """The server `label` at n on port, where this run's servers run (not started): a
+        kit-style one works in results/work/, and its timing lines end in time_file."""
+        place = SS.Place(self.results, self.server_host, self.server_addr or HOST)
+        opts = SS.Options(delay_us, time_file, trace, trace_limit)
+        return SS.launch(self.spec(label), n, port, place, log_file=log_file, opts=opts,
+                         time_dest=time_file)
 
     def pair_free(self, port: int) -> bool:
         """Whether port and its twin are free where the server runs."""

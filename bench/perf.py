@@ -27,7 +27,6 @@ server is stopped at the end of its run, and on any exit (Ctrl-C included).
 """
 
 import argparse
-import contextlib
 import functools
 import json
 import os
@@ -36,11 +35,9 @@ import random
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis import procs  # noqa: E402
+from analysis import server_spec as SS  # noqa: E402
 from analysis.numbers import float_in, int_in  # noqa: E402
 from analysis.progress import Progress  # noqa: E402
 from analysis.runner import cpu_model  # noqa: E402
@@ -62,84 +60,10 @@ class PerfError(Exception):
     """A one-line reason the benchmark cannot go on."""
 
 
-def free_port(rng: random.Random) -> int:
-    """A port in 10000..32000 (below the ephemeral range) that binds on 127.0.0.1 now."""
-    for _ in range(500):
-        p = rng.randint(10000, 32000)
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", p))
-            except OSError:
-                continue
-        return p
-    raise PerfError("no free port in 10000..32000")
-
-
-def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise PerfError(f"server exited with {proc.returncode} at start-up")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise PerfError(f"server not listening on {port} after {timeout:g} s")
-
-
-_LIVE: set = set()
-
-
-def stop(proc: subprocess.Popen, timeout: float = 5.0) -> int:
-    """SIGTERM, wait, SIGKILL its process group if needed; returns the exit code."""
-    if proc.poll() is None:
-        try:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    _LIVE.discard(proc)
-    return proc.returncode
-
-
-def stop_measured(proc: subprocess.Popen, timeout: float = 5.0) -> tuple:
-    """Like stop(), but reaps with wait4: returns (exit code, the server's CPU seconds,
-    user + system, over its whole life; None if it had already exited)."""
-    if proc.poll() is not None:
-        _LIVE.discard(proc)
-        return proc.returncode, None
-    proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid == proc.pid:
-            break
-        if time.monotonic() > deadline:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            pid, status, ru = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.01)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    _LIVE.discard(proc)
-    return proc.returncode, ru.ru_utime + ru.ru_stime
-
-
-def stop_all() -> None:
-    for p in list(_LIVE):
-        stop(p, timeout=2.0)
-
-
-def parse_summary(text: str) -> dict:
-    """The numbers of the 'mainN: summary k=v ...' line in a lockbench server's stdout,
-    keyed summary_K (the runner's parser, procs.parse_summary, reads the line)."""
-    line = next((x for x in text.splitlines() if ": summary " in x), "")
-    return {f"summary_{k}": v for k, v in procs.parse_summary(line).items()
-            if isinstance(v, float)}
+def summary_fields(summary: dict) -> dict:
+    """The numbers of a lockbench server's summary line (procs.Server.stop() parses it),
+    keyed summary_K."""
+    return {f"summary_{k}": v for k, v in summary.items() if isinstance(v, float)}
 
 
 def run_measured(argv: list, timeout: float) -> tuple:
@@ -241,53 +165,54 @@ class Bench:
         self.redis_n = {}  # mode -> requests, adapted to the measured rate
 
     # -- servers ---------------------------------------------------------------------
-    def start_server(self, cell: dict, port: int, tag: str):
+    def spec(self, cell: dict) -> SS.ServerSpec:
+        """The cell's server: ours with the cell's options (Options.extra), a null server
+        of the yardstick, or Redis; the last two started as anyone's server (ready when
+        the kernel shows them listening, SIGTERM is a normal stop)."""
         kind = cell["server_kind"]
         if kind == "lockbench":
-            argv = [str(self.bin / cell["binary"]), *cell.get("pre", []), str(N), "127.0.0.1",
-                    str(port), "--no-twin", "-q", "--delay-us", str(cell["delay_us"])]
-            if cell.get("delay_mode") and cell.get("mode_flag", True):
-                argv += ["--delay-mode", cell["delay_mode"]]
-            if cell.get("io_arg"):
-                argv += ["--io", cell["io_arg"]]
-            if cell["timing"] == "off":
-                argv.append("--no-timing")
-            if (cell["mode"] == "per-request" and cell["kind"] != "lab"
-                    and has_option(self.bin / cell["binary"], "--close-after-reply")):
-                # As the null servers (and the kit's own servers) do: the server closes
-                # first, so the TIME_WAIT stays on its side and the client's connect()
-                # never hunts for a free port (docs/performance.md).
-                argv.append("--close-after-reply")
-        elif kind == "null":
-            argv = [str(self.ys / cell["server"]), "-p", str(port), "-N", str(N)]
-            if cell["mode"] == "keepalive":
-                argv.append("-k")
+            return SS.ServerSpec(cell["id"], "lockbench", self.bin / cell["binary"],
+                                 tuple(cell.get("pre", [])))
+        if kind == "null":
+            template = "{bin} -p {port} -N {n}" + (" -k" if cell["mode"] == "keepalive" else "")
             if cell["delay_us"]:
-                argv += ["-d", str(cell["delay_us"])]
-        else:  # redis
-            argv = [self.redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                    "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-                    "--maxclients", "10000", "--logfile", ""]
-        # Both stay open for the server's life: run_cell closes them after stopping it.
-        out = open(self.logs / f"{tag}.server.out", "w")  # noqa: SIM115 - closed by run_cell
-        err = open(self.logs / f"{tag}.server.err", "w")  # noqa: SIM115 - closed by run_cell
-        err.write("# " + " ".join(argv) + "\n")
-        err.flush()
-        proc = subprocess.Popen(argv, cwd=self.work, stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        _LIVE.add(proc)
+                template += f" -d {cell['delay_us']}"
+            return SS.ServerSpec(cell["id"], "kit", self.ys / cell["server"], template=template)
+        return SS.ServerSpec(cell["id"], "kit", Path(self.redis), template=(
+            "{bin} --port {port} --bind {ip} --save '' --appendonly no --daemonize no "
+            "--protected-mode no --maxclients 10000 --logfile ''"))
+
+    def our_options(self, cell: dict) -> SS.Options:
+        extra = ["--no-twin"]
+        if cell.get("delay_mode") and cell.get("mode_flag", True):
+            extra += ["--delay-mode", cell["delay_mode"]]
+        if cell.get("io_arg"):
+            extra += ["--io", cell["io_arg"]]
+        if cell["timing"] == "off":
+            extra.append("--no-timing")
+        if (cell["mode"] == "per-request" and cell["kind"] != "lab"
+                and has_option(self.bin / cell["binary"], "--close-after-reply")):
+            # As the null servers (and the kit's own servers) do: the server closes
+            # first, so the TIME_WAIT stays on its side and the client's connect()
+            # never hunts for a free port (docs/performance.md).
+            extra.append("--close-after-reply")
+        return SS.Options(float(cell["delay_us"]), extra=tuple(extra))
+
+    def start_server(self, cell: dict, port: int, tag: str):
+        spec = self.spec(cell)
+        opts = self.our_options(cell) if spec.kind == "lockbench" else SS.Options()
+        srv = SS.launch(spec, N, port, SS.Place(self.work, kit_work=self.work, ready_timeout=10),
+                        log_file=self.logs / f"{tag}.server.log", opts=opts)
         try:
-            wait_listening(port, proc)
-        except PerfError:
-            stop(proc)
-            raise
-        return proc, out, err
+            return srv.start()
+        except procs.StartError as exc:
+            raise PerfError(str(exc)) from None
 
     # -- one run ---------------------------------------------------------------------
     def run_cell(self, cell: dict, rnd: int) -> list:
-        port = free_port(self.rng)
+        port = procs.pick_port(self.rng)
         tag = f"r{rnd}_{cell['id']}"
-        proc, out, err = self.start_server(cell, port, tag)
+        srv = self.start_server(cell, port, tag)
         rows = []
         try:
             if cell["kind"] == "lab":
@@ -297,10 +222,8 @@ class Bench:
             else:
                 rows = [self.run_client(cell, port, tag)]
         finally:
-            code, cpu_s = stop_measured(proc)
-            out.close()
-            err.close()
-        summary = parse_summary((self.logs / f"{tag}.server.out").read_text())
+            summary = summary_fields(srv.stop())
+            code, cpu_s = srv.exit_code, srv.cpu_s
         for r in rows:
             r.update(summary)
             r["server_exit"] = code
@@ -668,7 +591,7 @@ def main(argv=None) -> int:
         print(f"perf: {exc}", file=sys.stderr)
         return 1
     finally:
-        stop_all()
+        procs.stop_all()
         if bench is not None:  # the servers' working folder (timing files)
             shutil.rmtree(bench.work, ignore_errors=True)
 

@@ -36,7 +36,6 @@ import json
 import os
 import random
 import re
-import signal
 import socket
 import struct
 import subprocess
@@ -49,8 +48,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from analysis import server_spec as SS  # noqa: E402
 from analysis.numbers import float_above, float_in, int_in  # noqa: E402
-from analysis.procs import pick_port  # noqa: E402
+from analysis.procs import StartError, pick_port  # noqa: E402
 
 FRAME = 100
 
@@ -282,22 +282,24 @@ def parse_args(argv=None):
 
 
 def start_server(server_bin, n, port, workdir):
-    """The server, once it says it listens; None (and why, on stderr) if it does not."""
-    server = subprocess.Popen(
-        [server_bin, str(n), "127.0.0.1", str(port), "--no-twin", "-q"],
-        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ready = server.stdout.readline()
-    if "listening on" not in ready:
-        print("server did not start:", ready, server.stderr.read(), file=sys.stderr)
+    """The server, once it says it listens; None (and why, on stderr) if it does not. Its
+    stderr (and its two stdout lines) go to workdir/server.log."""
+    spec = SS.ServerSpec(Path(server_bin).name, "lockbench", Path(server_bin))
+    srv = SS.launch(spec, n, port, SS.Place(Path(workdir)), log_file=Path(workdir) / "server.log",
+                    opts=SS.Options(extra=("--no-twin",)))
+    try:
+        return srv.start()
+    except StartError as exc:
+        print(f"soak: {exc}", file=sys.stderr)
         return None
-    return server
 
 
-def collect_stderr(server):
-    """The server's stderr lines, read by a thread all along (a full pipe would block it)."""
-    lines = []
-    threading.Thread(target=lambda: lines.extend(server.stderr), daemon=True).start()
-    return lines
+def warning_lines(srv) -> int:
+    """The lines the server wrote to stderr: its log less the launcher's notes (#) and the
+    listening and summary lines of its stdout."""
+    ours = ("#", f"{srv.prog}: listening on ", f"{srv.prog}: summary")
+    return sum(1 for ln in srv.log_file.read_text(errors="replace").splitlines()
+               if ln and not ln.startswith(ours))
 
 
 def start_traffic(args, client_bin, port, duration, deadline, stats, published):
@@ -383,17 +385,14 @@ def run_checker(client_bin, n, port, figures):
     figures["checker_verdict"] = (check.stdout.strip().splitlines() or ["?"])[-1]
 
 
-def stop_server(server, stderr_lines, figures):
+def stop_server(server, figures):
     """SIGTERM: how long the server takes to stop, its exit status and summary line."""
     t_stop = time.monotonic()
-    server.send_signal(signal.SIGTERM)
-    out, _ = server.communicate(timeout=10)
+    summary = server.stop(timeout=10)
     figures["stop_seconds"] = round(time.monotonic() - t_stop, 3)
-    figures["server_exit"] = server.returncode
-    summary = next((ln for ln in out.splitlines() if " summary " in ln), "")
-    figures["server_summary"] = dict(kv.split("=", 1) for kv in summary.split()
-                                     if "=" in kv)
-    figures["server_warning_lines"] = len(stderr_lines)
+    figures["server_exit"] = server.exit_code
+    figures["server_summary"] = summary
+    figures["server_warning_lines"] = warning_lines(server)
 
 
 def check_timing_file(workdir, figures):
@@ -435,11 +434,10 @@ def main(argv=None):
     server = start_server(os.path.join(bin_dir, args.server), args.n, port, workdir)
     if server is None:
         return 1
-    pid = server.pid
+    pid = server.proc.pid
     figures = {"server": args.server, "n": args.n, "seconds": duration,
                "client_rate": args.rate, "abuse_workers": args.workers,
                "rss_kb_start": rss_kb(pid)}
-    stderr_lines = collect_stderr(server)
 
     stats = Stats()
     published = {}
@@ -451,7 +449,7 @@ def main(argv=None):
     end_traffic(load, threads, pid, rss_max, threads_max, figures)
     check_array(port, args.n, published, figures)
     run_checker(client_bin, args.n, port, figures)
-    stop_server(server, stderr_lines, figures)
+    stop_server(server, figures)
     check_timing_file(workdir, figures)
     held = verdict(stats, figures)
     report(figures, args.json)

@@ -59,11 +59,13 @@ def test_client_start_at_and_histogram_out(real_bin, tmp_path):
     request once; a bad or too-far --start-at is refused with exit 2."""
     import time
 
-    from analysis.procs import Server, pick_port
+    from analysis.procs import pick_port
+    from analysis.server_spec import Options, Place, ServerSpec, launch
     client = str(real_bin / "client")
     port = pick_port()
-    with Server(real_bin / "main1", [], 10, port, delay_us=0, cwd=tmp_path,
-                time_file=tmp_path / "t", log_file=tmp_path / "log"):
+    spec = ServerSpec("main1", "lockbench", real_bin / "main1")
+    with launch(spec, 10, port, Place(tmp_path), log_file=tmp_path / "log",
+                opts=Options(time_file=tmp_path / "t")):
         hist = tmp_path / "h.json"
         t0 = time.time_ns()
         r = subprocess.run([client, "10", "127.0.0.1", str(port), "--threads", "4",

@@ -13,9 +13,16 @@ from pathlib import Path
 import pytest
 
 from analysis import runner as R
-from analysis.procs import Server, StartError
+from analysis.procs import StartError
+from analysis.server_spec import Options, Place, ServerSpec, launch
 from analysis.tests.helpers import PY, REPO, cli
 from analysis.tests.test_runner import procs_of, rows
+
+
+def ours(binary: Path, port: int, tmp_path: Path, log: str):
+    """Our server `binary` at n = 10 on port, not started, its files in tmp_path."""
+    return launch(ServerSpec(binary.name, "lockbench", binary), 10, port, Place(tmp_path),
+                  log_file=tmp_path / log, opts=Options(time_file=tmp_path / "t"))
 
 T = 90
 TINY = ["--servers", "main1", "--n", "10", "--runs", "1", "--delay-us", "0",
@@ -77,8 +84,7 @@ def test_retry_on_another_port_only_when_taken(real_bin, tmp_path):
             holder.bind(("127.0.0.1", port))
             holder.listen()
             taken.append(port)
-        return Server(real_bin / "main1", [], 10, port, delay_us=0, cwd=tmp_path,
-                      time_file=tmp_path / "t", log_file=tmp_path / f"log{port}")
+        return ours(real_bin / "main1", port, tmp_path, f"log{port}")
 
     try:
         srv = ctx.start_server(make)
@@ -92,9 +98,7 @@ def test_retry_on_another_port_only_when_taken(real_bin, tmp_path):
     # A server that refuses on a free port is raised at once, without a retry.
     fake_server(real_bin, "main2", "echo 'main2: error: no' >&2; exit 2")
     with pytest.raises(StartError, match=r"exit status 2\): main2: error: no"):
-        ctx.start_server(lambda port: Server(
-            real_bin / "main2", [], 10, port, delay_us=0, cwd=tmp_path,
-            time_file=tmp_path / "t", log_file=tmp_path / "log2"))
+        ctx.start_server(lambda port: ours(real_bin / "main2", port, tmp_path, "log2"))
     assert len(notes) == 1
     assert procs_of(real_bin) == []
 
