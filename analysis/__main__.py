@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import SERVERS, is_server_label
 from . import runner as R
+from . import server_spec as SS
 from .load import SWEEP_KINDS, LoadError
 from .numbers import float_in, int_in, list_of
 from .procs import RunError
@@ -85,7 +86,7 @@ def _host_check(t):
 
 kind_name = _one_of("sweep kind", SWEEP_KINDS)
 connection_mode = _one_of("connection mode", ("per-request", "keepalive"))
-server_cmd = _refusing(R.parse_server_cmd, "a command with {port} and any of {bin} {n} {ip}, "
+server_cmd = _refusing(SS.parse_server_cmd, "a command with {port} and any of {bin} {n} {ip}, "
                        "e.g. '{bin} {n} {ip} {port}'")
 host_prefix = _refusing(_host_check, "a command prefix such as 'ssh user@host' or "
                         "'ip netns exec NAME'")
