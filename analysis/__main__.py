@@ -326,7 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
                f"  {PROG} grade SUBMISSION...      grade Lab 2 submissions, sandboxed "
                "(docs/grading.md)\n"
                "docs: docs/analysis.md")
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="{lab,sweep,report,all}")
+    sub = ap.add_subparsers(dest="cmd", required=True,
+                            metavar="{lab,sweep,report,all,grade}")
     p = sub.add_parser("lab", help="the lab experiment: every server x n, R kit client runs",
                        description="For each server and n: start the server, run the kit client "
                        "R times, record each run's time-file mean and the client's JSON, stop it.")
@@ -357,6 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
     _microbench_arg(p)
     _common(p)
     _host_args(p)
+    # The grader has its own command line (analysis/grade/cli.py, also run alone as
+    # python -m analysis.grade): this parser takes no option of its own (no prefix
+    # character), so every word after `grade`, -h and -- included, reaches it as given.
+    p = sub.add_parser("grade", help="grade Lab 2 submissions, sandboxed (options: grade --help)",
+                       add_help=False, prefix_chars="\0")
+    p.add_argument("args", nargs=argparse.REMAINDER)
     return ap
 
 
@@ -554,12 +561,11 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["grade"]:  # grading other people's servers: analysis/grade/cli.py
-        from .grade.cli import main as grade_main
-        return grade_main(argv[1:])
     ap = build_parser()
     a = ap.parse_args(argv)
+    if a.cmd == "grade":
+        from .grade.cli import main as grade_main
+        return grade_main(a.args)
     a.results_path = a.resume if a.cmd != "report" else None
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
