@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak benchmark (issue 6): drive one lockbench server for a fixed time with
+"""Soak benchmark: drive one lockbench server for a fixed time with
 mixed good and bad traffic, then report what it served and whether it held up.
 
 Not a test: it takes minutes and prints figures (docs/reliability.md).

@@ -1,4 +1,4 @@
-"""Property-based tests (Hypothesis) of the client's command line (issue 10 item 3): for
+"""Property-based tests (Hypothesis) of the client's command line: for
 generated values of every option of `client --help`, the client either refuses with exit 2
 and exactly one line on stderr, or it starts and ends within its bound (exit 0, or 1 with one
 error line); a hang, a crash signal or abort text is a failure.

@@ -338,9 +338,9 @@ def test_a_process_holder_does_not_starve_a_submission_graded_beside_it(tmp_path
 
 
 def test_a_process_holder_in_another_grade_command_does_not_starve_this_one(tmp_path):
-    # 6bef42e: two grade commands on one host both ran submissions as user nobody, so one
-    # command's holder spent the other's RLIMIT_NPROC. Each grading now takes a slot (uids
-    # of its own) with a lock file that the other command sees.
+    # Two grade commands on one host: were both to run submissions as one user (nobody),
+    # one command's holder would spend the other's RLIMIT_NPROC. Each grading takes a slot
+    # (uids of its own) with a lock file that the other command sees.
     holder = prepare("process_holder", tmp_path / "process_holder")
     with ThreadPoolExecutor(2) as pool:
         hostile = pool.submit(grade, [holder], tmp_path / "out_h", *QUICK, "--no-reference")

@@ -1,4 +1,4 @@
-"""Servers and load agents on other hosts (issue 14): the runner's --server-host and
+"""Servers and load agents on other hosts: the runner's --server-host and
 --client-host prefixes, the agents' merged histograms, and a real run across network
 namespaces joined by veth pairs on a bridge (root only; traffic stays in namespaces this
 test creates, addresses 10.77.0.0/24 that exist only there)."""

@@ -68,7 +68,7 @@ def test_report_cli_and_bad_input(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "REPORT.md").exists()
     r = cli("report", "--results", tmp_path / "nothing", "--out", tmp_path / "o2")
-    assert r.returncode == 2 and "not a directory" in r.stderr  # a bad path: exit 2 (issue 10)
+    assert r.returncode == 2 and "not a directory" in r.stderr  # a bad path: refused, exit 2
     assert len(r.stderr.strip().splitlines()) == 1
     (tmp_path / "empty").mkdir()
     r = cli("report", "--results", tmp_path / "empty", "--out", tmp_path / "o3")
@@ -106,7 +106,7 @@ def test_report_with_microbench_fixture_is_reproducible(tmp_path):
     assert not list((tmp_path / "c" / "figures").glob("microbench_*"))
     r = cli("report", "--results", SMALL, "--out", tmp_path / "d", "--microbench",
             tmp_path / "missing.json")
-    assert r.returncode == 2 and "argument --microbench:" in r.stderr  # exit 2 (issue 10)
+    assert r.returncode == 2 and "argument --microbench:" in r.stderr  # refused, exit 2
 
 
 def test_a_new_section_is_one_function_and_one_line(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""The runner's edges (issue 10): a server that refuses to start, relative paths, two
+"""The runner's edges: a server that refuses to start, relative paths, two
 runners at once, resume and --quick never writing outside their results folder, and bad
 values refused before anything starts. Against the real build (skipped without it), on
 loopback, with tiny settings."""

@@ -1,4 +1,4 @@
-"""The runner drives any lab server (issue 12 item 2): kit-style servers (the student-like
+"""The runner drives any lab server: kit-style servers (the student-like
 fixtures of tests/fixtures/, built here with their own Makefile) with only --bin-dir or
 --server-cmd; readiness from the kernel's socket table, never a connection; the timing
 file read in the server's working directory and renamed like the kit's test.sh; SIGTERM
