@@ -42,7 +42,11 @@ CLIENT_RESULT_COLUMNS = {
     "lat_mean_us": "float64", "lat_p50_us": "float64", "lat_p90_us": "float64",
     "lat_p95_us": "float64", "lat_p99_us": "float64", "lat_p999_us": "float64",
     "lat_max_us": "float64", "saturated": "boolean",
+    # how evenly the client threads shared the throughput (results.fairness); results
+    # written before the client reported it lack these columns: they load as missing
+    "fair_jain": "float64", "fair_rsd": "float64", "fair_max_min": "float64",
 }
+OPTIONAL_COLUMNS = {"fair_jain", "fair_rsd", "fair_max_min"}
 
 LAB_COLUMNS = {
     "server": "string", "n": "int64", "rep": "int64", "delay_us": "float64",
@@ -84,9 +88,11 @@ class LoadError(Exception):
 
 
 def _typed(df: pd.DataFrame, schema: dict, where: str) -> pd.DataFrame:
-    missing = [c for c in schema if c not in df.columns]
+    missing = [c for c in schema if c not in df.columns and c not in OPTIONAL_COLUMNS]
     if missing:
         raise LoadError(f"{where}: missing column(s) {', '.join(missing)}")
+    df = df.assign(**{c: float("nan") for c in OPTIONAL_COLUMNS
+                      if c in schema and c not in df.columns})
     out = df.copy()
     for col, dtype in schema.items():
         try:

@@ -422,3 +422,15 @@ def observe_sweep_errors(sweep: pd.DataFrame, what: str) -> list:
     if sat:
         out.append(f"{sat} runs of the {what} sweep missed their target rate (saturated).")
     return out
+
+
+def observe_sweep_fairness(s: pd.DataFrame, param: str, what: str) -> list:
+    """The least even sweep point across the client threads (Jain's index of their
+    completed requests), from sweep_summary's fair_jain_min; nothing without it."""
+    if "fair_jain_min" not in s or s["fair_jain_min"].isna().all():
+        return []
+    worst = s.loc[s["fair_jain_min"].idxmin()]
+    return [f"Fairness across the client threads (Jain's index of the requests each "
+            f"completed; 1 = all the same): lowest {worst['fair_jain_min']:.3f}, for "
+            f"{name(worst['server'])} at {what} {worst[param]}; the median point "
+            f"{s['fair_jain_min'].median():.3f}."]

@@ -364,6 +364,7 @@ def client_row(doc: dict) -> dict:
         "throughput_rps": _need(doc, "results", "throughput_rps"),
         **{f"lat_{k}_us": lat.get(k) for k in ("mean", "p50", "p90", "p95", "p99", "p999", "max")},
         "saturated": r.get("saturated"),
+        **{f"fair_{k}": (r.get("fairness") or {}).get(k) for k in ("jain", "rsd", "max_min")},
     }
 
 

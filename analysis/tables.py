@@ -218,6 +218,8 @@ def sweep_summary(sweep: pd.DataFrame, servers: pd.DataFrame | None = None) -> p
             "lat_p99_us": float(g["lat_p99_us"].median()),
             "errors": int(g["errors"].fillna(0).sum()),
             "saturated": bool(g["saturated"].fillna(False).any()),
+            # the least even repetition: how evenly the client threads were served
+            "fair_jain_min": float(g["fair_jain"].min()) if "fair_jain" in g else float("nan"),
         })
     out = pd.DataFrame(rows)
     if servers is not None and not servers.empty:

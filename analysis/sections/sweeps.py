@@ -58,6 +58,7 @@ def sweep_part(kind: str, sweep: pd.DataFrame, servers, prose) -> Section:
         found = _other(kind, s, sec, prose)
     what = TEXT[kind][1]
     sec.bullets(found + O.observe_sweep_ranking(s, T.SWEEP_PARAM[kind], what)
+                + O.observe_sweep_fairness(s, T.SWEEP_PARAM[kind], what)
                 + O.observe_sweep_errors(sweep, what))
     return sec
 

@@ -123,3 +123,27 @@ def test_load_errors_name_the_problem(tmp_path):
         load_lab(p)
     with pytest.raises(LoadError, match="no such file"):
         load_lab(tmp_path / "nope.csv")
+
+
+def test_client_thread_fairness_reaches_the_sweep_rows_and_the_report(tmp_path):
+    """results.fairness of the client's JSON -> fair_* columns of a row -> the least even
+    repetition per sweep point -> one sentence; results written without it load as missing."""
+    from analysis import observe as O
+    from analysis.procs import client_row
+    doc = {"results": {"ok": 10, "errors": {"total": 0}, "elapsed_s": 1.0,
+                       "throughput_rps": 10.0, "latency_us": {"mean": 5.0},
+                       "fairness": {"clients": 4, "jain": 0.8, "rsd": 0.5, "max_min": None}}}
+    row = client_row(doc)
+    assert (row["fair_jain"], row["fair_rsd"], row["fair_max_min"]) == (0.8, 0.5, None)
+    assert client_row({**doc, "results": {**doc["results"], "fairness": None}})["fair_jain"] \
+        is None
+    res = load_results(FIXTURES / "results_small")   # written before the client had it
+    sweep = res["sweeps"]["threads"]
+    assert sweep["fair_jain"].isna().all()
+    assert O.observe_sweep_fairness(T.sweep_summary(sweep), "threads", "threads") == []
+    sweep = sweep.assign(fair_jain=[0.5 + 0.01 * i for i in range(len(sweep))])
+    s = T.sweep_summary(sweep)
+    worst = s.loc[s["fair_jain_min"].idxmin()]
+    assert worst["fair_jain_min"] == pytest.approx(0.5)
+    (text,) = O.observe_sweep_fairness(s, "threads", "threads")
+    assert text.startswith("Fairness across the client threads") and "lowest 0.500" in text
