@@ -671,23 +671,37 @@ def _lab_setting(ctx: Ctx, p: LabParams, logs: _RowLogs, client, s: str, n: int,
     with srv:
         for rep in reps:
             _lab_run(ctx, p, logs, client, srv, (s, n, rep), rep == reps[0], delay)
-        summary = srv.stop()
-    if not srv.stopped_ok():
-        raise RunError(f"{s} (n={n}) {describe_exit(srv.exit_code)} when stopped; "
-                       f"see {srv.log_file}")
+        summary = stop_checked(srv)
     logs.servers.write(_server_row("lab", "", srv, delay, summary))
 
 
-def _lab_client(ctx: Ctx, client, srv, s: str, n: int, rep: int) -> dict:
-    """One kit-mode client run's JSON; a server that died is named as the cause."""
+def measure(ctx: Ctx, client, srv, n: int, args: list, *, what: str, key: dict,
+            threads: int | None = None, requests: int | None = None,
+            seed: int | None = None) -> dict:
+    """The one measurement step of the lab and the sweeps: a client run against the
+    started server `srv` (told --real-port when the server uses htons), its JSON. A
+    server that died is named as the cause, any other failure as `what: why`."""
+    args = [*(["--real-port"] if srv.real_port else []), *args]
     try:
-        return ctx.run_load(client, n, srv.port, ["--real-port"] if srv.real_port else [],
-                            threads=None, requests=1000, seed=None,
-                            key={"experiment": "lab", "server": s, "n": n, "rep": rep})
+        doc = ctx.run_load(client, n, srv.port, args, threads=threads, requests=requests,
+                           seed=seed, key=key)
     except RunError as exc:
         if not srv.alive():
             raise srv.died() from None
-        raise RunError(f"{s} n={n} run {rep}: {exc}") from None
+        raise RunError(f"{what}: {exc}") from None
+    if not srv.alive():
+        raise srv.died()
+    return doc
+
+
+def stop_checked(srv) -> dict:
+    """Stops the server and returns its summary; RunError if it did not end as a normal
+    stop ends it."""
+    summary = srv.stop()
+    if not srv.stopped_ok():
+        raise RunError(f"{srv.name} (n={srv.n}) {describe_exit(srv.exit_code)} when stopped; "
+                       f"see {srv.log_file}")
+    return summary
 
 
 def _lab_lines(ctx: Ctx, srv, where: str, before: int, res: dict, kept_as: str) -> list:
@@ -712,7 +726,8 @@ def _lab_run(ctx: Ctx, p: LabParams, logs: _RowLogs, client, srv, key: tuple, fi
     s, n, rep = key
     before = len(_time_lines(srv))
     t0 = time.monotonic()
-    doc = _lab_client(ctx, client, srv, s, n, rep)
+    doc = measure(ctx, client, srv, n, [], what=f"{s} n={n} run {rep}", requests=1000,
+                  key={"experiment": "lab", "server": s, "n": n, "rep": rep})
     if first:
         record_client_version(ctx, doc)
     res = client_row(doc)
@@ -795,25 +810,13 @@ def _sweep_run(ctx: Ctx, p: SweepParams, client, srv, cfg: dict, key: tuple) -> 
     kind, rep, value, s = key
     args = ["--duration", f"{p.duration_s:g}",
             "--warmup", f"{p.warmup_s:g}", "--connection", cfg["connection"],
-            "--read-ratio", f"{cfg['read_ratio']:g}",
-            *(["--real-port"] if srv.real_port else [])]
+            "--read-ratio", f"{cfg['read_ratio']:g}"]
     with srv:
-        try:
-            doc = ctx.run_load(client, cfg["n"], srv.port, args, threads=cfg["threads"],
-                               requests=None, seed=rep,
-                               key={"experiment": "sweep", "kind": kind, "value": value,
-                                    "server": s, "n": cfg["n"], "rep": rep})
-        except RunError as exc:
-            if not srv.alive():
-                raise srv.died() from None
-            raise RunError(f"sweep {kind}={value} {s} rep {rep}: {exc}") from None
-        if not srv.alive():
-            raise srv.died()
-        summary = srv.stop()
-    if not srv.stopped_ok():
-        raise RunError(f"{s} (n={cfg['n']}) {describe_exit(srv.exit_code)} when "
-                       f"stopped; see {srv.log_file}")
-    return doc, summary
+        doc = measure(ctx, client, srv, cfg["n"], args, what=f"sweep {kind}={value} {s} rep {rep}",
+                      threads=cfg["threads"], seed=rep,
+                      key={"experiment": "sweep", "kind": kind, "value": value, "server": s,
+                           "n": cfg["n"], "rep": rep})
+        return doc, stop_checked(srv)
 
 
 def _sweep_point(ctx: Ctx, p: SweepParams, logs: "_RowLogs", client, point: tuple) -> None:
