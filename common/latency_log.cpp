@@ -17,6 +17,9 @@ struct LatencyLog::Shard {
   LatencyLog* owner = nullptr;
   uint32_t count = 0;
   uint64_t rejected = 0;
+  // The first IdleThread() call since the last Record/CountRejected; -1:
+  // none yet.
+  int64_t quiet_since = -1;
   RequestSample samples[kShardSamples];
 };
 
@@ -141,6 +144,7 @@ LatencyLog::Shard& LatencyLog::AdoptShard() {
 
 void LatencyLog::Record(const RequestSample& s) {
   Shard& shard = AdoptShard();
+  shard.quiet_since = -1;
   shard.samples[shard.count++] = s;
   if (shard.count == kShardSamples ||
       shard.count + pending_.load(std::memory_order_relaxed) >= options_.batch_size) {
@@ -148,7 +152,22 @@ void LatencyLog::Record(const RequestSample& s) {
   }
 }
 
-void LatencyLog::CountRejected() { ++AdoptShard().rejected; }
+void LatencyLog::CountRejected() {
+  Shard& shard = AdoptShard();
+  shard.quiet_since = -1;
+  ++shard.rejected;
+}
+
+int64_t LatencyLog::IdleThread(int64_t now_ns) {
+  Shard& shard = ThisThreadShard();
+  if (shard.owner != this || (shard.count == 0 && shard.rejected == 0)) return kNever;
+  // Quiet is counted from the first wait after the last request: waits
+  // between requests of a busy thread restart it, so they never hand off.
+  if (shard.quiet_since < 0) shard.quiet_since = now_ns;
+  if (now_ns - shard.quiet_since < kQuietNs) return shard.quiet_since + kQuietNs;
+  HandOff(&shard);
+  return kNever;
+}
 
 void LatencyLog::FlushThread() {
   Shard& shard = ThisThreadShard();

@@ -33,7 +33,7 @@
 // across them: the part of the interval the serving thread was runnable but
 // had no CPU.
 //
-// Hot path with no shared writes (issue 11 item 3). Record() and
+// Hot path with no shared writes. Record() and
 // CountRejected() touch only the calling thread's shard (a thread_local
 // buffer of up to kShardSamples samples plus a rejected count): no lock, no
 // shared counter, no allocation. The shard is handed off to the shared state
@@ -42,11 +42,13 @@
 //  - when the shard would complete the current batch (it reads, never
 //    writes, the shared count pending in the batch), so the line for the
 //    1000th request goes out at once;
-//  - by FlushThread(), which every driver calls when its thread has been
-//    idle for 10 ms (no request on its connection, no work in the queue)
-//    and when a connection ends. Not before every wait: a keep-alive
-//    client's next request comes within microseconds, and a hand-off per
-//    request would bring the shared lock back.
+//  - by IdleThread(), which every driver's thread calls before it waits
+//    (for bytes, for work), once the thread has recorded nothing for
+//    kQuietNs; it says when to call again, and the driver bounds its wait
+//    by that. Not at every wait: a keep-alive client's next request comes
+//    within microseconds, and a hand-off per request would bring the
+//    shared lock back. The log alone decides; drivers know no quiet rule;
+//  - by FlushThread(), which a driver's thread calls before it ends.
 // So the timing file still gets exactly one %e line per `batch_size` valid
 // requests, each line the mean of exactly batch_size of them; the requests
 // enter the batches in the order the shards are handed off, i.e. in order of
@@ -54,16 +56,18 @@
 // thread's shard can fall into the next line). The lock is taken at most once
 // per kShardSamples requests of a thread, or once per idle transition.
 //
-// Thread safety: Record(), CountRejected(), FlushThread() and Totals() may be
-// called from any thread. Totals() counts only handed-off shards: call it
-// after the threads that recorded have flushed (the drivers do before they
-// block or end). A thread records into one LatencyLog at a time; switching
-// to another flushes its shard to the first (which must still exist).
+// Thread safety: Record(), CountRejected(), FlushThread(), IdleThread() and
+// Totals() may be called from any thread. Totals() counts only handed-off
+// shards: call it after the threads that recorded have flushed (drivers'
+// threads do before they end). A thread records into one LatencyLog at a
+// time; switching to another flushes its shard to the first (which must
+// still exist).
 #ifndef KV_COMMON_LATENCY_LOG_H_
 #define KV_COMMON_LATENCY_LOG_H_
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -136,6 +140,19 @@ class LatencyLog {
 
   // Hands this thread's shard off to the shared totals and the timing file.
   void FlushThread() EXCLUDES(log_mu_);
+
+  // How long a thread keeps requests in its shard once it has gone quiet:
+  // the timing file is never late by more than this (plus a driver's
+  // wake-up).
+  static constexpr int64_t kQuietNs = 10'000'000;
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+  // Called by a thread about to wait, at `now_ns` (MonotonicNanos()): hands
+  // its shard off if it has recorded nothing since a call kQuietNs or more
+  // ago. Returns the time by which it wants to be called again (the thread
+  // bounds its wait by it), or kNever when the shard holds nothing of this
+  // log's. Takes the shared lock only when it hands off.
+  int64_t IdleThread(int64_t now_ns) EXCLUDES(log_mu_);
 
   // FlushThread(), then flushes the trace.
   void Flush() EXCLUDES(log_mu_);

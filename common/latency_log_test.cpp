@@ -131,6 +131,30 @@ TEST_F(LatencyLogTest, TraceHasHeaderRowsAndLimit) {
             "7,0,300,100,200,5,150,40\n8,1,30,10,20,0,0,\n");
 }
 
+// The log alone decides when a quiet thread's shard goes out: kQuietNs after
+// the first wait since the thread's last request; a request in between starts
+// the quiet over. Times are arguments, so this takes no time.
+TEST_F(LatencyLogTest, IdleThreadHandsTheShardOffOnceQuietForKQuietNs) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "times").string();
+  LatencyLog log(o);
+  ASSERT_TRUE(IsOk(log.Open()));
+  constexpr int64_t kQ = LatencyLog::kQuietNs;
+  EXPECT_EQ(log.IdleThread(1000), LatencyLog::kNever);  // nothing held
+  log.Record({1, true, 1000, 0, 0});
+  EXPECT_EQ(log.IdleThread(1000), 1000 + kQ);
+  EXPECT_EQ(log.IdleThread(1000 + kQ - 1), 1000 + kQ);  // not quiet long enough
+  log.Record({2, true, 1000, 0, 0});                    // busy again: starts over
+  EXPECT_EQ(log.IdleThread(1000 + kQ), 1000 + 2 * kQ);
+  EXPECT_EQ(log.Totals().requests, 0u);
+  EXPECT_EQ(log.IdleThread(1000 + 2 * kQ), LatencyLog::kNever);
+  EXPECT_EQ(log.Totals().requests, 2u);
+  log.CountRejected();  // a rejected frame is held, and goes out, the same way
+  EXPECT_EQ(log.IdleThread(5 * kQ), 6 * kQ);
+  EXPECT_EQ(log.IdleThread(6 * kQ), LatencyLog::kNever);
+  EXPECT_EQ(log.Totals().rejected, 1u);
+}
+
 TEST_F(LatencyLogTest, TotalsSplitTheMetricAndAverageCpuWaitOverSamples) {
   LatencyLogOptions o;
   o.time_file = (dir_ / "times").string();

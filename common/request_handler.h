@@ -60,8 +60,17 @@ class RequestHandler {
   // counts it as rejected and fills *reply with "ERROR <message>".
   void Reject(std::string_view message, Frame* reply);
 
-  // Hands this thread's timing shard off (see latency_log.h); drivers call it
-  // before their thread blocks and when it ends.
+  // Called by a driver's thread before it waits (for bytes, for work), at
+  // `now_ns` (MonotonicNanos()). The timing log hands the thread's samples
+  // off once it has been quiet a while (LatencyLog::IdleThread). Returns the
+  // time by which the thread should call again at the latest: its wait is
+  // bounded by that (LatencyLog::kNever: wait as long as you like).
+  int64_t Idle(int64_t now_ns) {
+    return log_ != nullptr ? log_->IdleThread(now_ns) : LatencyLog::kNever;
+  }
+
+  // Hands this thread's timing shard off (see latency_log.h); a driver's
+  // thread calls it before it ends.
   void FlushThread() {
     if (log_ != nullptr) log_->FlushThread();
   }
