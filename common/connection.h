@@ -16,36 +16,23 @@
 // whole frames. A reset or a vanished reader just ends the loop. The caller
 // closes the fd.
 //
-// Thread per connection runs it (the pool and epoll models drive the same
-// core from event_io.cpp). The fd must be a blocking socket; its
-// SO_RCVTIMEO is changed.
+// Thread per connection runs it; the pool and epoll models drive the same
+// core with the same steps and dispatch loop (conn_io.h) from pool_io.cpp
+// and epoll_io.cpp. The fd must be a blocking socket; its SO_RCVTIMEO is
+// changed. While the connection is quiet the thread's timing shard is
+// handed off (RequestHandler::Idle); at its end, the caller's thread does.
 // Thread safety: one call per connection; calls on different fds run in
 // parallel.
 #ifndef KV_COMMON_CONNECTION_H_
 #define KV_COMMON_CONNECTION_H_
 
-#include <atomic>
 #include <cstdint>
 
+#include "common/conn_io.h"
 #include "common/connection_core.h"
 #include "common/request_handler.h"
 
 namespace kv {
-
-// Server shutdown as connections see it: an atomic flag, checked between
-// frames and when a read ends. Request() is called once; the rest only read.
-// It wakes no one by itself: whoever requests the stop also shuts down the
-// read side of every live connection (shutdown(fd, SHUT_RD)), which ends a
-// blocked recv at once; ServeConnection then takes the end of input for the
-// stop, not for the client's half-close.
-class StopSignal {
- public:
-  void Request() { stop_.store(true, std::memory_order_release); }
-  bool requested() const { return stop_.load(std::memory_order_acquire); }
-
- private:
-  std::atomic<bool> stop_{false};
-};
 
 // Serves fd until the peer is done or `stop` (may be null) is requested.
 // At a stop, a frame already whole is answered; one still incomplete is

@@ -90,6 +90,9 @@ void* ThreadPerConnection::ThreadMain(void* arg) {
 void ThreadPerConnection::Serve(int fd) {
   UniqueFd owned(fd);
   ServeConnection(fd, handler_, limits_, &stop_);
+  // The thread ends: its timing shard goes to the totals before Drain() can
+  // see the connection closed.
+  handler_->FlushThread();
   MutexLock guard(&conn_mu_);
   // Forget the fd before closing it, so Drain() never shuts down a reused fd.
   open_fds_.erase(fd);

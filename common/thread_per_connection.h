@@ -9,7 +9,7 @@
 // open_connections() first), each with a 256 KiB stack reserved, plus one fd
 // and one set entry: 4096 x 256 KiB = 1 GiB of address space at the default
 // limit; RSS counts only the stack pages a thread touches.
-// Drain() raises the stop signal (connection.h) and shuts down the read side
+// Drain() raises the stop signal (conn_io.h) and shuts down the read side
 // of every open connection (shutdown(SHUT_RD)), so a thread blocked waiting
 // for a next request wakes up and ends, one waiting for the rest of a frame
 // drops it, and one in the middle of a request finishes it and sends its
