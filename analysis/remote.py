@@ -1,4 +1,4 @@
-"""Servers and load agents on other hosts, reached through a command prefix (issue 14).
+"""Servers and load agents on other hosts, reached through a command prefix.
 
 A host is a command prefix that runs a command there: `ssh user@host` in real use,
 `ip netns exec NAME` in the tests, `env` for this machine. Every command sent through a

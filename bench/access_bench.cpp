@@ -3,7 +3,7 @@
 //
 // BM_Store (store_bench.cpp) measures wall-clock throughput of many threads,
 // which on a small shared machine mostly measures the scheduler. This one
-// answers a narrower question that a layout change (issue 13: each slot's
+// answers a narrower question that a layout change (each slot's
 // lock and value in one cache-line-aligned record) is about: how long does a
 // single uncontended read or write take when the slots are spread over
 // memory (n up to 10^6: 10^6 x 192 bytes does not fit in any cache)? One

@@ -1,4 +1,4 @@
-// No allocation per request (issue 11 item 3): a keep-alive connection served
+// No allocation per request: a keep-alive connection served
 // by each --io model, with a real RequestHandler and store, must not call
 // operator new once it is warm. Its own binary: the global operator new here
 // counts every allocation of the process.

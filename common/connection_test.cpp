@@ -1,6 +1,6 @@
 // The connection loop of every I/O model over a socketpair, with a real
 // RequestHandler and store: keep-alive, pipelining, split frames, invalid
-// frames, half-close, the stop and the deadlines (issue 13 item 6).
+// frames, half-close, the stop and the deadlines.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-// Unit tests for the server's defences (issue 6): the bound on what an error
+// Unit tests for the server's defences: the bound on what an error
 // reply echoes of its input, the frame deadline against slow ("slowloris")
 // peers, and the refusal of connections the server will not serve.
 #include <gtest/gtest.h>

@@ -31,7 +31,7 @@
 namespace kv {
 namespace {
 
-// Layout (issue 13): a per-slot record is its lock and its value, starting a
+// Layout: a per-slot record is its lock and its value, starting a
 // cache line and filling whole lines; so is a stripe's record.
 static_assert(alignof(PerSlot<Mutex>::Record) == kCacheLineSize);
 static_assert(sizeof(PerSlot<Mutex>::Record) % kCacheLineSize == 0);

@@ -3,7 +3,7 @@
 
 Seeds: requests as the course kit's client and attacker send them (100-byte
 frames, garbage after the NUL), hand-typed ones (short, newline-terminated),
-and every bad input of the servers issue (issue 2, item 5). Re-run after
+and every bad input the servers must answer with an ERROR reply. Re-run after
 changing the list; the files are committed. Deterministic output.
 """
 import hashlib

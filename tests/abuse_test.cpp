@@ -1,4 +1,4 @@
-// Fault and abuse tests (issue 6): real server binaries on loopback, attacked
+// Fault and abuse tests: real server binaries on loopback, attacked
 // the way broken or hostile clients do, each test bounded in time.
 //
 // After memcached t/malicious-commands.t and redis tests/unit/limits.tcl:
@@ -697,7 +697,7 @@ TEST_P(AbuseIo, OversizeGarbageStreamsAreAnsweredFrameByFrame) {
   EXPECT_EQ(server.Stop(&out), 0) << out;
 }
 
-// Every bad input of the servers issue (issue 2, item 5), as whole frames.
+// Every bad input the servers must answer with an ERROR reply, as whole frames.
 std::vector<std::string> BadFrames(std::size_t n) {
   return {
       FrameBytes(""),

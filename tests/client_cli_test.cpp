@@ -1,4 +1,4 @@
-// Every option of the client (issue 13 item 6), one table: a row per option
+// Every option of the client, one table: a row per option
 // with a value the client accepts (the run against a real server exits 0)
 // and one it refuses before starting (exit status 2, one line naming it).
 // The rows must be exactly the options `client --help` lists.

@@ -1,4 +1,4 @@
-// Table-driven option tests (issue 13 item 6): every option a binary lists
+// Table-driven option tests: every option a binary lists
 // in --help has a row with a value it accepts and one it refuses.
 //
 // HelpOptionNames() reads the option names from the binary's --help, so a

@@ -1,4 +1,4 @@
-// Command lines of the real server binaries (issue 10, item 1): every bad
+// Command lines of the real server binaries: every bad
 // value is refused before anything starts, with exit status 2 and ONE line
 // naming the option and the value; numbers are decimal only, as the kit's
 // atoi() reads them (03000 is port 3000, never octal 1536).

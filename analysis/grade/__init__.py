@@ -1,4 +1,4 @@
-"""lockbench grade: grade other people's Lab 2 servers, sandboxed (issue 12 item 3).
+"""lockbench grade: grade other people's Lab 2 servers, sandboxed.
 
 Modules: kitload (the kit's workloads over raw sockets, with a history), linearize
 (per-slot register linearizability), sandbox (bubblewrap command lines), worker (the checks,
