@@ -9,8 +9,9 @@
 #include <string>
 
 #include "common/connection_core.h"
-#include "common/event_io.h"
+#include "common/epoll_io.h"
 #include "common/io_model.h"
+#include "common/pool_io.h"
 #include "common/request_handler.h"
 #include "common/thread_per_connection.h"
 
@@ -27,12 +28,12 @@ inline std::string ModelName(const testing::TestParamInfo<Model>& info) {
 inline std::unique_ptr<IoModel> MakeModel(Model model, RequestHandler* handler,
                                           const ConnectionLimits& limits) {
   if (model == Model::kThread) return std::make_unique<ThreadPerConnection>(handler, limits);
-  EventIoModel::Config config;
-  config.mode = model == Model::kPool ? EventIoModel::Mode::kPool : EventIoModel::Mode::kEpoll;
+  if (model == Model::kPool) return std::make_unique<PoolIoModel>(2, handler, limits);
+  EpollIoModel::Config config;
   config.loops = 2;
   config.workers = 2;
   config.inline_requests = model == Model::kEpollInline;
-  return std::make_unique<EventIoModel>(config, handler, limits);
+  return std::make_unique<EpollIoModel>(config, handler, limits);
 }
 
 inline auto AllModels() {

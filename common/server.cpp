@@ -19,9 +19,10 @@
 #include "common/acceptor.h"
 #include "common/artificial_delay.h"
 #include "common/clock.h"
-#include "common/event_io.h"
+#include "common/epoll_io.h"
 #include "common/latency_log.h"
 #include "common/net.h"
+#include "common/pool_io.h"
 #include "common/rate_limited_log.h"
 #include "common/request_handler.h"
 #include "common/status.h"
@@ -212,16 +213,16 @@ std::unique_ptr<IoModel> MakeIoModel(const ServerOptions& options, bool inline_r
   if (options.io == IoKind::kThreadPerConnection) {
     return std::make_unique<ThreadPerConnection>(handler, limits);
   }
+  const std::size_t workers = options.workers > 0 ? options.workers : kDefaultWorkers;
+  if (options.io == IoKind::kPool) return std::make_unique<PoolIoModel>(workers, handler, limits);
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);  // -1 on error: then one core
-  EventIoModel::Config config;
-  config.mode =
-      options.io == IoKind::kEpoll ? EventIoModel::Mode::kEpoll : EventIoModel::Mode::kPool;
+  EpollIoModel::Config config;
   config.loops = options.loops > 0 ? options.loops
                  : cores > 0       ? static_cast<std::size_t>(cores)
                                    : 1;
-  config.workers = options.workers > 0 ? options.workers : kDefaultWorkers;
+  config.workers = workers;
   config.inline_requests = inline_requests;
-  return std::make_unique<EventIoModel>(config, handler, limits);
+  return std::make_unique<EpollIoModel>(config, handler, limits);
 }
 
 void PrintReady(const std::string& program, const Listeners& listeners,
