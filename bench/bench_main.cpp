@@ -44,7 +44,7 @@ std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
     return OneMutexStore::WithTiming<NoTiming>::Create(n, delay);
   }
   const StrategyInfo* s = FindStrategy(name);
-  if (timing != BenchTiming::kTimed && s->create_sampled != nullptr) {
+  if (timing != BenchTiming::kTimed) {
     return s->create_sampled(n, delay, StrategyConfig{});
   }
   return s->create(n, delay, StrategyConfig{});

@@ -22,7 +22,7 @@ std::vector<std::string> BenchStrategyNames();
 // How a benchmarked store times its accesses (common/access_timer.h).
 enum class BenchTiming {
   kTimed,    // every access, three clock_gettime reads: the server's path
-  kSampled,  // 1 access in 64, cycle counter (LockedStores; the rest: kTimed)
+  kSampled,  // 1 access in 64, cycle counter (every strategy)
   kUntimed,  // compiled out (only the unprotected store; see MakeBenchStore)
 };
 

@@ -1,5 +1,5 @@
-// Timing policies for LockedStore: how (and whether) an access measures its
-// lock wait and hold.
+// Timing policies for the stores: how (and whether) an access measures its
+// lock wait and hold, and AccessClock, which applies one to an access.
 //
 //   Timed          : every access, CLOCK_MONOTONIC (three reads). The server's
 //                    path: the lab's latency log needs every request's split.
@@ -20,8 +20,10 @@
 #define KV_COMMON_ACCESS_TIMER_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common/clock.h"
+#include "common/store.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -94,6 +96,43 @@ struct SampledTsc {
 
 // What the microbenchmarks sample with.
 using Sampled64 = SampledTsc<64>;
+
+// One access measured under a policy: constructed before the access asks for
+// its lock (that decides whether this access is sampled, and reads the clock
+// if so), Got() once it holds the lock, Finish() right after releasing it.
+// Timed fills every AccessTiming as RecordAccessTiming does; a sampling policy
+// fills 1 access in K and marks the others -1; NoTiming leaves it untouched
+// and compiles to nothing. Every store's timing goes through this one class,
+// so "what a timed access measures" has one definition.
+template <typename Timing>
+class AccessClock {
+ public:
+  AccessClock() : sampled_(Timing::Sample()), asked_(sampled_ ? Timing::Now() : 0) {}
+
+  bool sampled() const { return sampled_; }
+  // The policy's clock, when this access is sampled (0 otherwise).
+  int64_t Now() const { return sampled_ ? Timing::Now() : 0; }
+  void Got() { got_ = Now(); }
+  void Finish(AccessTiming* timing) const { Report(got_ - asked_, Now() - got_, timing); }
+
+  // For a store whose wait and hold are not one interval each (optimistic
+  // readers): the two spans in the policy's ticks, measured with Now().
+  void Report(int64_t wait_ticks, int64_t hold_ticks, AccessTiming* timing) const {
+    if constexpr (std::is_same_v<Timing, NoTiming>) {
+      (void)wait_ticks, (void)hold_ticks, (void)timing;
+    } else if (sampled_) {
+      timing->wait_ns = Timing::ToNanos(wait_ticks);
+      timing->hold_ns = Timing::ToNanos(hold_ticks);
+    } else {
+      timing->wait_ns = timing->hold_ns = -1;  // not sampled
+    }
+  }
+
+ private:
+  const bool sampled_;
+  const int64_t asked_;
+  int64_t got_ = 0;
+};
 
 }  // namespace kv
 

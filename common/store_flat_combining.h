@@ -58,7 +58,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/clock.h"
+#include "common/access_timer.h"
 #include "common/spin_wait.h"
 #include "common/store.h"
 #include "common/store_lock_table.h"
@@ -68,14 +68,24 @@
 
 namespace kv {
 
-class FlatCombiningStore final : public SlotStoreBase<FlatCombiningStore> {
+// Timing: a policy from common/access_timer.h (the server's Timed by default;
+// the microbenchmarks sample with SampledTsc). The owner decides whether its
+// request is sampled; the combiner reads the clock only for one that is.
+template <typename Timing = Timed>
+class BasicFlatCombiningStore final : public SlotStoreBase<BasicFlatCombiningStore<Timing>> {
+  using Base = SlotStoreBase<BasicFlatCombiningStore<Timing>>;
+  using Base::delay_;
+  using Base::n_;
+
  public:
+  template <typename OtherTiming>
+  using WithTiming = BasicFlatCombiningStore<OtherTiming>;
   static constexpr std::string_view kStrategyName = "flat-combining";
   static constexpr std::size_t kPublicationSlots = 64;
   static constexpr int kCombinePasses = 4;
 
   // REQUIRES: n >= 1; `delay` outlives the store.
-  FlatCombiningStore(std::size_t n, ArtificialDelay* delay) : SlotStoreBase(n, delay) {
+  BasicFlatCombiningStore(std::size_t n, ArtificialDelay* delay) : Base(n, delay) {
     if (!combiner_.TryLock()) std::abort();  // nobody else can see the store yet
     values_.resize(n);
     for (std::size_t i = 0; i < n; ++i) FillFrame(StringArray::InitialValue(i), &values_[i]);
@@ -107,8 +117,9 @@ class FlatCombiningStore final : public SlotStoreBase<FlatCombiningStore> {
     std::size_t pos = 0;
     std::string_view text;  // what a write stores (the owner's buffer)
     Value* out = nullptr;   // the owner's reply
-    int64_t got_ns = 0;     // set by the combiner: when it started on it
-    int64_t done_ns = 0;    // and when it finished
+    bool timed = false;     // the owner samples this request: the combiner stamps it
+    int64_t got = 0;        // set by the combiner: when it started on it (policy ticks)
+    int64_t done = 0;       // and when it finished
   };
   struct alignas(kCacheLineSize) PublicationSlot {
     std::atomic<uint32_t> state{kFree};
@@ -128,8 +139,10 @@ class FlatCombiningStore final : public SlotStoreBase<FlatCombiningStore> {
     std::atomic<bool> held_{false};
   };
 
-  void Execute(const Request& request, AccessTiming* timing) {
-    const int64_t asked = MonotonicNanos();
+  void Execute(Request request, AccessTiming* timing) {
+    const AccessClock<Timing> clock;
+    const int64_t asked = clock.Now();
+    request.timed = clock.sampled();
     PublicationSlot& slot = Claim();
     slot.request = request;
     slot.state.store(kPending, std::memory_order_release);
@@ -142,8 +155,7 @@ class FlatCombiningStore final : public SlotStoreBase<FlatCombiningStore> {
         wait.Once();
       }
     }
-    timing->wait_ns = slot.request.got_ns - asked;
-    timing->hold_ns = slot.request.done_ns - slot.request.got_ns;
+    clock.Report(slot.request.got - asked, slot.request.done - slot.request.got, timing);
     slot.state.store(kFree, std::memory_order_release);
   }
 
@@ -184,7 +196,7 @@ class FlatCombiningStore final : public SlotStoreBase<FlatCombiningStore> {
   // One request's critical section, as LockedStore's: a read is a delay and
   // a copy; a write is set (a delay) and get (a delay, a copy).
   void Apply(Request* r) REQUIRES(combiner_) {
-    r->got_ns = MonotonicNanos();
+    if (r->timed) r->got = Timing::Now();
     Value& value = values_[r->pos];
     if (r->write) {
       delay_->Pause();  // setContent()
@@ -192,13 +204,15 @@ class FlatCombiningStore final : public SlotStoreBase<FlatCombiningStore> {
     }
     delay_->Pause();  // getContent()
     *r->out = value;
-    r->done_ns = MonotonicNanos();
+    if (r->timed) r->done = Timing::Now();
   }
 
   CombinerLock combiner_;
   std::vector<Value> values_ GUARDED_BY(combiner_);
   PublicationSlot slots_[kPublicationSlots];
 };
+
+using FlatCombiningStore = BasicFlatCombiningStore<>;
 
 }  // namespace kv
 

@@ -246,30 +246,21 @@ class LockedStore final : public Store {
     if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
     auto& record = table_.RecordOf(pos);
     const std::size_t i = table_.IndexInRecord(pos);
-    const bool sample = Timing::Sample();
-    const int64_t asked = sample ? Timing::Now() : 0;
-    int64_t got = 0;
+    AccessClock<Timing> clock;
     if constexpr (kWrite) {
       WriteGuard<Lock> guard(&record.lock);
-      if (sample) got = Timing::Now();
+      clock.Got();
       delay_->Pause();  // setContent()
       record.SetLocked(i, text);
       delay_->Pause();  // getContent(): the reply is the value read back
       record.GetLocked(i, out);
     } else {
       ReadGuard<Lock> guard(&record.lock);
-      if (sample) got = Timing::Now();
+      clock.Got();
       delay_->Pause();  // getContent(): sleep, then copy
       record.GetLocked(i, out);
     }
-    if constexpr (Timing::kAlwaysOn) {
-      RecordAccessTiming(asked, got, timing);
-    } else if (sample) {
-      timing->wait_ns = Timing::ToNanos(got - asked);
-      timing->hold_ns = Timing::ToNanos(Timing::Now() - got);
-    } else if constexpr (!std::is_same_v<Timing, NoTiming>) {
-      timing->wait_ns = timing->hold_ns = -1;  // not sampled
-    }
+    clock.Finish(timing);
     return Status::OK();
   }
 

@@ -17,8 +17,8 @@
 #include <memory>
 #include <string_view>
 
+#include "common/access_timer.h"
 #include "common/artificial_delay.h"
-#include "common/clock.h"
 #include "common/mutex.h"
 #include "common/store.h"
 
@@ -46,23 +46,23 @@ class SlotStoreBase : public Store {
 };
 
 // Holds *write_mu; pauses (set); publish(); pauses (get); read_back();
-// releases it. Records the lock wait and the hold in *timing. `publish` and
+// releases it. Records the lock wait and the hold in *timing as policy Timing
+// says (common/access_timer.h). `publish` and
 // `read_back` run with *write_mu held (call write_mu->AssertHeld() in them
 // where a REQUIRES(write_mu) function needs the analysis to know).
-template <typename Publish, typename ReadBack>
+template <typename Timing, typename Publish, typename ReadBack>
 void TimedSlotWrite(Mutex* write_mu, ArtificialDelay* delay, AccessTiming* timing,
                     Publish&& publish, ReadBack&& read_back) {
-  const int64_t asked = MonotonicNanos();
-  int64_t got;
+  AccessClock<Timing> clock;
   {
     MutexLock guard(write_mu);
-    got = MonotonicNanos();
+    clock.Got();
     delay->Pause();  // set
     publish();
     delay->Pause();  // get
     read_back();
   }
-  RecordAccessTiming(asked, got, timing);
+  clock.Finish(timing);
 }
 
 }  // namespace kv

@@ -42,8 +42,7 @@ struct StrategyInfo {
                                    const StrategyConfig& config);
   // The same store timed on 1 access in 64 with the cycle counter
   // (Sampled64, common/access_timer.h; unsampled accesses report -1), for the
-  // microbenchmarks; null for a strategy that is not a LockedStore (it times
-  // every access; use `create`).
+  // microbenchmarks. Never null: every store takes a timing policy.
   std::unique_ptr<Store> (*create_sampled)(std::size_t n, ArtificialDelay* delay,
                                            const StrategyConfig& config);
 };
