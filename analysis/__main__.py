@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 from . import SERVERS, is_server_label
-from . import runner as R
-from . import server_spec as SS
 from .load import SWEEP_KINDS, LoadError
 from .numbers import float_in, int_in, list_of
-from .procs import RunError
 from .progress import Progress, hms
+from .runner import experiment as R
+from .runner import server_spec as SS
+from .runner.procs import RunError
 
 PROG = "python -m analysis"
 QUICK_RUNS = 5
@@ -80,7 +80,7 @@ def _refusing(check, allowed: str, reason=None):
 
 
 def _host_check(t):
-    from .remote import Host
+    from .runner.remote import Host
     Host.parse(t)
 
 
@@ -469,7 +469,7 @@ def check_hosts(a, servers) -> None:
     """--server-host/--client-host/--server-addr go together; every host answers and holds
     the same binaries at the same paths (sha256). UsageError (exit 2) otherwise. Sets
     a.hosts_facts ([{role, prefix, kernel, cores, cpu_model}]) and a.agent_lead_s."""
-    from .remote import Host, HostError, check_binaries, host_facts
+    from .runner.remote import Host, HostError, check_binaries, host_facts
     a.hosts_facts, a.agent_lead_s = [], 0.5
     if a.server_addr and not a.server_host:
         raise UsageError("argument --server-addr: needs --server-host")
@@ -524,7 +524,7 @@ def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) ->
     ctx.server_cmd = a.server_cmd or stored.get("server_cmd")
     ctx.client_path = a.client or (Path(stored["client"]) if stored.get("client") else None)
     ctx.port, ctx.client_timeout = a.port, a.client_timeout
-    from .remote import Host
+    from .runner.remote import Host
     server_host = a.server_host or stored.get("server_host")
     if server_host:
         ctx.server_host = Host.parse(server_host, "server")

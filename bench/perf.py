@@ -19,7 +19,7 @@ of the same round compares runs that saw the same machine:
 
 Raw results go to results/perf/<UTC time>/ (runs.csv, runs.jsonl, meta.json, and every
 server's and client's output in logs.tar.xz), and the report's Performance section alone
-(performance.md, tables/, figures/, written by analysis/report.py) next to them. Every
+(performance.md, tables/, figures/, written by analysis/report/__init__.py) next to them. Every
 server is stopped at the end of its run, and on any exit (Ctrl-C included).
 
   /work/main/.venv/bin/python bench/perf.py [--rounds 3] [--duration 3] [--quick]
@@ -44,11 +44,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis import procs  # noqa: E402
-from analysis import server_spec as SS  # noqa: E402
 from analysis.numbers import float_in, int_in  # noqa: E402
 from analysis.progress import Progress  # noqa: E402
-from analysis.runner import cpu_model  # noqa: E402
+from analysis.runner import procs  # noqa: E402
+from analysis.runner import server_spec as SS  # noqa: E402
+from analysis.runner.experiment import cpu_model  # noqa: E402
 
 N = 1000            # array size of every run
 CONNS = 100         # client threads / connections, as the kit and PERF.md

@@ -48,9 +48,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis import server_spec as SS  # noqa: E402
 from analysis.numbers import float_above, float_in, int_in  # noqa: E402
-from analysis.procs import StartError, pick_port  # noqa: E402
+from analysis.runner import server_spec as SS  # noqa: E402
+from analysis.runner.procs import StartError, pick_port  # noqa: E402
 
 FRAME = 100
 

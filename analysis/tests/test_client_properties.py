@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from analysis.procs import pick_port
+from analysis.runner.procs import pick_port
 from analysis.tests.helpers import RELEASE, skip_unless_built
 
 N = 10
@@ -67,7 +67,7 @@ def client_cwd(tmp_path_factory):
 
 
 def client_bin():
-    from analysis.runner import find_binary
+    from analysis.runner.experiment import find_binary
     return str(find_binary(RELEASE, "client"))
 
 
@@ -220,7 +220,7 @@ def test_parser_property(options, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, options):
-    from analysis.runner import find_binary
+    from analysis.runner.experiment import find_binary
     d = tmp_path_factory.mktemp("cserver")
     port = pick_port()
     p = subprocess.Popen([str(find_binary(RELEASE, "main4")), str(N), "127.0.0.1", str(port),

@@ -16,7 +16,7 @@ from analysis.grade import design as D
 from analysis.grade import kitload
 from analysis.kernel_sockets import NotListening, wait_listening
 from analysis.ports import twin
-from analysis.procs import pick_port
+from analysis.runner.procs import pick_port
 from analysis.tests.helpers import RELEASE, REPO, built_fixture, preload_library
 
 LIB = RELEASE / "liblocktrace.so"

@@ -19,7 +19,7 @@ from analysis.kernel_sockets import (
     wait_listening,
 )
 from analysis.ports import twin
-from analysis.procs import pick_port
+from analysis.runner.procs import pick_port
 
 # A child that listens on argv[1] (after argv[2] seconds) until a line arrives on its
 # stdin, then prints "connected" if anyone connected meanwhile, else "untouched".

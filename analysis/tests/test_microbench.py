@@ -1,11 +1,11 @@
-"""Tests of analysis.microbench over a tiny hand-made kv_bench JSON fixture."""
+"""Tests of analysis.report.microbench over a tiny hand-made kv_bench JSON fixture."""
 
 import json
 
 import pytest
 
-from analysis import figures as F
-from analysis import microbench as M
+from analysis.report import figures as F
+from analysis.report import microbench as M
 from analysis.tests.helpers import HERE
 
 FIXTURE = HERE / "fixtures" / "microbench_tiny.json"

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from analysis import observe as O
+from analysis.report import observe as O
 
 
 def summary(means, n=(10, 1000), spread=0.01):

@@ -1,14 +1,13 @@
-"""analysis/perf.py: ratios are paired by round, targets judged on the median."""
+"""analysis/report/perf.py: ratios are paired by round, targets judged on the median."""
 
 import json
 
 import pandas as pd
 import pytest
 
-from analysis import perf
-from analysis.report import TEMPLATE, write_perf_section
-from analysis.sections import perf as section
-from analysis.sections.base import Prose
+from analysis.report import TEMPLATE, perf, write_perf_section
+from analysis.report.sections import perf as section
+from analysis.report.sections.base import Prose
 
 PROSE = Prose(TEMPLATE.read_text())
 

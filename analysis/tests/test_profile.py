@@ -18,7 +18,7 @@ import pytest
 from analysis import ports, profile
 from analysis.grade import kitload
 from analysis.kernel_sockets import NotListening, wait_listening
-from analysis.procs import pick_port
+from analysis.runner.procs import pick_port
 from analysis.tests.helpers import PY, RELEASE, REPO, built_fixture, preload_library
 
 LIB = RELEASE / "liblockprof.so"

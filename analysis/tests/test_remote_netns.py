@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from analysis import remote as RM
+from analysis.runner import remote as RM
 from analysis.tests.helpers import cli
 from analysis.tests.test_runner import interrupt_lab, procs_of, rows
 
@@ -59,8 +59,8 @@ def test_client_start_at_and_histogram_out(real_bin, tmp_path):
     request once; a bad or too-far --start-at is refused with exit 2."""
     import time
 
-    from analysis.procs import pick_port
-    from analysis.server_spec import Options, Place, ServerSpec, launch
+    from analysis.runner.procs import pick_port
+    from analysis.runner.server_spec import Options, Place, ServerSpec, launch
     client = str(real_bin / "client")
     port = pick_port()
     spec = ServerSpec("main1", "lockbench", real_bin / "main1")

@@ -113,9 +113,9 @@ def test_a_new_section_is_one_function_and_one_line(tmp_path, monkeypatch):
     """The seam for new sections (docs/analysis.md): a pure function returning blocks,
     figures and files, added to SECTIONS; the writer numbers its figure after the others
     and writes its files."""
-    from analysis import figures as F
     from analysis import report as R
-    from analysis.sections.base import Fig, Section
+    from analysis.report import figures as F
+    from analysis.report.sections.base import Fig, Section
 
     def extra(data):
         fig, ax = F.new_figure(figsize=(3, 2))
@@ -140,7 +140,7 @@ def test_a_new_section_is_one_function_and_one_line(tmp_path, monkeypatch):
 def test_sections_write_no_files(tmp_path, monkeypatch):
     """Sections are pure: run in an empty working directory they create nothing."""
     from analysis.report import latest_perf, read_data
-    from analysis.sections import SECTIONS
+    from analysis.report.sections import SECTIONS
 
     assert latest_perf() is not None  # the committed bench/perf.py run
     data = read_data(SMALL, FIXTURES / "microbench_tiny.json", perf=latest_perf())
@@ -158,7 +158,7 @@ def test_sections_write_no_files(tmp_path, monkeypatch):
 
 
 def test_prose_template_blocks():
-    from analysis.sections.base import Prose
+    from analysis.report.sections.base import Prose
 
     p = Prose("<!-- header -->\n<!-- block a -->\nHello $who.\n\n<!-- block b -->\n$$5\n")
     assert p("a", who="you") == "Hello you." and p("b") == "$5"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from analysis.ports import twin
-from analysis.procs import parse_summary, pick_port
+from analysis.runner.procs import parse_summary, pick_port
 from analysis.tests.helpers import BINARIES, PY, REPO, cli
 
 T = 90   # seconds: the bound of any one runner invocation here

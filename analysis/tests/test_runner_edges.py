@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis import runner as R
-from analysis.procs import StartError
-from analysis.server_spec import Options, Place, ServerSpec, launch
+from analysis.runner import experiment as R
+from analysis.runner.procs import StartError
+from analysis.runner.server_spec import Options, Place, ServerSpec, launch
 from analysis.tests.helpers import PY, REPO, cli
 from analysis.tests.test_runner import procs_of, rows
 
@@ -134,7 +134,8 @@ def test_a_locked_folder_is_refused(tmp_path):
     # Another process holds the lock of an (empty) folder: this process may not take it.
     d = tmp_path / "r"
     d.mkdir()
-    code = ("import sys, time; from pathlib import Path; from analysis import runner as R; "
+    code = ("import sys, time; from pathlib import Path; "
+            "from analysis.runner import experiment as R; "
             "R.lock_results_dir(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)")
     p = subprocess.Popen([PY, "-c", code, str(d)], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from analysis import microbench as M
 from analysis import report as R
-from analysis import which_lock as W
+from analysis.report import microbench as M
+from analysis.report import which_lock as W
 
 from .helpers import REPO
 

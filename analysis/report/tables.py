@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import server_label, server_order
+from .. import server_label, server_order
 from .stats import mean_ci, ratio_range
 
 MS = 1e3

@@ -29,9 +29,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ports
-from .kernel_sockets import parse_table
-from .ports import twin
+from .. import ports
+from ..kernel_sockets import parse_table
+from ..ports import twin
 from .procs import (
     _LIVE,
     KIT_TIME_FILE,
@@ -316,7 +316,7 @@ class RemoteServer:
             if not self.alive():
                 self.stop()
                 last = self._last_log_line()
-                from .kernel_sockets import describe_exit
+                from ..kernel_sockets import describe_exit
                 raise StartError(f"{self.name} (n={self.n}) exited at start-up "
                                  f"({describe_exit(self.exit_code)}) on host "
                                  f"{self.host.label!r}: {last or 'no message'}")
@@ -351,7 +351,7 @@ class RemoteServer:
 
     def died(self) -> RunError:
         self.stop()
-        from .kernel_sockets import describe_exit
+        from ..kernel_sockets import describe_exit
         return RunError(f"{self.name} (n={self.n}) died during the experiment on host "
                         f"{self.host.label!r} ({describe_exit(self.exit_code)}); "
                         f"see {self.log_file}")

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import server_label as name  # how sentences name a server
-from . import server_order
+from .. import server_label as name  # how sentences name a server
+from .. import server_order
 from .stats import SINGLE_RUN_BAND, format_tiers, is_tie, overlap, ratio_range, tiers
 from .tables import ordered_values
 

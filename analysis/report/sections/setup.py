@@ -1,6 +1,6 @@
 """The title and the Setup section: machine, build and parameters, from metadata.json."""
 
-from .. import STRATEGIES, describe, server_order
+from ... import STRATEGIES, describe, server_order
 from .base import ReportData, Section
 
 

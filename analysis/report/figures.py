@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import server_label, server_order
+from .. import server_label, server_order
 from .tables import ordered_values
 
 CDF_POINTS = 800  # points per CDF curve (ranks evenly spaced; exact at the drawn points)

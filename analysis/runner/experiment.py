@@ -22,12 +22,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import LOCKSERVER, SERVERS, server_command
+from .. import LOCKSERVER, SERVERS, server_command
+from ..kernel_sockets import describe_exit
+from ..load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
+from ..ports import twin
+from ..progress import Progress
 from . import remote as RM
 from . import server_spec as SS
-from .kernel_sockets import describe_exit
-from .load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
-from .ports import twin
 from .procs import (
     HOST,
     RunError,
@@ -39,9 +40,8 @@ from .procs import (
     port_free,
     run_client,
 )
-from .progress import Progress
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LAB_N = (10, 100, 1000)
 
 # Sweep values: full and --quick.

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import server_order
+from .. import server_order
 from .stats import SINGLE_RUN_BAND, is_tie, rank_of, ratio_range, tiers
 
 BASELINE = "unprotected"

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import matplotlib
 
+from ..load import LoadError, load_results
 from . import figures as F
-from .load import LoadError, load_results
 from .microbench import MicrobenchError, parse_benchmarks
 from .sections import SECTIONS
 from .sections.base import Fig, Prose, ReportData
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "report" / "templates" / "report.md"
 
 

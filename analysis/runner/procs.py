@@ -19,9 +19,9 @@ import threading
 import time
 from pathlib import Path
 
-from . import ports
-from .kernel_sockets import ListenTimeout, ProcessExited, describe_exit, wait_listening
-from .ports import twin
+from .. import ports
+from ..kernel_sockets import ListenTimeout, ProcessExited, describe_exit, wait_listening
+from ..ports import twin
 
 HOST = "127.0.0.1"
 
