@@ -90,6 +90,9 @@ def why_slow(strategy: str, c: WorkloadClass, cores: int) -> str:
     if t.combining:
         return ("one combiner applies everyone's operations in turn: serial, plus the "
                 "hand-off through the publication list")
+    if "bravo" in strategy and c.read_pct < 100:
+        return ("every write revokes the readers' bias and waits for the reader table to "
+                "drain")
     if t.one_lock and threads > 1 and c.n > 1 and not (t.shared_reads and c.read_pct == 100):
         return "one lock serialises accesses to different strings"
     if "wpref" in strategy and c.read_pct >= 70:
@@ -202,6 +205,8 @@ def floor_summary(df: pd.DataFrame) -> dict | None:
                    hot.sort_values("vs_unprotected").iloc[-1]))
     return {"hot": len(hot), "hot_settings": len(hot.groupby(M.SETTING)),
             "example": example, "other": len(other),
+            "other_most": (f"{(other['vs_unprotected'].max() - 1) * 100:.1f} %"
+                           if len(other) else "-"),
             "other_rows": "; ".join(f"{r.strategy} at {r.read_pct}% r, n={r.n}, "
                                     f"{r.delay_us} us, {r.threads} thr"
                                     for r in other.itertuples()) or "none"}

@@ -103,12 +103,14 @@ def test_faster_than_no_lock_beyond_the_spread_is_reported_and_explained_on_a_ho
     assert s["example"] == ("one-ttas-backoff at 50% reads, 4 threads: 2.50x the unprotected "
                             "store, Jain's index 0.97 against 0.99")
     assert s["other_rows"] == "seqlock-per-slot at 70% r, n=1000, 10 us, 8 thr"
+    assert s["other_most"] == "110.0 %"
 
 
 @pytest.mark.parametrize("strategy, why", [
     ("one-clh", "FIFO hand-over"), ("ticketlock-per-slot", "FIFO hand-over"),
     ("spinlock-per-slot", "waiters spin"), ("flat-combining", "one combiner"),
-    ("rwlock-per-slot-wpref", "writer preference"), ("one-bravo", "one lock serialises")])
+    ("rwlock-per-slot-wpref", "writer preference"), ("one-bravo", "every write revokes"),
+    ("one-futex-mutex", "one lock serialises")])
 def test_reasons_follow_what_the_strategy_is(strategy, why):
     c = W.WorkloadClass("x", 95, 1000, 0, "32")
     assert W.why_slow(strategy, c, cores=2).startswith(why)
