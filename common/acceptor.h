@@ -1,7 +1,7 @@
 // Accepting connections: the overload policy every accepting thread shares.
 //
 // The accept loop (server.cpp) accepts for thread per connection and the
-// worker pool; epoll loops accept for themselves (event_io.h), each from its
+// worker pool; epoll loops accept for themselves (epoll_io.h), each from its
 // own epoll set. Both take connections through one AcceptPolicy, so the
 // overload policy is written once:
 //
