@@ -137,57 +137,52 @@ concept SharedLockableWithContext = requires(L& lock, LockContext<L>* context) {
 template <typename L>
 concept SharedLockable = SharedLockableWithoutContext<L> || SharedLockableWithContext<L>;
 
-// Holds *lock exclusively from construction to destruction.
-template <typename L>
-class SCOPED_CAPABILITY ExclusiveGuard {
+// Holds *lock from construction to destruction: shared if kShared, else
+// exclusively. One class for both modes: each constructor carries its own
+// thread-safety annotation (the requires-clause picks one), and the
+// destructor releases whichever was taken (RELEASE_GENERIC).
+template <typename L, bool kShared>
+class SCOPED_CAPABILITY Guard {
  public:
-  explicit ExclusiveGuard(L* lock) ACQUIRE(lock) : lock_(lock) {
-    if constexpr (HasLockContext<L>) {
-      lock_->Lock(&context_);
-    } else {
-      lock_->Lock();
-    }
-  }
-  ~ExclusiveGuard() RELEASE() {
-    if constexpr (HasLockContext<L>) {
-      lock_->Unlock(&context_);
-    } else {
-      lock_->Unlock();
-    }
-  }
-  ExclusiveGuard(const ExclusiveGuard&) = delete;
-  ExclusiveGuard& operator=(const ExclusiveGuard&) = delete;
+  explicit Guard(L* lock) requires(!kShared) ACQUIRE(lock) : lock_(lock) { Acquire(); }
+  explicit Guard(L* lock) requires(kShared) ACQUIRE_SHARED(lock) : lock_(lock) { Acquire(); }
+  ~Guard() RELEASE_GENERIC() { Release(); }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
 
  private:
-  L* const lock_;
-  [[no_unique_address]] LockContext<L> context_;  // see the top of this file
-};
-
-// Holds *lock shared from construction to destruction.
-template <SharedLockable L>
-class SCOPED_CAPABILITY SharedGuard {
- public:
-  explicit SharedGuard(L* lock) ACQUIRE_SHARED(lock) : lock_(lock) {
+  void Acquire() NO_THREAD_SAFETY_ANALYSIS { Call<true>(); }
+  void Release() NO_THREAD_SAFETY_ANALYSIS { Call<false>(); }
+  // lock_->Lock or Unlock (LockShared or UnlockShared if kShared), given
+  // &context_ when L has a Context (a queue lock's node: see the top of this
+  // file). The annotations are on the constructors and the destructor.
+  template <bool kAcquire>
+  void Call() NO_THREAD_SAFETY_ANALYSIS {
+    const auto call = [this](auto... context) NO_THREAD_SAFETY_ANALYSIS {
+      if constexpr (kShared) {
+        kAcquire ? lock_->LockShared(context...) : lock_->UnlockShared(context...);
+      } else {
+        kAcquire ? lock_->Lock(context...) : lock_->Unlock(context...);
+      }
+    };
     if constexpr (HasLockContext<L>) {
-      lock_->LockShared(&context_);
+      call(&context_);
     } else {
-      lock_->LockShared();
+      call();
     }
   }
-  ~SharedGuard() RELEASE() {
-    if constexpr (HasLockContext<L>) {
-      lock_->UnlockShared(&context_);
-    } else {
-      lock_->UnlockShared();
-    }
-  }
-  SharedGuard(const SharedGuard&) = delete;
-  SharedGuard& operator=(const SharedGuard&) = delete;
 
- private:
   L* const lock_;
   [[no_unique_address]] LockContext<L> context_;
 };
+
+// Holds *lock exclusively from construction to destruction.
+template <typename L>
+using ExclusiveGuard = Guard<L, false>;
+
+// Holds *lock shared from construction to destruction.
+template <SharedLockable L>
+using SharedGuard = Guard<L, true>;
 
 // The guard a reader takes: shared where the lock has a shared mode,
 // exclusive otherwise (a plain mutex serialises readers too).

@@ -68,13 +68,13 @@ TEST(StrategyRegistryTest, EverySampledStoreTimesOneAccessIn64) {
     for (int i = 0; i < 64 * 8; ++i) {
       Value v;
       AccessTiming t{.wait_ns = 123, .hold_ns = 456};
-      const std::string text = "v" + std::to_string(i);
+      const std::string text = std::to_string(1000 + i);
       if (i % 2 == 0) {
         ASSERT_TRUE(store->Write(i % 10, text, &v, &t).ok());
         EXPECT_EQ(std::string(FrameText({v.data(), v.size()})), text);
       } else {
         ASSERT_TRUE(store->Read((i - 1) % 10, &v, &t).ok());
-        EXPECT_EQ(std::string(FrameText({v.data(), v.size()})), "v" + std::to_string(i - 1));
+        EXPECT_EQ(std::string(FrameText({v.data(), v.size()})), std::to_string(1000 + i - 1));
       }
       if (t.wait_ns >= 0) {
         ++timed;
