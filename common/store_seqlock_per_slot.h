@@ -80,7 +80,7 @@ class BasicSeqLockPerSlotStore final : public SlotStoreBase<BasicSeqLockPerSlotS
     for (std::size_t i = 0; i < n; ++i) {
       Value v;
       FillFrame(StringArray::InitialValue(i), &v);
-      Words w;
+      Words w{};
       ToWords(v, &w);
       for (std::size_t k = 0; k < kWords; ++k) {
         slots_[i].words[k].store(w[k], std::memory_order_relaxed);
@@ -110,7 +110,7 @@ class BasicSeqLockPerSlotStore final : public SlotStoreBase<BasicSeqLockPerSlotS
     Slot& slot = slots_[pos];
     Value v;
     FillFrame(text, &v);
-    Words w;
+    Words w{};
     ToWords(v, &w);
     TimedSlotWrite<Timing>(
         &slot.write_mu, delay_, timing,
@@ -134,10 +134,8 @@ class BasicSeqLockPerSlotStore final : public SlotStoreBase<BasicSeqLockPerSlotS
     std::atomic<uint64_t> words[kWords] = {};  // the value, 8 bytes a word
   };
 
-  static void ToWords(const Value& v, Words* w) {
-    std::memset(*w, 0, sizeof(Words));
-    std::memcpy(*w, v.data(), kFrameSize);
-  }
+  // REQUIRES: *w zeroed (its last word is only partly covered by the frame).
+  static void ToWords(const Value& v, Words* w) { std::memcpy(*w, v.data(), kFrameSize); }
 
   // One optimistic read attempt; true (and *out filled) if no write raced.
   static bool TryCopy(const Slot& slot, Value* out) {
