@@ -21,6 +21,9 @@
 // several such locks has one Context per lock: McsLock's queue node
 // (store_mcs_lock.h), ClhLock's nodes, BravoRwLock's reader slot.
 //
+// None of them is copyable or movable (their std:: members are not), so a
+// lock keeps its address while anyone may hold it.
+//
 // Thread safety: each lock is safe for concurrent use, as its std::
 // counterpart; a guard belongs to the thread that made it. Lock()/Unlock()
 // exist for the guards: code takes locks through guards only (STYLE.md 5).
@@ -39,10 +42,6 @@ namespace kv {
 // An exclusive lock: std::mutex (a futex; waiters sleep in the kernel).
 class CAPABILITY("mutex") Mutex {
  public:
-  Mutex() = default;
-  Mutex(const Mutex&) = delete;
-  Mutex& operator=(const Mutex&) = delete;
-
   void Lock() ACQUIRE() { mu_.lock(); }
   void Unlock() RELEASE() { mu_.unlock(); }
   // Tells the analysis mu is held where it cannot see why (no run-time check).
@@ -59,10 +58,6 @@ class CAPABILITY("mutex") Mutex {
 // return.
 class CondVar {
  public:
-  CondVar() = default;
-  CondVar(const CondVar&) = delete;
-  CondVar& operator=(const CondVar&) = delete;
-
   // Waits until notified (or a spurious wake-up), or `timeout` passes.
   // Every waiter on one CondVar uses the same *mu.
   void WaitFor(Mutex* mu, std::chrono::nanoseconds timeout) REQUIRES(mu) {
@@ -88,10 +83,6 @@ class CondVar {
 // of readers can starve a writer; see store_writer_pref_rwlock.h).
 class CAPABILITY("shared_mutex") SharedMutex {
  public:
-  SharedMutex() = default;
-  SharedMutex(const SharedMutex&) = delete;
-  SharedMutex& operator=(const SharedMutex&) = delete;
-
   void Lock() ACQUIRE() { rw_.lock(); }
   void Unlock() RELEASE() { rw_.unlock(); }
   void LockShared() ACQUIRE_SHARED() { rw_.lock_shared(); }

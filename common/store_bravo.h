@@ -155,9 +155,9 @@ class CAPABILITY("shared_mutex") BravoRwLock {
   std::atomic<int64_t> inhibit_until_{0};  // MonotonicNanos() before which it stays off
 };
 
-using OneBravoStore = LockedStore<WholeArray<BravoRwLock>, "one-bravo">;
-using BravoPerSlotStore = LockedStore<PerSlot<BravoRwLock>, "bravo-per-slot">;
-using StripedBravoStore = LockedStore<Stripes<BravoRwLock>, "striped-bravo">;
+using BravoRwLocks =
+    LockFamily<BravoRwLock, "bravo",
+               "BRAVO rwlock (a pthread rwlock with biased readers in a shared slot table)">;
 
 }  // namespace kv
 

@@ -105,9 +105,8 @@ class CAPABILITY("mutex") ClhLock {
   std::atomic<Node*> tail_;  // the last node enqueued; its flag clear: free
 };
 
-using OneClhLockStore = LockedStore<WholeArray<ClhLock>, "one-clh">;
-using ClhLockPerSlotStore = LockedStore<PerSlot<ClhLock>, "clh-per-slot">;
-using StripedClhLockStore = LockedStore<Stripes<ClhLock>, "striped-clh">;
+using ClhLocks =
+    LockFamily<ClhLock, "clh", "CLH queue lock (waiters spin on the predecessor's node)">;
 
 }  // namespace kv
 

@@ -72,15 +72,11 @@ namespace kv {
 // the microbenchmarks sample with SampledTsc). The owner decides whether its
 // request is sampled; the combiner reads the clock only for one that is.
 template <typename Timing = Timed>
-class BasicFlatCombiningStore final : public SlotStoreBase<BasicFlatCombiningStore<Timing>> {
-  using Base = SlotStoreBase<BasicFlatCombiningStore<Timing>>;
-  using Base::delay_;
-  using Base::n_;
+class BasicFlatCombiningStore final
+    : public SlotStoreBase<BasicFlatCombiningStore, Timing, "flat-combining"> {
+  using Base = SlotStoreBase<BasicFlatCombiningStore, Timing, "flat-combining">;
 
  public:
-  template <typename OtherTiming>
-  using WithTiming = BasicFlatCombiningStore<OtherTiming>;
-  static constexpr std::string_view kStrategyName = "flat-combining";
   static constexpr std::size_t kPublicationSlots = 64;
   static constexpr int kCombinePasses = 4;
 
@@ -94,15 +90,11 @@ class BasicFlatCombiningStore final : public SlotStoreBase<BasicFlatCombiningSto
 
   // wait_ns: from the call to the moment a combiner started on the request;
   // hold_ns: the request's own section (its delays and copies).
-  Status Read(std::size_t pos, Value* out, AccessTiming* timing) override {
-    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
+  void ReadAt(std::size_t pos, Value* out, AccessTiming* timing) {
     Execute({.write = false, .pos = pos, .text = {}, .out = out}, timing);
-    return Status::OK();
   }
-  Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
-    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
+  void WriteAt(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) {
     Execute({.write = true, .pos = pos, .text = text, .out = out}, timing);
-    return Status::OK();
   }
 
  private:
@@ -199,10 +191,10 @@ class BasicFlatCombiningStore final : public SlotStoreBase<BasicFlatCombiningSto
     if (r->timed) r->got = Timing::Now();
     Value& value = values_[r->pos];
     if (r->write) {
-      delay_->Pause();  // setContent()
+      this->delay_->Pause();  // setContent()
       FillFrame(r->text, &value);
     }
-    delay_->Pause();  // getContent()
+    this->delay_->Pause();  // getContent()
     *r->out = value;
     if (r->timed) r->done = Timing::Now();
   }

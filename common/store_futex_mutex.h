@@ -99,9 +99,8 @@ class CAPABILITY("mutex") FutexMutex {
                 std::atomic<uint32_t>::is_always_lock_free);
 };
 
-using OneFutexMutexStore = LockedStore<WholeArray<FutexMutex>, "one-futex-mutex">;
-using FutexMutexPerSlotStore = LockedStore<PerSlot<FutexMutex>, "futex-mutex-per-slot">;
-using StripedFutexMutexStore = LockedStore<Stripes<FutexMutex>, "striped-futex-mutex">;
+using FutexMutexes =
+    LockFamily<FutexMutex, "futex-mutex", "futex mutex of our own (Drepper's 0/1/2 mutex)">;
 
 }  // namespace kv
 

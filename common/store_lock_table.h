@@ -40,6 +40,7 @@
 #include "common/access_timer.h"
 #include "common/artificial_delay.h"
 #include "common/clock.h"
+#include "common/fixed_string.h"
 #include "common/mutex.h"
 #include "common/protocol.h"
 #include "common/status.h"
@@ -55,15 +56,6 @@ inline constexpr std::size_t kCacheLineSize = 64;
 // a line boundary, so it never shares a line with a neighbour.
 template <typename T>
 struct alignas(kCacheLineSize) Padded : T {};
-
-// A strategy's name as a template argument: LockedStore<T, "one-mutex">.
-template <std::size_t N>
-struct StrategyName {
-  // NOLINTNEXTLINE(google-explicit-constructor): converts string literals.
-  constexpr StrategyName(const char (&text)[N]) { std::copy_n(text, N, chars); }
-  constexpr std::string_view view() const { return {chars, N - 1}; }
-  char chars[N] = {};
-};
 
 inline constexpr std::size_t kDefaultStripes = 16;
 inline constexpr std::size_t kMaxStripes = std::size_t{1} << 20;
@@ -198,7 +190,7 @@ class PerSlot {
 // checks and the delays are here, once, for every lock-based strategy.
 // Timing: a policy from common/access_timer.h (the server's Timed by default;
 // the microbenchmarks use NoTiming and SampledTsc).
-template <typename Table, StrategyName kName, typename Timing = Timed>
+template <typename Table, FixedString kName, typename Timing = Timed>
 class LockedStore final : public Store {
  public:
   using TimingPolicy = Timing;
@@ -267,6 +259,21 @@ class LockedStore final : public Store {
   const std::size_t n_;
   ArtificialDelay* const delay_;
   Table table_;
+};
+
+// A lock type in the three granularities, registered with one line
+// (strategy_registry.cpp): the strategies one-<name>, <name>-per-slot and
+// striped-<name>, described from `kWhat`, one such lock in words.
+template <typename L, FixedString kName, FixedString kWhat>
+struct LockFamily {
+  using One = LockedStore<WholeArray<L>, FixedString("one-") + kName>;
+  using PerString = LockedStore<PerSlot<L>, kName + FixedString("-per-slot")>;
+  using Striped = LockedStore<Stripes<L>, FixedString("striped-") + kName>;
+
+  static constexpr auto kOneWhat = FixedString("one ") + kWhat + FixedString(" for the array");
+  static constexpr auto kPerStringWhat = FixedString("one ") + kWhat + FixedString(" per string");
+  static constexpr auto kStripedWhat =
+      FixedString("one ") + kWhat + FixedString(" per stripe (--stripes K, default 16)");
 };
 
 }  // namespace kv

@@ -92,9 +92,7 @@ class CAPABILITY("mutex") McsLock {
   std::atomic<Context*> tail_{nullptr};  // the last node in the queue; null: free
 };
 
-using OneMcsLockStore = LockedStore<WholeArray<McsLock>, "one-mcs">;
-using McsLockPerSlotStore = LockedStore<PerSlot<McsLock>, "mcs-per-slot">;
-using StripedMcsLockStore = LockedStore<Stripes<McsLock>, "striped-mcs">;
+using McsLocks = LockFamily<McsLock, "mcs", "MCS queue lock (waiters spin on their own node)">;
 
 }  // namespace kv
 

@@ -93,9 +93,9 @@ class CAPABILITY("shared_mutex") PhaseFairRwLock {
   std::atomic<uint32_t> wout_{0};  // writer tickets served
 };
 
-using OnePhaseFairRwLockStore = LockedStore<WholeArray<PhaseFairRwLock>, "one-pflock">;
-using PhaseFairRwLockPerSlotStore = LockedStore<PerSlot<PhaseFairRwLock>, "pflock-per-slot">;
-using StripedPhaseFairRwLockStore = LockedStore<Stripes<PhaseFairRwLock>, "striped-pflock">;
+using PhaseFairRwLocks =
+    LockFamily<PhaseFairRwLock, "pflock",
+               "phase-fair ticket rwlock (PF-T: reads and writes alternate, neither starves)">;
 
 }  // namespace kv
 

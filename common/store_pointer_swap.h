@@ -46,25 +46,32 @@
 #include "common/access_timer.h"
 #include "common/hazard_pointer.h"
 #include "common/mutex.h"
+#include "common/protocol.h"
 #include "common/store.h"
 #include "common/store_slot_base.h"
 #include "common/string_array.h"
 
 namespace kv {
 
+// One string's current value and its writers' mutex, a cache line of its
+// own. It does not depend on the store's timing policy, so every policy
+// shares one type.
+struct alignas(64) PointerSwapSlot {
+  std::atomic<const Value*> current{nullptr};  // immutable value
+  // Serialises this slot's writers. It guards no member in the analysis's
+  // sense: `current` is atomic and readers load it without the lock; the
+  // mutex makes each writer's swap-then-read-back one exclusive section.
+  Mutex write_mu;
+};
+
 // Timing: a policy from common/access_timer.h (the server's Timed by default;
 // the microbenchmarks sample with SampledTsc).
 template <typename Timing = Timed>
-class BasicPointerSwapStore final : public SlotStoreBase<BasicPointerSwapStore<Timing>> {
-  using Base = SlotStoreBase<BasicPointerSwapStore<Timing>>;
-  using Base::delay_;
-  using Base::n_;
+class BasicPointerSwapStore final
+    : public SlotStoreBase<BasicPointerSwapStore, Timing, "pointer-swap"> {
+  using Base = SlotStoreBase<BasicPointerSwapStore, Timing, "pointer-swap">;
 
  public:
-  template <typename OtherTiming>
-  using WithTiming = BasicPointerSwapStore<OtherTiming>;
-  static constexpr std::string_view kStrategyName = "pointer-swap";
-
   // REQUIRES: n >= 1; `delay` outlives the store.
   BasicPointerSwapStore(std::size_t n, ArtificialDelay* delay)
       : Base(n, delay), slots_(std::make_unique<Slot[]>(n)) {
@@ -75,7 +82,7 @@ class BasicPointerSwapStore final : public SlotStoreBase<BasicPointerSwapStore<T
   }
   // REQUIRES: no thread is still using the store.
   ~BasicPointerSwapStore() override {
-    for (std::size_t i = 0; i < n_; ++i) {
+    for (std::size_t i = 0; i < this->size(); ++i) {
       // Takes back what AllocateValue() gave the slot; freed here.
       std::unique_ptr<const Value> last(slots_[i].current.load(std::memory_order_relaxed));
     }
@@ -86,8 +93,7 @@ class BasicPointerSwapStore final : public SlotStoreBase<BasicPointerSwapStore<T
   // Readers take no lock: wait_ns is the time to protect the pointer (a
   // retry only if a writer swapped meanwhile), hold_ns the delay plus the
   // copy, timed by the same AccessClock as LockedStore, so benchmarks compare alike.
-  Status Read(std::size_t pos, Value* out, AccessTiming* timing) override {
-    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
+  void ReadAt(std::size_t pos, Value* out, AccessTiming* timing) {
     AccessClock<Timing> clock;
     {
       // The hazard keeps this version alive while we pause and copy it, even
@@ -95,19 +101,17 @@ class BasicPointerSwapStore final : public SlotStoreBase<BasicPointerSwapStore<T
       HazardGuard guard;
       const Value* current = guard.Protect(slots_[pos].current);
       clock.Got();
-      delay_->Pause();
+      this->delay_->Pause();
       *out = *current;
     }
     clock.Finish(timing);
-    return Status::OK();
   }
 
-  Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
-    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
+  void WriteAt(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) {
     Slot& slot = slots_[pos];
     const Value* fresh = nullptr;
     TimedSlotWrite<Timing>(
-        &slot.write_mu, delay_, timing,
+        &slot.write_mu, this->delay_, timing,
         [&] {
           fresh = AllocateValue(text);
           // seq_cst: the hazard-pointer protocol needs the swap ordered
@@ -117,20 +121,13 @@ class BasicPointerSwapStore final : public SlotStoreBase<BasicPointerSwapStore<T
         // Only a later writer of this slot (excluded by write_mu) could
         // retire `fresh`.
         [&] { *out = *fresh; });
-    return Status::OK();
   }
 
   // Retired values not yet freed (for tests).
   std::size_t pending_reclamation() { return retired_.pending(); }
 
  private:
-  struct alignas(64) Slot {
-    std::atomic<const Value*> current{nullptr};  // immutable value
-    // Serialises this slot's writers. It guards no member in the analysis's
-    // sense: `current` is atomic and readers load it without the lock; the
-    // mutex makes each writer's swap-then-read-back one exclusive section.
-    Mutex write_mu;
-  };
+  using Slot = PointerSwapSlot;
 
   // Ownership of a value: made here, held as a raw pointer by its slot's
   // atomic `current` while published (readers need a plain atomic pointer),

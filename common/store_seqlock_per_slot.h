@@ -51,6 +51,7 @@
 
 #include "common/access_timer.h"
 #include "common/mutex.h"
+#include "common/protocol.h"
 #include "common/store.h"
 #include "common/store_slot_base.h"
 #include "common/string_array.h"
@@ -58,18 +59,24 @@
 
 namespace kv {
 
+// One string's seqlock and value, a cache line pair of its own. It does not
+// depend on the store's timing policy, so every policy shares one type.
+struct alignas(64) SeqLockSlot {
+  static constexpr std::size_t kWords = (kFrameSize + 7) / 8;  // 13
+
+  std::atomic<uint64_t> seq{0};              // odd while a writer is publishing
+  Mutex write_mu;                            // serialises this slot's writers
+  std::atomic<uint64_t> words[kWords] = {};  // the value, 8 bytes a word
+};
+
 // Timing: a policy from common/access_timer.h (the server's Timed by default;
 // the microbenchmarks sample with SampledTsc).
 template <typename Timing = Timed>
-class BasicSeqLockPerSlotStore final : public SlotStoreBase<BasicSeqLockPerSlotStore<Timing>> {
-  using Base = SlotStoreBase<BasicSeqLockPerSlotStore<Timing>>;
-  using Base::delay_;
-  using Base::n_;
+class BasicSeqLockPerSlotStore final
+    : public SlotStoreBase<BasicSeqLockPerSlotStore, Timing, "seqlock-per-slot"> {
+  using Base = SlotStoreBase<BasicSeqLockPerSlotStore, Timing, "seqlock-per-slot">;
 
  public:
-  template <typename OtherTiming>
-  using WithTiming = BasicSeqLockPerSlotStore<OtherTiming>;
-  static constexpr std::string_view kStrategyName = "seqlock-per-slot";
   // Failed read attempts before a reader yields the CPU (a writer preempted
   // while seq is odd would otherwise make readers spin a whole time slice).
   static constexpr int kRetriesBeforeYield = 64;
@@ -90,11 +97,10 @@ class BasicSeqLockPerSlotStore final : public SlotStoreBase<BasicSeqLockPerSlotS
 
   // wait_ns is the time spent in failed (raced) attempts, hold_ns the delay
   // plus the successful copy.
-  Status Read(std::size_t pos, Value* out, AccessTiming* timing) override {
-    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
+  void ReadAt(std::size_t pos, Value* out, AccessTiming* timing) {
     const AccessClock<Timing> clock;
     const int64_t start = clock.Now();
-    delay_->Pause();
+    this->delay_->Pause();
     const int64_t paused = clock.Now();
     int64_t attempt = paused;
     for (int failures = 1; !TryCopy(slots_[pos], out); ++failures) {
@@ -102,18 +108,16 @@ class BasicSeqLockPerSlotStore final : public SlotStoreBase<BasicSeqLockPerSlotS
       attempt = clock.Now();
     }
     clock.Report(attempt - paused, (paused - start) + (clock.Now() - attempt), timing);
-    return Status::OK();
   }
 
-  Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
-    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
+  void WriteAt(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) {
     Slot& slot = slots_[pos];
     Value v;
     FillFrame(text, &v);
     Words w{};
     ToWords(v, &w);
     TimedSlotWrite<Timing>(
-        &slot.write_mu, delay_, timing,
+        &slot.write_mu, this->delay_, timing,
         [&] {
           slot.write_mu.AssertHeld();  // TimedSlotWrite holds it
           PublishLocked(w, &slot);
@@ -121,18 +125,12 @@ class BasicSeqLockPerSlotStore final : public SlotStoreBase<BasicSeqLockPerSlotS
         // write_mu excludes other writers, so the slot still holds exactly
         // what we published.
         [&] { *out = v; });
-    return Status::OK();
   }
 
  private:
-  static constexpr std::size_t kWords = (kFrameSize + 7) / 8;  // 13
+  using Slot = SeqLockSlot;
+  static constexpr std::size_t kWords = Slot::kWords;
   using Words = uint64_t[kWords];
-
-  struct alignas(64) Slot {
-    std::atomic<uint64_t> seq{0};              // odd while a writer is publishing
-    Mutex write_mu;                            // serialises this slot's writers
-    std::atomic<uint64_t> words[kWords] = {};  // the value, 8 bytes a word
-  };
 
   // REQUIRES: *w zeroed (its last word is only partly covered by the frame).
   static void ToWords(const Value& v, Words* w) { std::memcpy(*w, v.data(), kFrameSize); }

@@ -19,23 +19,44 @@
 
 #include "common/access_timer.h"
 #include "common/artificial_delay.h"
+#include "common/fixed_string.h"
 #include "common/mutex.h"
+#include "common/protocol.h"
+#include "common/status.h"
 #include "common/store.h"
 
 namespace kv {
 
 // The part of a slot store that does not depend on how slots are kept:
-// the factory, the name (Derived::kStrategyName), the size and the delay.
-// Derived needs a public constructor Derived(std::size_t n, ArtificialDelay*).
-template <typename Derived>
+// the name, the factory, the timing policy (WithTiming rebuilds the store
+// with another), the size, the bounds check and the delay. StoreT<Timing>
+// derives from this and has, public: a constructor (std::size_t n,
+// ArtificialDelay*), and ReadAt and WriteAt, Read and Write for a pos < n.
+template <template <typename> class StoreT, typename Timing, FixedString kName>
 class SlotStoreBase : public Store {
  public:
+  template <typename OtherTiming>
+  using WithTiming = StoreT<OtherTiming>;
+  static constexpr std::string_view kStrategyName = kName.view();
+
   static std::unique_ptr<Store> Create(std::size_t n, ArtificialDelay* delay) {
-    return std::make_unique<Derived>(n, delay);
+    return std::make_unique<StoreT<Timing>>(n, delay);
   }
 
-  std::string_view name() const override { return Derived::kStrategyName; }
+  std::string_view name() const override { return kStrategyName; }
   std::size_t size() const override { return n_; }
+
+  // The bounds check, once; StoreT's ReadAt/WriteAt do the access itself.
+  Status Read(std::size_t pos, Value* out, AccessTiming* timing) final {
+    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
+    static_cast<StoreT<Timing>*>(this)->ReadAt(pos, out, timing);
+    return Status::OK();
+  }
+  Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) final {
+    if (pos >= n_) return Status::OutOfRange("pos", pos, n_);
+    static_cast<StoreT<Timing>*>(this)->WriteAt(pos, text, out, timing);
+    return Status::OK();
+  }
 
  protected:
   // REQUIRES: n >= 1; `delay` outlives the store.

@@ -69,14 +69,14 @@ using Strategies = testing::Types<
     OneMutexStore, MutexPerSlotStore, OneRwLockStore, RwLockPerSlotStore, StripedMutexStore,
     StripedRwLockStore, WithStripes<StripedMutexStore, 2>, WithStripes<StripedRwLockStore, 3>,
     OneWriterPrefRwLockStore, WriterPrefRwLockPerSlotStore, SpinLockPerSlotStore,
-    SeqLockPerSlotStore, PointerSwapStore, OneTicketLockStore, TicketLockPerSlotStore,
-    WithStripes<StripedTicketLockStore, 2>, OneTtasBackoffStore, TtasBackoffPerSlotStore,
-    WithStripes<StripedTtasBackoffStore, 2>, OneMcsLockStore, McsLockPerSlotStore,
-    WithStripes<StripedMcsLockStore, 2>, OneClhLockStore, ClhLockPerSlotStore,
-    WithStripes<StripedClhLockStore, 2>, OnePhaseFairRwLockStore, PhaseFairRwLockPerSlotStore,
-    WithStripes<StripedPhaseFairRwLockStore, 3>, OneBravoStore, BravoPerSlotStore,
-    WithStripes<StripedBravoStore, 3>, FlatCombiningStore, OneFutexMutexStore,
-    FutexMutexPerSlotStore, WithStripes<StripedFutexMutexStore, 2>>;
+    SeqLockPerSlotStore, PointerSwapStore, TicketLocks::One, TicketLocks::PerString,
+    WithStripes<TicketLocks::Striped, 2>, TtasBackoffLocks::One, TtasBackoffLocks::PerString,
+    WithStripes<TtasBackoffLocks::Striped, 2>, McsLocks::One, McsLocks::PerString,
+    WithStripes<McsLocks::Striped, 2>, ClhLocks::One, ClhLocks::PerString,
+    WithStripes<ClhLocks::Striped, 2>, PhaseFairRwLocks::One, PhaseFairRwLocks::PerString,
+    WithStripes<PhaseFairRwLocks::Striped, 3>, BravoRwLocks::One, BravoRwLocks::PerString,
+    WithStripes<BravoRwLocks::Striped, 3>, FlatCombiningStore, FutexMutexes::One,
+    FutexMutexes::PerString, WithStripes<FutexMutexes::Striped, 2>>;
 TYPED_TEST_SUITE(StoreTest, Strategies);
 
 TYPED_TEST(StoreTest, StartsWithInitialValues) {

@@ -52,9 +52,7 @@ class CAPABILITY("mutex") TicketLock {
   std::atomic<uint32_t> serving_{0};  // the ticket that may hold the lock
 };
 
-using OneTicketLockStore = LockedStore<WholeArray<TicketLock>, "one-ticketlock">;
-using TicketLockPerSlotStore = LockedStore<PerSlot<TicketLock>, "ticketlock-per-slot">;
-using StripedTicketLockStore = LockedStore<Stripes<TicketLock>, "striped-ticketlock">;
+using TicketLocks = LockFamily<TicketLock, "ticketlock", "ticket lock (FIFO spinlock)">;
 
 }  // namespace kv
 

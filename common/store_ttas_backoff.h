@@ -85,9 +85,8 @@ class CAPABILITY("mutex") TtasBackoffLock {
   std::atomic<bool> locked_{false};
 };
 
-using OneTtasBackoffStore = LockedStore<WholeArray<TtasBackoffLock>, "one-ttas-backoff">;
-using TtasBackoffPerSlotStore = LockedStore<PerSlot<TtasBackoffLock>, "ttas-backoff-per-slot">;
-using StripedTtasBackoffStore = LockedStore<Stripes<TtasBackoffLock>, "striped-ttas-backoff">;
+using TtasBackoffLocks =
+    LockFamily<TtasBackoffLock, "ttas-backoff", "TTAS spinlock with exponential back-off">;
 
 }  // namespace kv
 

@@ -55,7 +55,28 @@ constexpr StrategyInfo Entry(std::string_view description) {
           &Create<typename StoreT::template WithTiming<Sampled64>>};
 }
 
-constexpr std::array kStrategies = {
+// A lock family's three strategies (LockFamily, common/store_lock_table.h).
+template <typename Family>
+constexpr std::array<StrategyInfo, 3> EntriesOf() {
+  return {Entry<typename Family::One>(Family::kOneWhat.view()),
+          Entry<typename Family::PerString>(Family::kPerStringWhat.view()),
+          Entry<typename Family::Striped>(Family::kStripedWhat.view())};
+}
+
+// The table: the strategies written out one by one, then each family's three.
+template <typename... Families, std::size_t N>
+constexpr auto WithFamilies(const std::array<StrategyInfo, N>& single) {
+  std::array<StrategyInfo, N + 3 * sizeof...(Families)> all{};
+  auto at = std::copy(single.begin(), single.end(), all.begin());
+  ((at = std::ranges::copy(EntriesOf<Families>(), at).out), ...);
+  return all;
+}
+
+constexpr auto kStrategies = WithFamilies<
+    // The classic lock families (each header says how, when it wins, when it
+    // collapses).
+    TicketLocks, TtasBackoffLocks, McsLocks, ClhLocks, PhaseFairRwLocks, BravoRwLocks,
+    FutexMutexes>(std::array{
     Entry<OneMutexStore>("main1: one mutex for the whole array (everything serialised)"),
     Entry<MutexPerSlotStore>("main2: one mutex per string (reads of one string serialised)"),
     Entry<OneRwLockStore>("main3: one reader-preferring rwlock "
@@ -73,35 +94,9 @@ constexpr std::array kStrategies = {
                                "writers serialised by a per-string mutex"),
     Entry<PointerSwapStore>("RCU-like: lock-free readers copy an immutable value (hazard "
                             "pointers), writers swap in a new one"),
-    // The classic lock families (each header says how, when it wins, when it
-    // collapses): for the array, per string, and k stripes (--stripes).
-    Entry<OneTicketLockStore>("one ticket lock (FIFO spinlock) for the array"),
-    Entry<TicketLockPerSlotStore>("one ticket lock (FIFO spinlock) per string"),
-    Entry<StripedTicketLockStore>("k ticket locks (--stripes, default 16)"),
-    Entry<OneTtasBackoffStore>("one TTAS spinlock with exponential back-off for the array"),
-    Entry<TtasBackoffPerSlotStore>("one TTAS spinlock with exponential back-off per string"),
-    Entry<StripedTtasBackoffStore>("k TTAS back-off spinlocks (--stripes, default 16)"),
-    Entry<OneMcsLockStore>("one MCS queue lock for the array (waiters spin on their own node)"),
-    Entry<McsLockPerSlotStore>("one MCS queue lock per string"),
-    Entry<StripedMcsLockStore>("k MCS queue locks (--stripes, default 16)"),
-    Entry<OneClhLockStore>("one CLH queue lock for the array (waiters spin on the "
-                           "predecessor's node)"),
-    Entry<ClhLockPerSlotStore>("one CLH queue lock per string"),
-    Entry<StripedClhLockStore>("k CLH queue locks (--stripes, default 16)"),
-    Entry<OnePhaseFairRwLockStore>("one phase-fair ticket rwlock (PF-T) for the array: "
-                                   "reads and writes alternate, neither starves"),
-    Entry<PhaseFairRwLockPerSlotStore>("one phase-fair ticket rwlock (PF-T) per string"),
-    Entry<StripedPhaseFairRwLockStore>("k phase-fair rwlocks (--stripes, default 16)"),
-    Entry<OneBravoStore>("one BRAVO rwlock for the array: pthread rwlock with biased "
-                         "readers in a shared slot table"),
-    Entry<BravoPerSlotStore>("one BRAVO rwlock per string"),
-    Entry<StripedBravoStore>("k BRAVO rwlocks (--stripes, default 16)"),
     Entry<FlatCombiningStore>("flat combining: threads publish requests, one combiner "
                               "applies them under one lock"),
-    Entry<OneFutexMutexStore>("one futex mutex of our own (Drepper's 0/1/2 mutex) for the array"),
-    Entry<FutexMutexPerSlotStore>("one futex mutex of our own per string"),
-    Entry<StripedFutexMutexStore>("k futex mutexes of our own (--stripes, default 16)"),
-};
+});
 
 }  // namespace
 
