@@ -1,8 +1,9 @@
-// What the stores whose readers take no lock (store_seqlock_per_slot.h,
-// store_pointer_swap.h) share: the Store boilerplate (SlotStoreBase) and the
+// What the stores written without a lock table share: the Store boilerplate
+// (SlotStoreBase: store_seqlock_per_slot.h, store_pointer_swap.h,
+// store_flat_combining.h) and, for the two whose readers take no lock, the
 // writer's exclusive section (TimedSlotWrite).
 //
-// Both serialise a slot's writers with a per-slot Mutex and give a write the
+// Those two serialise a slot's writers with a per-slot Mutex and give a write the
 // lab's two delays inside that section: set (one delay, then publish the new
 // value) and get (one delay, then copy what was published back to the
 // caller). Only the publish and the copy differ, so they are passed in.
