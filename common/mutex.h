@@ -135,15 +135,13 @@ concept SharedLockable = SharedLockableWithoutContext<L> || SharedLockableWithCo
 template <typename L, bool kShared>
 class SCOPED_CAPABILITY Guard {
  public:
-  explicit Guard(L* lock) requires(!kShared) ACQUIRE(lock) : lock_(lock) { Acquire(); }
-  explicit Guard(L* lock) requires(kShared) ACQUIRE_SHARED(lock) : lock_(lock) { Acquire(); }
-  ~Guard() RELEASE_GENERIC() { Release(); }
+  explicit Guard(L* lock) requires(!kShared) ACQUIRE(lock) : lock_(lock) { Call<true>(); }
+  explicit Guard(L* lock) requires(kShared) ACQUIRE_SHARED(lock) : lock_(lock) { Call<true>(); }
+  ~Guard() RELEASE_GENERIC() { Call<false>(); }
   Guard(const Guard&) = delete;
   Guard& operator=(const Guard&) = delete;
 
  private:
-  void Acquire() NO_THREAD_SAFETY_ANALYSIS { Call<true>(); }
-  void Release() NO_THREAD_SAFETY_ANALYSIS { Call<false>(); }
   // lock_->Lock or Unlock (LockShared or UnlockShared if kShared), given
   // &context_ when L has a Context (a queue lock's node: see the top of this
   // file). The annotations are on the constructors and the destructor.

@@ -82,7 +82,7 @@ class BasicPointerSwapStore final
   }
   // REQUIRES: no thread is still using the store.
   ~BasicPointerSwapStore() override {
-    for (std::size_t i = 0; i < this->size(); ++i) {
+    for (std::size_t i = 0; i < this->n_; ++i) {
       // Takes back what AllocateValue() gave the slot; freed here.
       std::unique_ptr<const Value> last(slots_[i].current.load(std::memory_order_relaxed));
     }
