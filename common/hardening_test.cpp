@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/net.h"
 #include "common/protocol.h"
+#include "tests/frame_reader.h"
 
 namespace kv {
 namespace {

@@ -138,34 +138,6 @@ void RefuseConnection(int fd, std::string_view message) {
       send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got, int64_t idle_deadline_ns,
-                           int64_t frame_timeout_ns, int stop_fd) {
-  *got = 0;
-  int64_t deadline_ns = idle_deadline_ns;
-  while (*got < kFrameSize) {
-    // Try first: the request has usually arrived already, saving a poll().
-    const ssize_t r = recv(fd, buf + *got, kFrameSize - *got, MSG_DONTWAIT);
-    if (r > 0) {
-      if (*got == 0) {
-        // The frame has started: from now on only the frame bound counts,
-        // so a legitimate client that spoke late still gets its full frame
-        // time, and a trickling one cannot stretch it.
-        deadline_ns = MonotonicNanos() + frame_timeout_ns;
-      }
-      *got += static_cast<std::size_t>(r);
-      continue;
-    }
-    if (r == 0) return *got == 0 ? FrameRead::kClosed : FrameRead::kShortFrame;
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return FrameRead::kError;
-    const int ready = WaitFor(fd, POLLIN, deadline_ns, stop_fd);
-    if (ready == 2) return FrameRead::kStopped;
-    if (ready == 0) return FrameRead::kTimeout;
-    if (ready < 0) return FrameRead::kError;
-  }
-  return FrameRead::kFrame;
-}
-
 bool WriteFrame(int fd, const Frame& frame, int64_t deadline_ns) {
   std::size_t put = 0;
   while (put < frame.size()) {

@@ -56,29 +56,6 @@ int AcceptConnection(int listen_fd);
 // fd. Best effort: a peer that has not sent yet may see a reset instead.
 void RefuseConnection(int fd, std::string_view message);
 
-enum class FrameRead {
-  kFrame,       // kFrameSize bytes arrived
-  kShortFrame,  // 1..kFrameSize-1 bytes, then the peer half-closed
-  kClosed,      // the peer closed before sending a byte
-  kTimeout,     // the deadline passed (*got bytes arrived so far)
-  kError,       // reset or other socket error
-  kStopped,     // `stop_fd` became readable (server shutdown) while waiting;
-                // *got bytes of an unfinished frame are to be dropped
-};
-
-// Reads one frame into buf (kFrameSize bytes; *got receives the number of
-// bytes read) with two bounds, the server's defence against idle and
-// "slowloris" peers: the first byte must arrive before `idle_deadline_ns`
-// (MonotonicNanos() time);
-// once it has, the whole frame must be in within `frame_timeout_ns` of it,
-// however the peer trickles the rest (a byte a second cannot keep a
-// connection alive). kTimeout with *got == 0 means idle, *got > 0 stalled.
-// With `stop_fd` >= 0 (an eventfd/pipe that becomes readable at shutdown),
-// the read also ends with kStopped as soon as it has to wait while stop_fd is
-// readable: only the peer's own half-close (kShortFrame) makes a short frame.
-FrameRead ReadFrameBounded(int fd, char* buf, std::size_t* got, int64_t idle_deadline_ns,
-                           int64_t frame_timeout_ns, int stop_fd = -1);
-
 // Waits until fd has `events` (POLLIN/POLLOUT), `stop_fd` (if >= 0) is
 // readable, or `deadline_ns` passes. Returns 1 if fd is ready, 2 if stop_fd
 // is, 0 on timeout, -1 on error. Retries on EINTR.

@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/net.h"
+#include "tests/frame_reader.h"
 
 extern char** environ;
 
