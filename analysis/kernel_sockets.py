@@ -80,6 +80,22 @@ def _tables(net_dir: Path) -> list:
     return parse_table(_read(net_dir / "tcp")) + parse_table(_read(net_dir / "tcp6"))
 
 
+def accept_queue(port: int) -> int | None:
+    """Connections waiting to be accepted on this namespace's listener on `port` (for a
+    LISTEN socket the kernel shows that count as rx_queue), or None if nothing listens."""
+    for name in ("tcp", "tcp6"):
+        for line in _read(Path("/proc/net") / name).splitlines()[1:]:
+            f = line.split()
+            if len(f) < 10 or f[3].upper() != _LISTEN or not f[1].upper().endswith(
+                    f":{port:04X}"):
+                continue
+            try:
+                return int(f[4].rpartition(":")[2], 16)
+            except ValueError:
+                return None
+    return None
+
+
 def _children(pid: int) -> list | None:
     """pid's children from /proc/PID/task/*/children (None if the kernel lacks the file:
     CONFIG_PROC_CHILDREN)."""

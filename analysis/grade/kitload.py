@@ -10,6 +10,7 @@ import random
 import selectors
 import socket
 import string
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 FRAME = 100          # COM_BUFF_SIZE
 THREADS = 100        # COM_CLIENT_THREAD_COUNT
 PER_THREAD = 10      # requests per thread: 1000 a run (COM_NUM_REQUEST)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value; Python 3.11 has no name
 
 
 @dataclass
@@ -169,6 +171,110 @@ def drive(port: int, plan: list, timeout: float = 5.0, stop: threading.Event | N
     for t in threads:
         t.join(timeout * (len(plan[0]) if plan else 1) + 5)
     return done, time.monotonic() - t0
+
+
+def _open_all(port: int, n: int, timeout: float) -> list:
+    """n connections, opened one after another, all within `timeout` seconds together."""
+    socks, deadline = [], time.monotonic() + timeout
+    try:
+        for _ in range(n):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=left))
+    except BaseException:
+        for s in socks:
+            s.close()
+        raise
+    return socks
+
+
+def _rx_time(sock, want: int) -> tuple:
+    """(bytes, when the kernel received them, time.time() seconds) from a socket with
+    SO_TIMESTAMPNS set: the reply's arrival, however late this process reads it."""
+    data, anc, _, _ = sock.recvmsg(want, socket.CMSG_SPACE(16))
+    for level, kind, raw in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
+            sec, nsec = struct.unpack("qq", raw[:16])
+            return data, sec + nsec * 1e-9
+    return data, time.time()
+
+
+def _take_reply(key, got: dict, reqs: list) -> bool:
+    """Reads what came on key's connection; True once its whole reply is in (then the
+    request's end and reply are set). Raises EOFError if the server closed first."""
+    i = key.data
+    chunk, when = _rx_time(key.fileobj, FRAME - len(got[i]))
+    if not chunk:
+        raise EOFError("a connection was closed before its reply")
+    got[i] += chunk
+    if len(got[i]) < FRAME:
+        return False
+    reqs[i].end = when
+    reqs[i].reply = got.pop(i).split(b"\0", 1)[0].decode("utf-8", "replace")
+    return True
+
+
+def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None) -> tuple:
+    """The grader's clock probe: one connection per request, all opened first (a kit-style
+    server accepts each and parks a thread in read()); then `outstanding` requests are
+    sent at once and every reply sends the next, in the order the connections were opened,
+    until the last `outstanding` requests, of which one goes out every second reply. So
+    the server holds a long queue of requests through the batch while new ones keep
+    arriving, and the queue runs down before the last arrival: under one lock a request
+    waits for the ones queued before it, and a clock that leaves that wait out (started
+    after the lock, or a start time another thread wrote) shows a small part of it.
+    Sets each request's start (sent) and end (its reply reached this host's kernel, so
+    this process's own delays are not counted), both time.time() seconds, and reply;
+    queued() (optional) counts the connections the server has not accepted yet: the first
+    send waits (at most `timeout`) until it is 0. Returns ('' or what went wrong: the
+    first failure ends it, the connections still not accepted then, or None)."""
+    try:
+        socks = _open_all(port, len(reqs), timeout)
+    except OSError as e:
+        return f"opening {len(reqs)} connections: {type(e).__name__}: {e.strerror or e}", None
+    deadline = time.monotonic() + timeout
+    while queued is not None and queued() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    left = None if queued is None else queued()
+    sel = selectors.DefaultSelector()
+    got: dict = {}
+    nxt, replies, taper = 0, 0, len(reqs) - outstanding
+
+    def send_next():
+        nonlocal nxt
+        r, s = reqs[nxt], socks[nxt]
+        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        r.start = time.time()
+        s.sendall(frame(request_text(r.pos, r.is_read, r.text)))
+        sel.register(s, selectors.EVENT_READ, nxt)
+        got[nxt] = b""
+        nxt += 1
+
+    try:
+        while nxt < min(outstanding, len(reqs)):
+            send_next()
+        while got:
+            events = sel.select(timeout)
+            if not events:
+                return f"{len(got)} replies missing after {timeout:g} s"
+            for key, _ in events:
+                if not _take_reply(key, got, reqs):
+                    continue
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                replies += 1
+                if nxt < len(reqs) and (nxt < taper or replies % 2 == 0 or not got):
+                    send_next()
+        return "", left
+    except EOFError as e:
+        return str(e), left
+    except OSError as e:
+        return f"{type(e).__name__}: {e.strerror or e}", left
+    finally:
+        sel.close()
+        for s in socks:
+            s.close()
 
 
 def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05,

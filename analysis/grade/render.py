@@ -304,7 +304,8 @@ PARTIAL_RULE = {
              "needed -fcommon)",
     "workload": "the share of (server, n) settings whose runs all went without an error, "
                 "crash or hang",
-    "timing": "the share of (server, n) settings whose timing lines were plausible",
+    "timing": "the share of (server, n) settings whose timing lines were plausible, with "
+              "main1's lines under the clock probe as one more when the probe judged them",
     "robustness": "the share of the probes main1 survived, answering the next request (a "
                   "probe that could not run costs nothing)",
     "design": "the share of the servers the tracer could judge that use the lock design "

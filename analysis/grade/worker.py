@@ -55,7 +55,8 @@ TITLES = {"build": "Builds with make", "binaries": "main1..main4 exist",
 # design 3 s, robustness 3 s; half as much again for margin). Under a time budget the kit
 # workload leaves room for them, and a check that still does not fit is skipped rather
 # than letting the whole grading run out of time.
-COST_IN_RUNS = {"consistency": 150, "idle": 15, "speed": 40, "design": 25, "robustness": 25}
+COST_IN_RUNS = {"consistency": 150, "idle": 15, "speed": 40, "design": 25, "robustness": 25,
+                "timing": 15}
 MIN_RUNS = 3           # runs per setting a time budget never cuts below
 PLAN_SHARE = 0.85      # of a time budget the checks plan for; the rest copies, cleans up and
                        # writes the pages
@@ -83,6 +84,7 @@ class Ctx:
         self.run_s: list = []                # seconds of each kit run so far
         self.ev: dict = {"checks": []}       # the evidence so far (handed in on time)
         self.wl: dict = {}                   # the kit workload's results, once run
+        self.probe: dict | None = None       # the clock probe's results, once run
         self.out_lock = threading.Lock()
         self.handed_in = False
 
@@ -538,7 +540,7 @@ def parse_timing(line: str):
     return v
 
 
-AFTER_LOCK_SHARE = 0.1   # main1's lines below this share of what the client saw: no lock wait
+AFTER_LOCK_SHARE = 0.25  # main1's probe lines below this share of its lock waiting: left out
 TIMING_FIXES = {
     "missing": f"write {TIMING} in the server's working folder: after every 1000 requests "
                "append their mean latency in seconds with fprintf(f, \"%e\\n\", mean)",
@@ -581,20 +583,7 @@ def _line_problems(lines, clients) -> list:
     return out
 
 
-def _lock_wait_seen(wl, n) -> float | None:
-    """What main1's clients waited beyond what the clients of the per-string servers
-    waited at the same n: the lock waiting main1's timing lines must contain (0 when every
-    server queues its clients alike, as one that serves one request at a time does)."""
-    def client(name):
-        e = wl.get(name, {}).get(n)
-        return statistics.median(e["client_mean_s"]) if e and e["client_mean_s"] else None
-    one, others = client("main1"), [c for c in (client("main2"), client("main4")) if c]
-    if not one or not others or one < 1.5 * min(others):
-        return None  # no lock contention stands out of the noise of the client's latency
-    return one - min(others)
-
-
-def _setting_problems(name, e, lock_wait=None) -> list:
+def _setting_problems(e) -> list:
     lines, done = e["timing"], e["runs_done"]
     if lines is None:
         return [("unsafe" if e.get("timing_problem") else "missing",
@@ -602,26 +591,107 @@ def _setting_problems(name, e, lock_wait=None) -> list:
     out = [("unsafe", e["timing_problem"])] if e.get("timing_problem") else []
     if len(lines) != done:
         out.append(("count", f"{len(lines)} lines for {done} complete runs of 1000 requests"))
-    out += _line_problems(lines, e["client_mean_s"])
-    vals = [v for v in map(parse_timing, lines) if v is not None and math.isfinite(v)]
-    if (name == "main1" and vals and lock_wait and lock_wait > 1e-3 and not out
-            and statistics.median(vals) < AFTER_LOCK_SHARE * lock_wait):
-        out.append(("after_lock", f"median line {statistics.median(vals):.3e} s is below "
-                                  f"{AFTER_LOCK_SHARE:g} x the {lock_wait:.3e} s of lock "
-                                  "waiting the client saw (its wait beyond main2's and "
-                                  "main4's): the lock waiting is left out (a clock "
-                                  "started after the lock, or start times shared between "
-                                  "threads)"))
-    return out
+    return out + _line_problems(lines, e["client_mean_s"])
 
 
-def check_timing(wl, runs) -> dict:
-    """The lab's deliverable, judged against what the grader measured itself; it can cost
-    only this check's points."""
+PROBE_SERVERS = ("main1", "main2", "main4")
+PROBE_OUTSTANDING = 100  # requests the clock probe keeps in a server at once: the kit's
+                         # 100 client threads
+UNACCEPTED_MAX = 10      # connections a server leaves unaccepted while idle: more, and
+                         # requests wait before it reads them (a fixed pool of threads)
+PROBE_BATCHES = 3        # batches of 1000 requests per server, one timing line each
+
+
+def _probe_plan(n: int) -> list:
+    """The kit's 1000 requests at n, request j of every client thread before request j+1
+    of any (the order the kit's 100 threads would roughly send them in)."""
+    plan = K.kit_plan(n)
+    return [mine[j] for j in range(K.PER_THREAD) for mine in plan]
+
+
+def clock_probe(ctx, bin_dir, present: list) -> dict:
+    """What the timing lines must contain, measured by the grader: fresh main1, main2 and
+    main4 at the largest n each take PROBE_BATCHES batches of the kit's 1000 requests with
+    PROBE_OUTSTANDING of them waiting in the server at once (K.window), in turns, and
+    write one line per batch. Returns {'n', name: {'client': [mean s a batch], 'lines',
+    'why'}} or {'why': what kept it from running}."""
+    names = [m for m in PROBE_SERVERS if m in present]
+    if "main1" not in names or len(names) < 2:
+        return {"why": "needs main1 and main2 or main4"}
+    n = max(ctx.cfg["sizes"])
+    servers, _ = _start_all(ctx, bin_dir, names, n, "clock")
+    res: dict = {"n": n, **{m: {"client": [], "lines": None, "unaccepted": 0,
+                                "why": "" if m in servers else "did not start"} for m in names}}
+    rng = random.Random(20261126)
+    order = list(servers)
+    for _ in range(PROBE_BATCHES):
+        rng.shuffle(order)
+        for name in order:
+            e = res[name]
+            if e["why"]:
+                continue
+            reqs, port = _probe_plan(n), servers[name].port
+            err, waiting = K.window(port, reqs, PROBE_OUTSTANDING,
+                                    ctx.cfg["request_timeout_s"],
+                                    lambda port=port: ks.accept_queue(port) or 0)
+            e["unaccepted"] = max(e["unaccepted"], waiting or 0)
+            if err:
+                e["why"] = err
+            else:
+                e["client"].append(statistics.fmean(r.end - r.start for r in reqs))
+    for name, s in servers.items():
+        e, deadline = res[name], time.monotonic() + ctx.cfg["timing_wait_s"]
+        while (time.monotonic() < deadline and s.alive()
+               and len(s.timing_lines()[0] or []) < len(e["client"])):
+            time.sleep(0.05)
+        s.stop()
+        e["lines"] = s.timing_lines()[0]
+    return res
+
+
+def _probe_problem(probe) -> tuple:
+    """(True when main1's probe lines leave the lock waiting out | False | None not judged,
+    evidence line)."""
+    head = "main1 under the grader's clock probe"
+    if probe is None or probe.get("why"):
+        return None, f"{head}: not run ({probe['why'] if probe else 'no kit workload'})"
+    head += (f" (n={probe['n']}, batches of 1000 requests with {PROBE_OUTSTANDING} waiting "
+             "in the server at once)")
+    one = probe["main1"]
+    vals = [parse_timing(x) for x in one["lines"] or []]
+    if one["why"] or len(vals) != len(one["client"]) or None in vals:
+        why = one["why"] or f"{len(vals)} timing lines for {len(one['client'])} batches"
+        return None, f"{head}: not judged ({why})"
+    if one["unaccepted"] > UNACCEPTED_MAX:
+        return None, (f"{head}: {one['unaccepted']} of 1000 open connections stayed "
+                      "unaccepted, so requests wait before the server reads them (a fixed "
+                      "pool of threads?) "
+                      "and a clock started at the read rightly leaves that out: not judged")
+    others = {m: statistics.median(e["client"]) for m, e in probe.items()
+              if m not in ("n", "main1") and e["client"]}
+    mine = statistics.median(one["client"])
+    if not others or mine < 1.5 * min(others.values()):
+        return None, (f"{head}: its clients waited {mine:.3e} s, main2's and main4's "
+                      f"{min(others.values(), default=math.nan):.3e} s: no lock waiting "
+                      "stands out, so the clock is not judged on it")
+    wait, line = mine - min(others.values()), statistics.median(vals)
+    if wait > 1e-3 and line < AFTER_LOCK_SHARE * wait:
+        return True, (f"{head}: median line {line:.3e} s is below {AFTER_LOCK_SHARE:g} x "
+                      f"the {wait:.3e} s of lock waiting the client saw (its wait beyond "
+                      "main2's and main4's): the lock waiting is left out (a clock started "
+                      "after the lock, or start times shared between threads)")
+    return False, (f"{head}: median line {line:.3e} s against {wait:.3e} s of lock waiting "
+                   "the client saw beyond main2's and main4's: the lock waiting is in")
+
+
+def check_timing(wl, runs, probe=None) -> dict:
+    """The lab's deliverable, judged against what the grader measured itself: the kit
+    workload's lines, and main1's lines under the clock probe. It can cost only this
+    check's points."""
     ev, kinds, good = [], [], 0
     for name, per_n in wl.items():
         for n, e in per_n.items():
-            problems = _setting_problems(name, e, _lock_wait_seen(wl, n))
+            problems = _setting_problems(e)
             if problems:
                 ev.append(f"{name} n={n}: " + "; ".join(text for _, text in problems))
                 kinds += [k for k, _ in problems if k not in kinds]
@@ -629,7 +699,13 @@ def check_timing(wl, runs) -> dict:
                 good += 1
                 ev.append(f"{name} n={n}: {len(e['timing'])} plausible %e lines")
     total = sum(len(v) for v in wl.values())
-    return check("timing", f"The timing file {TIMING}", "fail" if kinds else "pass", ev,
+    left_out, line = _probe_problem(probe)
+    ev.append(line)
+    if left_out is not None:
+        total, good = total + 1, good + (not left_out)
+    if left_out:
+        kinds.append("after_lock")
+    return check("timing", TITLES["timing"], "fail" if kinds else "pass", ev,
                  fraction=good / total if total else 0.0, fix=[TIMING_FIXES[k] for k in kinds])
 
 
@@ -1199,6 +1275,17 @@ def within_budget(ctx: Ctx, cid: str, run) -> dict:
     return run()
 
 
+def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
+    """The clock probe when it fits in what is left of the time budget; else why not (the
+    timing lines are then judged without it)."""
+    need, left = ctx.cost("timing"), ctx.left()
+    if left < need:
+        return {"why": f"the grader's time budget had {max(left, 0):.0f} s left and the probe "
+                       f"takes about {need:.0f} s here"}
+    ctx.log("clock probe")
+    return clock_probe(ctx, bin_dir, present)
+
+
 def grade(ctx: Ctx) -> dict:
     cfg = ctx.cfg
     checks: list = []
@@ -1229,7 +1316,8 @@ def grade(ctx: Ctx) -> dict:
         if "main1" in present:
             later.append(("robustness", lambda: check_robustness(ctx, bin_dir)))
         checks.extend(within_budget(ctx, cid, run) for cid, run in later)
-        checks.append(check_timing(wl, cfg["runs"]))
+        ctx.probe = probe_within_budget(ctx, bin_dir, present)
+        checks.append(check_timing(wl, cfg["runs"], ctx.probe))
     charge_missing(checks, missing)
     if cfg.get("race"):
         ctx.log("race detector")
@@ -1266,7 +1354,7 @@ def out_of_time(ctx: Ctx) -> None:
     checks = list(ev.get("checks", []))
     have = {c["id"] for c in checks}
     if "timing" not in have and ctx.wl:
-        checks.append(check_timing(ctx.wl, ctx.cfg["runs"]))
+        checks.append(check_timing(ctx.wl, ctx.cfg["runs"], ctx.probe))
         have.add("timing")
     checks += [check(cid, TITLES.get(cid, cid), "undetermined",
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "

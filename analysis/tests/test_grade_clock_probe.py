@@ -1,0 +1,118 @@
+"""The grader's clock probe (kitload.window, worker._probe_problem) against real student-like
+servers started by the test, outside the sandbox: every request is answered and the server
+writes one timing line per batch; the connections are all accepted before the first send;
+and main1's lines are judged from what the probe measured: a correct clock keeps the lock
+waiting, a clock started after the lock (timing_after_lock) and a start time shared by all
+threads (timing_racy) leave it out. The sandboxed grading of the same fixtures is in
+test_grade_packaging.py."""
+
+import shutil
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis import kernel_sockets as ks
+from analysis.grade import kitload as K
+from analysis.grade import worker as W
+from analysis.ports import twin
+from analysis.runner.procs import pick_port
+from analysis.tests.helpers import REPO, built_fixture
+
+N = 1000
+HOSTILE = REPO / "tests" / "fixtures" / "hostile"
+
+
+def hostile_main1(case: str, into: Path) -> Path:
+    d = into / case
+    shutil.copytree(HOSTILE / case, d)
+    shutil.copy(HOSTILE / "common" / "kitserver.h", d)
+    p = subprocess.run(["make", "-s", "CC=gcc", "main1"], cwd=d, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return d / "main1"
+
+
+class Probed:
+    """A server started in its own folder, taking `batches` probe batches; what
+    clock_probe records for it."""
+
+    def __init__(self, binary: Path, folder: Path, batches: int = W.PROBE_BATCHES):
+        folder.mkdir()
+        asked = pick_port()
+        proc = subprocess.Popen([str(binary), str(N), "127.0.0.1", str(asked)], cwd=folder,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            port = ks.wait_listening([twin(asked), asked], proc, 10.0)
+            self.client, self.left, self.reqs = [], [], []
+            for _ in range(batches):
+                reqs = W._probe_plan(N)
+                err, left = K.window(port, reqs, W.PROBE_OUTSTANDING, 5.0,
+                                     lambda: ks.accept_queue(port) or 0)
+                assert err == "", err
+                self.left.append(left)
+                self.reqs.append(reqs)
+                self.client.append(statistics.fmean(r.end - r.start for r in reqs))
+            timing = folder / W.TIMING
+            for _ in range(100):
+                if timing.exists() and len(timing.read_text().splitlines()) >= batches:
+                    break
+                time.sleep(0.05)
+            self.lines = timing.read_text().splitlines() if timing.exists() else []
+        finally:
+            proc.kill()
+            proc.wait()
+
+    def entry(self) -> dict:
+        return {"client": self.client, "lines": self.lines, "unaccepted": max(self.left),
+                "why": ""}
+
+
+@pytest.fixture(scope="module")
+def correct(tmp_path_factory):
+    return built_fixture("correct", tmp_path_factory.mktemp("correct"))
+
+
+@pytest.fixture(scope="module")
+def baseline(correct, tmp_path_factory):
+    root = tmp_path_factory.mktemp("baseline")
+    return {"main2": Probed(correct / "main2", root / "main2").entry(),
+            "main4": Probed(correct / "main4", root / "main4").entry()}
+
+
+def test_every_request_is_answered_after_every_connection_was_accepted(correct, tmp_path):
+    p = Probed(correct / "main1", tmp_path / "main1", batches=2)
+    assert p.left == [0, 0]
+    assert len(p.lines) == 2, p.lines  # one line per batch of 1000: no connection left empty
+    for r in (r for reqs in p.reqs for r in reqs):
+        assert r.end > r.start
+        if r.is_read:
+            assert r.reply.startswith((f"String {r.pos}: the initial value",
+                                       f"String[{r.pos}] has been modified by thread ")), r
+        else:
+            assert r.reply == r.text, r
+
+
+@pytest.mark.parametrize("case,left_out", [("correct", False), ("timing_after_lock", True),
+                                           ("timing_racy", True)])
+def test_main1_lines_are_judged_against_the_lock_waiting_the_probe_made(
+        case, left_out, correct, baseline, tmp_path):
+    binary = correct / "main1" if case == "correct" else hostile_main1(case, tmp_path)
+    probe = {"n": N, "main1": Probed(binary, tmp_path / "main1").entry(), **baseline}
+    got, line = W._probe_problem(probe)
+    assert got is left_out, line
+    assert ("the lock waiting is left out" in line) is left_out
+    assert f"below {W.AFTER_LOCK_SHARE:g} x" in line or not left_out
+
+
+def test_a_probe_that_could_not_run_or_a_pool_is_not_judged():
+    assert W._probe_problem({"why": "needs main1 and main2 or main4"})[0] is None
+    pool = {"client": [0.01] * 3, "lines": ["1e-4"] * 3, "unaccepted": 900, "why": ""}
+    fast = {"client": [2e-4] * 3, "lines": ["1e-4"] * 3, "unaccepted": 0, "why": ""}
+    got, line = W._probe_problem({"n": N, "main1": pool, "main2": fast})
+    assert got is None and "900 of 1000" in line and "not judged" in line
+    quiet = dict(pool, unaccepted=0, client=[3e-4] * 3)
+    got, line = W._probe_problem({"n": N, "main1": quiet, "main2": fast})
+    assert got is None and "no lock waiting stands out" in line
