@@ -257,7 +257,7 @@ def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None)
         while got:
             events = sel.select(timeout)
             if not events:
-                return f"{len(got)} replies missing after {timeout:g} s"
+                return f"{len(got)} replies missing after {timeout:g} s", left
             for key, _ in events:
                 if not _take_reply(key, got, reqs):
                     continue

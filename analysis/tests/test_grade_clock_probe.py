@@ -7,8 +7,10 @@ threads (timing_racy) leave it out. The sandboxed grading of the same fixtures i
 test_grade_packaging.py."""
 
 import shutil
+import socket
 import statistics
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -116,3 +118,44 @@ def test_a_probe_that_could_not_run_or_a_pool_is_not_judged():
     quiet = dict(pool, unaccepted=0, client=[3e-4] * 3)
     got, line = W._probe_problem({"n": N, "main1": quiet, "main2": fast})
     assert got is None and "no lock waiting stands out" in line
+
+
+class Silent:
+    """A listener that accepts every connection and then never answers (close_them=False)
+    or closes each at once."""
+
+    def __init__(self, close_them: bool):
+        self.sock = socket.create_server(("127.0.0.1", pick_port()), backlog=2000)
+        self.port, self.held = self.sock.getsockname()[1], []
+        self.close_them = close_them
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.close_them:
+                c.close()
+            else:
+                self.held.append(c)
+
+    def stop(self):
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+
+@pytest.mark.parametrize("close_them,why", [
+    (False, ("replies missing after 0.5 s",)),
+    # the peer's FIN, or its RST answering what was sent after the FIN
+    (True, ("closed before its reply", "ConnectionResetError", "BrokenPipeError"))])
+def test_a_server_that_does_not_answer_ends_the_probe_with_one_line(close_them, why):
+    s = Silent(close_them)
+    try:
+        err, left = K.window(s.port, W._probe_plan(N)[:200], W.PROBE_OUTSTANDING, 0.5,
+                             lambda: ks.accept_queue(s.port) or 0)
+    finally:
+        s.stop()
+    assert any(w in err for w in why) and left == 0, (err, left)
