@@ -53,9 +53,11 @@ def describe_exit(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
-def parse_table(text: str) -> list:
+def parse_table(text: str, queue: bool = False) -> list:
     """The rows of a /proc/net/tcp{,6} file -> [(port, state, inode)] (state as the
-    kernel prints it, e.g. '0A' for LISTEN). Malformed lines are skipped."""
+    kernel prints it, e.g. '0A' for LISTEN), with queue=True [(port, state, rx_queue)]
+    (for a LISTEN socket: connections waiting to be accepted). Malformed lines are
+    skipped."""
     out = []
     for line in text.splitlines()[1:]:
         f = line.split()
@@ -63,7 +65,8 @@ def parse_table(text: str) -> list:
             continue
         _, _, port_hex = f[1].rpartition(":")
         try:
-            out.append((int(port_hex, 16), f[3].upper(), int(f[9])))
+            last = int(f[4].rpartition(":")[2], 16) if queue else int(f[9])
+            out.append((int(port_hex, 16), f[3].upper(), last))
         except ValueError:
             continue
     return out
@@ -76,24 +79,15 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _tables(net_dir: Path) -> list:
-    return parse_table(_read(net_dir / "tcp")) + parse_table(_read(net_dir / "tcp6"))
+def _tables(net_dir: Path, queue: bool = False) -> list:
+    return [row for name in ("tcp", "tcp6") for row in parse_table(_read(net_dir / name), queue)]
 
 
 def accept_queue(port: int) -> int | None:
-    """Connections waiting to be accepted on this namespace's listener on `port` (for a
-    LISTEN socket the kernel shows that count as rx_queue), or None if nothing listens."""
-    for name in ("tcp", "tcp6"):
-        for line in _read(Path("/proc/net") / name).splitlines()[1:]:
-            f = line.split()
-            if len(f) < 10 or f[3].upper() != _LISTEN or not f[1].upper().endswith(
-                    f":{port:04X}"):
-                continue
-            try:
-                return int(f[4].rpartition(":")[2], 16)
-            except ValueError:
-                return None
-    return None
+    """Connections waiting to be accepted on this namespace's listener on `port`, or None
+    if nothing listens there."""
+    return next((queued for p, st, queued in _tables(Path("/proc/net"), queue=True)
+                 if p == port and st == _LISTEN), None)
 
 
 def _children(pid: int) -> list | None:

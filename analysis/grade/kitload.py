@@ -224,15 +224,15 @@ def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None)
     arriving, and the queue runs down before the last arrival: under one lock a request
     waits for the ones queued before it, and a clock that leaves that wait out (started
     after the lock, or a start time another thread wrote) shows a small part of it.
-    Sets each request's start (sent) and end (its reply reached this host's kernel, so
-    this process's own delays are not counted), both time.time() seconds, and reply;
-    queued() (optional) counts the connections the server has not accepted yet: the first
-    send waits (at most `timeout`) until it is 0. Returns ('' or what went wrong: the
-    first failure ends it, the connections still not accepted then, or None)."""
+    Sets each request's start (sent), end (its reply reached this host's kernel: our own
+    delays are not counted), both time.time() seconds, and reply. queued() (optional)
+    counts the connections not accepted yet: the first send waits (at most `timeout`)
+    for 0. Returns ('' or the first failure, which ends it; that count then, or None)."""
     try:
         socks = _open_all(port, len(reqs), timeout)
     except OSError as e:
         return f"opening {len(reqs)} connections: {type(e).__name__}: {e.strerror or e}", None
+    frames = [frame(request_text(r.pos, r.is_read, r.text)) for r in reqs]
     deadline = time.monotonic() + timeout
     while queued is not None and queued() and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -243,15 +243,15 @@ def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None)
 
     def send_next():
         nonlocal nxt
-        r, s = reqs[nxt], socks[nxt]
-        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        r.start = time.time()
-        s.sendall(frame(request_text(r.pos, r.is_read, r.text)))
-        sel.register(s, selectors.EVENT_READ, nxt)
+        reqs[nxt].start = time.time()
+        socks[nxt].sendall(frames[nxt])
+        sel.register(socks[nxt], selectors.EVENT_READ, nxt)
         got[nxt] = b""
         nxt += 1
 
     try:
+        for s in socks:
+            s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         while nxt < min(outstanding, len(reqs)):
             send_next()
         while got:

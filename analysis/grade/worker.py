@@ -447,12 +447,16 @@ def _one_run(ctx, s, entry, n, r) -> None:
         time.sleep(ctx.cfg["pause_s"])
 
 
-def _finish(ctx, s, entry, tag, runs) -> None:
-    # The last batch's line is written after the last reply: give it a moment.
+def _await_lines(ctx, s: Server, count: int) -> None:
+    """The last batch's line is written after the last reply: gives it a moment."""
     deadline = time.monotonic() + ctx.cfg["timing_wait_s"]
     while (time.monotonic() < deadline and s.alive()
-           and len(s.timing_lines()[0] or []) < entry["runs_done"]):
+           and len(s.timing_lines()[0] or []) < count):
         time.sleep(0.05)
+
+
+def _finish(ctx, s, entry, tag, runs) -> None:
+    _await_lines(ctx, s, entry["runs_done"])
     ended = s.stop()
     if ended and not entry["failure"]:
         entry["failure"] = f"ended after the runs: {ended}"
@@ -640,12 +644,9 @@ def clock_probe(ctx, bin_dir, present: list) -> dict:
             else:
                 e["client"].append(statistics.fmean(r.end - r.start for r in reqs))
     for name, s in servers.items():
-        e, deadline = res[name], time.monotonic() + ctx.cfg["timing_wait_s"]
-        while (time.monotonic() < deadline and s.alive()
-               and len(s.timing_lines()[0] or []) < len(e["client"])):
-            time.sleep(0.05)
+        _await_lines(ctx, s, len(res[name]["client"]))
         s.stop()
-        e["lines"] = s.timing_lines()[0]
+        res[name]["lines"] = s.timing_lines()[0]
     return res
 
 
@@ -1260,17 +1261,23 @@ def charge_missing(checks: list, missing: list) -> None:
                                 "missing", fraction=0.0))
 
 
+def _over_budget(ctx: Ctx, cid: str) -> str:
+    """'' when what `cid` is expected to cost fits in what is left of the time budget,
+    else why not."""
+    need, left = ctx.cost(cid), ctx.left()
+    if left >= need:
+        return ""
+    ctx.log(f"{cid}: skipped, {left:.0f} s of the time budget left, about {need:.0f} s needed")
+    return (f"the grader's time budget ({ctx.budget_s:g} s) had {max(left, 0):.0f} s left "
+            f"and this check takes about {need:.0f} s here")
+
+
 def within_budget(ctx: Ctx, cid: str, run) -> dict:
     """run() when the check's expected cost fits in what is left of the time budget, else
     the check undetermined (not scored): the grader's budget never costs a point."""
-    need, left = ctx.cost(cid), ctx.left()
-    if left < need:
-        ctx.log(f"{cid}: skipped, {left:.0f} s of the time budget left, about {need:.0f} s "
-                "needed")
-        return check(cid, TITLES[cid], "undetermined",
-                     f"not checked: the grader's time budget ({ctx.budget_s:g} s) had "
-                     f"{max(left, 0):.0f} s left and this check takes about {need:.0f} s here;"
-                     " not scored")
+    why = _over_budget(ctx, cid)
+    if why:
+        return check(cid, TITLES[cid], "undetermined", f"not checked: {why}; not scored")
     ctx.log(cid)
     return run()
 
@@ -1278,10 +1285,9 @@ def within_budget(ctx: Ctx, cid: str, run) -> dict:
 def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
     """The clock probe when it fits in what is left of the time budget; else why not (the
     timing lines are then judged without it)."""
-    need, left = ctx.cost("timing"), ctx.left()
-    if left < need:
-        return {"why": f"the grader's time budget had {max(left, 0):.0f} s left and the probe "
-                       f"takes about {need:.0f} s here"}
+    why = _over_budget(ctx, "timing")
+    if why:
+        return {"why": why}
     ctx.log("clock probe")
     return clock_probe(ctx, bin_dir, present)
 
