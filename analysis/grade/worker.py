@@ -660,8 +660,11 @@ def _probe_problem(probe) -> tuple:
              "in the server at once)")
     one = probe["main1"]
     vals = [parse_timing(x) for x in one["lines"] or []]
-    if one["why"] or len(vals) != len(one["client"]) or None in vals:
-        why = one["why"] or f"{len(vals)} timing lines for {len(one['client'])} batches"
+    if (one["why"] or len(vals) != len(one["client"])
+            or not all(v is not None and math.isfinite(v) for v in vals)):
+        why = one["why"] or (f"{len(vals)} timing lines for {len(one['client'])} batches"
+                             if len(vals) != len(one["client"]) else
+                             "a timing line that is not a finite number")
         return None, f"{head}: not judged ({why})"
     if one["unaccepted"] > UNACCEPTED_MAX:
         return None, (f"{head}: {one['unaccepted']} of 1000 open connections stayed "

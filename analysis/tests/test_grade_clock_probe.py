@@ -115,6 +115,10 @@ def test_a_probe_that_could_not_run_or_a_pool_is_not_judged():
     fast = {"client": [2e-4] * 3, "lines": ["1e-4"] * 3, "unaccepted": 0, "why": ""}
     got, line = W._probe_problem({"n": N, "main1": pool, "main2": fast})
     assert got is None and "900 of 1000" in line and "not judged" in line
+    for bad in ("nan", "inf", "0x1p-3 junk"):
+        odd = dict(pool, unaccepted=0, lines=["1e-4", bad, "1e-4"])
+        got, line = W._probe_problem({"n": N, "main1": odd, "main2": fast})
+        assert got is None and "not judged" in line, line
     quiet = dict(pool, unaccepted=0, client=[3e-4] * 3)
     got, line = W._probe_problem({"n": N, "main1": quiet, "main2": fast})
     assert got is None and "no lock waiting stands out" in line
