@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_strategies.h"
+#include "bench/store_floor.h"
 #include "common/access_timer.h"
 #include "common/store_one_mutex.h"
 #include "common/strategy_registry.h"
@@ -23,7 +24,7 @@
 namespace kv::bench {
 
 std::vector<std::string> BenchStrategyNames() {
-  std::vector<std::string> names{kUnprotected};
+  std::vector<std::string> names{kUnprotected, kUnprotectedRacy};
   for (const StrategyInfo& s : AllStrategies()) names.emplace_back(s.name);
   return names;
 }
@@ -31,6 +32,16 @@ std::vector<std::string> BenchStrategyNames() {
 std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
                                       ArtificialDelay* delay, BenchTiming timing) {
   if (name == kUnprotected) {
+    switch (timing) {
+      case BenchTiming::kTimed:
+        return FloorStore<Timed>::Create(n, delay);
+      case BenchTiming::kSampled:
+        return FloorStore<Sampled64>::Create(n, delay);
+      case BenchTiming::kUntimed:
+        return FloorStore<NoTiming>::Create(n, delay);
+    }
+  }
+  if (name == kUnprotectedRacy) {
     switch (timing) {
       case BenchTiming::kTimed:
         return UnlockedStore::Create(n, delay);
