@@ -5,8 +5,8 @@
 //             --benchmark_filter=REGEX]
 //
 // --quick registers a small subset (a few seconds; for CI). Without it the
-// full pruned grid runs (about 15 minutes on 2 cores with 3 repetitions and
-// 34 strategies, scaled from 5 minutes for 12); see
+// full pruned grid runs (about 3 minutes per repetition on 2 cores for the 36
+// stores; bench/run-microbench.sh runs 7 interleaved, about 20 minutes); see
 // bench/run-microbench.sh and docs/strategies.md. --access runs only the
 // single-thread cost of one access (access_bench.cpp) instead.
 #include <benchmark/benchmark.h>

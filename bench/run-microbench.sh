@@ -2,7 +2,7 @@
 # Builds kv_bench (release, own build folder) and runs the full microbenchmark
 # grid, writing Google Benchmark JSON to results/microbench/.
 #
-#   bench/run-microbench.sh                 # full grid, ~15 min on 2 cores
+#   bench/run-microbench.sh                 # full grid, ~20 min on 2 cores
 #   bench/run-microbench.sh --quick         # a few seconds (CI smoke run)
 #   BUILD_DIR=build/x OUT=path.json REPS=7 bench/run-microbench.sh [kv_bench flags]
 #

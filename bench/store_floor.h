@@ -64,8 +64,7 @@ class FloorStore final : public Store {
     return Status::OK();
   }
 
-  Status Write(std::size_t pos, std::string_view text, Value* out,
-               AccessTiming* timing) override {
+  Status Write(std::size_t pos, std::string_view text, Value* out, AccessTiming* timing) override {
     if (pos >= values_.size()) return Status::OutOfRange("pos", pos, values_.size());
     Value& own = OwnValue();
     AccessClock<Timing> clock;

@@ -20,6 +20,7 @@ CDF_POINTS = 800  # points per CDF curve (ranks evenly spaced; exact at the draw
 STYLE = {
     "main1": ("#D55E00", "o"), "main2": ("#0072B2", "s"), "main3": ("#E69F00", "^"),
     "main4": ("#009E73", "D"), "unprotected": ("#000000", "x"),
+    "unprotected-racy": ("#555555", "+"),
     "one-mutex": ("#D55E00", "o"), "mutex-per-slot": ("#0072B2", "s"),
     "one-rwlock": ("#E69F00", "^"), "rwlock-per-slot": ("#009E73", "D"),
     "striped-mutex": ("#56B4E9", "v"), "striped-rwlock": ("#CC79A7", "<"),
@@ -266,14 +267,15 @@ def plot_sweep(axes, summary: pd.DataFrame, param: str, xlabel: str):
 
 
 def plot_ops_vs_threads(ax, s: pd.DataFrame, title: str, cores):
-    """One line per strategy (unprotected dashed): total ops/s (log) versus threads (log2)
-    at one setting; s: microbench Store rows of that setting. The band is the min-max of
-    the repetitions when the rows carry it (ops_per_s_lo/_hi). Returns the Line2D artists."""
+    """One line per strategy (the two stores without a lock dashed): total ops/s (log)
+    versus threads (log2) at one setting; s: microbench Store rows of that setting. The
+    band is the min-max of the repetitions when the rows carry it (ops_per_s_lo/_hi).
+    Returns the Line2D artists."""
     artists = []
     for name in server_order(s["strategy"]):
         g = s[s["strategy"] == name].sort_values("threads")
         kw = {"color": color(name), "marker": marker(name), "markersize": 4, "linewidth": 1.2}
-        if name == "unprotected":
+        if name in ("unprotected", "unprotected-racy"):
             kw["linestyle"] = "--"
         (line,) = ax.plot(g["threads"], g["ops_per_s"], label=name, **kw)
         artists.append(line)

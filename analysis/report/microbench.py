@@ -37,7 +37,12 @@ import pandas as pd
 from .. import server_order
 from .stats import SINGLE_RUN_BAND, is_tie, rank_of, ratio_range, tiers
 
+# The two stores without a lock (bench/store_floor.h, tests/store_unlocked.h): the floor
+# every lock is measured against, and the array with its lock removed, whose writers race.
+# Neither is a strategy: neither is ranked or recommended.
 BASELINE = "unprotected"
+RACY = "unprotected-racy"
+NO_LOCK = (BASELINE, RACY)
 SETTING = ["read_pct", "n", "delay_us", "threads"]
 STARVATION_METRICS = ["writer_wait_mean_us", "writer_wait_p50_us", "writer_wait_p99_us",
                       "writer_wait_max_us", "writes", "writes_per_s", "reads_per_s"]
@@ -47,9 +52,10 @@ COLUMNS = ["family", "strategy", "read_pct", "n", "delay_us", "threads", "reader
            "ops_per_s", "ns_per_op", *STARVATION_METRICS, *FAIRNESS, "timing"]
 
 # The generic server's registry order (the four lab strategies first): the order of rows.
-ORDER = ["unprotected", "one-mutex", "mutex-per-slot", "one-rwlock", "rwlock-per-slot",
-         "striped-mutex", "striped-rwlock", "one-rwlock-wpref", "rwlock-per-slot-wpref",
-         "spinlock-per-slot", "seqlock-per-slot", "pointer-swap"]
+ORDER = ["unprotected", "unprotected-racy", "one-mutex", "mutex-per-slot", "one-rwlock",
+         "rwlock-per-slot", "striped-mutex", "striped-rwlock", "one-rwlock-wpref",
+         "rwlock-per-slot-wpref", "spinlock-per-slot", "seqlock-per-slot", "pointer-swap"]
+LAB_STRATEGIES = ORDER[2:6]  # main1..main4's locks
 
 
 class MicrobenchError(ValueError):
@@ -184,19 +190,30 @@ def _ordered(strategies) -> list:
     return server_order(sorted(strategies, key=lambda s: (key.get(s, len(ORDER)), s)))
 
 
+def _vs(s: pd.DataFrame, ref: pd.DataFrame, col: str) -> pd.DataFrame:
+    """s with its ops/s as a ratio to `ref`'s in the same setting, with the ratio's spread
+    (col, col_lo, col_hi; NaN where `ref` did not run)."""
+    ref = ref.set_index(SETTING)[["ops_per_s", "ops_per_s_lo", "ops_per_s_hi"]].add_prefix("r_")
+    j = s.join(ref, on=SETTING)
+    vs = [ratio_range(r.ops_per_s, (r.ops_per_s_lo, r.ops_per_s_hi), r.r_ops_per_s,
+                      (r.r_ops_per_s_lo, r.r_ops_per_s_hi)) for r in j.itertuples()]
+    s = s.copy()
+    s[col], s[f"{col}_lo"], s[f"{col}_hi"] = ([v[i] for v in vs] for i in range(3))
+    return s
+
+
 def table_ranking(df: pd.DataFrame, include_baseline: bool = False) -> pd.DataFrame:
     """Long table: for every setting (read_pct, n, delay_us, threads), each strategy's
     ops/s with its spread (ops_per_s_lo/_hi), its rank (1 = fastest; strategies whose
     spread overlaps their tier leader's share the rank and are `tied`), its share of the
-    best (ops/s / best) and, when the unprotected baseline ran in that setting, its ratio
-    to the baseline with the ratio's spread (vs_unprotected, _lo, _hi). The baseline
-    itself is ranked only if include_baseline."""
+    best (ops/s / best) and, when they ran in that setting, its ratio to the floor
+    (vs_unprotected, _lo, _hi) and to the racing store without a lock (vs_racy, _lo, _hi)
+    with the ratio's spread. The two stores without a lock are ranked only if
+    include_baseline."""
     s = store_runs(df)
-    base = s[s["strategy"] == BASELINE].set_index(SETTING)[
-        ["ops_per_s", "ops_per_s_lo", "ops_per_s_hi"]].add_prefix("baseline_")
+    floor, racy = s[s["strategy"] == BASELINE], s[s["strategy"] == RACY]
     if not include_baseline:
-        s = s[s["strategy"] != BASELINE]
-    s = s.join(base, on=SETTING)
+        s = s[~s["strategy"].isin(NO_LOCK)]
     rank, tied = {}, {}
     for key, g in s.groupby(SETTING):
         t = tiers([(r.strategy, r.ops_per_s, r.ops_per_s_lo, r.ops_per_s_hi)
@@ -208,13 +225,10 @@ def table_ranking(df: pd.DataFrame, include_baseline: bool = False) -> pd.DataFr
     s["rank"] = [rank[k] for k in keys]
     s["tied"] = [tied[k] for k in keys]
     s["of_best"] = s["ops_per_s"] / s.groupby(SETTING)["ops_per_s"].transform("max")
-    vs = [ratio_range(r.ops_per_s, (r.ops_per_s_lo, r.ops_per_s_hi), r.baseline_ops_per_s,
-                      (r.baseline_ops_per_s_lo, r.baseline_ops_per_s_hi))
-          for r in s.itertuples()]
-    s["vs_unprotected"], s["vs_unprotected_lo"], s["vs_unprotected_hi"] = (
-        [v[i] for v in vs] for i in range(3))
+    s = _vs(_vs(s, floor, "vs_unprotected"), racy, "vs_racy")
     cols = [*SETTING, "rank", "tied", "strategy", "ops_per_s", "ops_per_s_lo", "ops_per_s_hi",
-            "ns_per_op", "of_best", "vs_unprotected", "vs_unprotected_lo", "vs_unprotected_hi"]
+            "ns_per_op", "of_best", "vs_unprotected", "vs_unprotected_lo", "vs_unprotected_hi",
+            "vs_racy", "vs_racy_lo", "vs_racy_hi"]
     return s.sort_values([*SETTING, "rank", "ops_per_s", "strategy"],
                          ascending=[True] * 5 + [False, True])[cols].reset_index(drop=True)
 
@@ -321,7 +335,7 @@ def _ratios(s: pd.DataFrame, index: str, num, den) -> pd.DataFrame:
     rows = {}
     for name, g in s.groupby("strategy"):
         g = g.set_index(index)
-        if name == BASELINE or num not in g.index or den not in g.index:
+        if name in NO_LOCK or num not in g.index or den not in g.index:
             continue
         a, b = g.loc[num], g.loc[den]
         rows[name] = ratio_range(a["ops_per_s"], (a["ops_per_s_lo"], a["ops_per_s_hi"]),
@@ -353,9 +367,13 @@ def spread_summary(s: pd.DataFrame) -> str | None:
     faster = r[r["vs_unprotected"] > 1]
     beyond = faster[faster["vs_unprotected_lo"] > 1]
     txt = (f"Spread: the {reps} repetitions of one setting differ (max/min ops/s) by a median "
-           f"factor of {rel.median():.2f} and by up to {rel.max():.1f}x; {len(faster)} of "
-           f"{len(r[r['vs_unprotected'].notna()])} strategy-setting medians measured faster "
-           "than the unprotected store, which no correct lock can be, and ")
+           f"factor of {rel.median():.2f} and by up to {rel.max():.1f}x; ")
+    measured = len(r[r["vs_unprotected"].notna()])
+    if faster.empty:
+        return txt + (f"none of {measured} strategy-setting medians measured faster than the "
+                      "unprotected store (the floor), as it must be.")
+    txt += (f"{len(faster)} of {measured} strategy-setting medians measured faster than the "
+            "unprotected store (the floor), which no correct lock can be, and ")
     if beyond.empty:
         return txt + ("all of them lie within the spread (a tie with the unprotected store), "
                       "so the spread is the noise; differences inside it are ties, not ranks.")
@@ -399,11 +417,12 @@ def _clock(df: pd.DataFrame, s: pd.DataFrame) -> list:
 
 def _uncontended(df: pd.DataFrame, cores: int) -> list:
     long = overhead_long(df, cores=cores)
+    long = long[long["strategy"] != RACY]
     o = (long[long["column"] == "95% reads, 1 thr"].set_index("strategy")
          [["ratio", "lo", "hi"]].sort_values("ratio", kind="stable"))
     if o.empty:
         return []
-    lab = [k for k in ORDER[1:5] if k in o.index]
+    lab = [k for k in LAB_STRATEGIES if k in o.index]
     tie = [k for k, r in o.iterrows() if is_tie(r.lo, r.hi)]
     cheap, dear = o.iloc[0], o.iloc[-1]
     txt = ("Uncontended cost (1 thread, 95% reads, n = 1000, no delay), time per operation "

@@ -112,7 +112,7 @@ def why_slow(strategy: str, c: WorkloadClass, cores: int) -> str:
 def why_fast(strategy: str, c: WorkloadClass, cores: int) -> str:
     """The mechanism that lets `strategy` lead in class `c` (the first that applies)."""
     t, threads = traits(strategy), c.threads_on(cores)
-    if strategy == M.BASELINE:
+    if strategy in M.NO_LOCK:
         return "takes no lock"
     if threads == 1:
         return "cheap lock + unlock: one atomic each way"
@@ -173,17 +173,20 @@ def machine_of(context: dict, cores: int) -> str:
 
 
 def beyond_floor(df: pd.DataFrame) -> pd.DataFrame:
-    """Settings where a strategy is faster than the unprotected store beyond the spread
-    (its slowest repetition faster than the store's fastest). On one string with writes
-    that is physics, not noise (`hot_writes`): unsynchronised writers move the string's
-    cache lines between cores on every write, while a lock that makes waiters back off
-    lets its holder run a streak of operations on lines it already has. Elsewhere a lock
-    cannot make the store faster, and such a row is a disturbed measurement."""
+    """Settings where a strategy is faster than the floor (the unprotected store) beyond
+    the spread: its slowest repetition faster than the floor's fastest. A lock does the
+    floor's work and more, so every such row is a disturbed measurement."""
     r = M.table_ranking(df)
-    r = r[r["vs_unprotected_lo"] > 1].copy()
-    r["hot_writes"] = (r["n"] == 1) & (r["read_pct"] < 100)
-    return r[[*M.SETTING, "strategy", "ops_per_s", "vs_unprotected", "vs_unprotected_lo",
-              "hot_writes"]]
+    r = r[r["vs_unprotected_lo"] > 1]
+    return r[[*M.SETTING, "strategy", "ops_per_s", "vs_unprotected", "vs_unprotected_lo"]]
+
+
+def _where(rows: pd.DataFrame, shown: int = 8) -> str:
+    """'strategy at setting; ...' for the first `shown` rows, then how many more."""
+    named = [f"{r.strategy} at {r.read_pct}% r, n={r.n}, {r.delay_us} us, {r.threads} thr"
+             for r in rows.head(shown).itertuples()]
+    more = len(rows) - shown
+    return "; ".join(named) + (f"; and {more} more" if more > 0 else "") or "none"
 
 
 def floor_summary(df: pd.DataFrame) -> dict | None:
@@ -191,32 +194,45 @@ def floor_summary(df: pd.DataFrame) -> dict | None:
     f = beyond_floor(df)
     if f.empty:
         return None
-    hot, other = f[f["hot_writes"]], f[~f["hot_writes"]]
+    return {"rows": len(f), "most": f"{(f['vs_unprotected'].max() - 1) * 100:.1f} %",
+            "where": _where(f)}
+
+
+def racing_summary(df: pd.DataFrame) -> dict | None:
+    """Strategies faster beyond the spread than the store whose writers race without a
+    lock (unprotected-racy), for the report's prose; None when there are none. On one
+    string with writes that is physics: unsynchronised writers move the string's cache
+    lines between cores on every write, while a lock serialises them, and one whose waiters
+    back off or sleep lets its holder run a streak of operations on lines it already has.
+    less_fair: how many of those rows have a lower Jain's index than the racing store."""
+    r = M.table_ranking(df)
+    r = r[r["vs_racy_lo"] > 1]
+    if r.empty:
+        return None
     s = M.store_runs(df).set_index([*M.SETTING, "strategy"])["fair_jain"]
 
     def jain(row, name):
         v = s.get((row.read_pct, row.n, row.delay_us, row.threads, name))
         return "-" if v is None or pd.isna(v) else f"{v:.2f}"
 
-    example = ("" if hot.empty else
-               (lambda r: f"{r.strategy} at {r.read_pct}% reads, {r.threads} threads: "
-                          f"{r.vs_unprotected:.2f}x the unprotected store, Jain's index "
-                          f"{jain(r, r.strategy)} against {jain(r, M.BASELINE)}")(
-                   hot.sort_values("vs_unprotected").iloc[-1]))
-    return {"hot": len(hot), "hot_settings": len(hot.groupby(M.SETTING)),
-            "example": example, "other": len(other),
-            "other_most": (f"{(other['vs_unprotected'].max() - 1) * 100:.1f} %"
-                           if len(other) else "-"),
-            "other_rows": "; ".join(f"{r.strategy} at {r.read_pct}% r, n={r.n}, "
-                                    f"{r.delay_us} us, {r.threads} thr"
-                                    for r in other.itertuples()) or "none"}
+    hot = (r["n"] == 1) & (r["read_pct"] < 100)
+    top = r.sort_values("vs_racy").iloc[-1]
+    keys = list(zip(*(r[c] for c in M.SETTING)))
+    less_fair = sum(s.get((*k, name), 1.0) < s.get((*k, M.RACY), 0.0)
+                    for k, name in zip(keys, r["strategy"]))
+    return {"rows": len(r), "settings": len(r.groupby(M.SETTING)), "hot": int(hot.sum()),
+            "less_fair": int(less_fair),
+            "example": (f"{top.strategy} at {top.read_pct}% reads, n = {top.n}, "
+                        f"{top.threads} threads: {top.vs_racy:.2f}x, Jain's index "
+                        f"{jain(top, top.strategy)} against {jain(top, M.RACY)}"),
+            "elsewhere": _where(r[~hot])}
 
 
 def fairness_setting(df: pd.DataFrame, cores: int) -> tuple[int, int, int, int] | None:
     """The most contended measured setting with fairness counters, more threads than cores
     on one hot string preferred: (read %, n, delay us, threads), or None."""
     s = M.store_runs(df).dropna(subset=["fair_jain"])
-    s = s[s["strategy"] != M.BASELINE]
+    s = s[~s["strategy"].isin(M.NO_LOCK)]
     if s.empty:
         return None
     for want in [(70, 1, 0, 8), (50, 1, 0, 8), (95, 1, 0, 8), (70, 1, 0, 4 * cores)]:

@@ -145,6 +145,21 @@ def test_faster_than_no_lock_beyond_the_spread_is_called_a_disturbed_measurement
     assert "1 lie beyond the spread (seqlock-per-slot)" in text
 
 
+def test_the_racing_store_is_compared_with_not_ranked_and_shown_against_the_floor():
+    df = M.parse_benchmarks(_repeated({"unprotected": (90e6, 100e6, 110e6),
+                                       "unprotected-racy": (9e6, 10e6, 11e6),
+                                       "one-ttas-backoff": (20e6, 25e6, 26e6)}))
+    r = M.table_ranking(df).set_index("strategy")
+    assert list(r.index) == ["one-ttas-backoff"]
+    assert r.loc["one-ttas-backoff", "vs_racy"] == pytest.approx(2.5)
+    assert r.loc["one-ttas-backoff", "vs_racy_lo"] == pytest.approx(20 / 11)
+    assert r.loc["one-ttas-backoff", "vs_unprotected"] == pytest.approx(0.25)
+    assert "none of 1 strategy-setting medians measured faster than the unprotected store" in (
+        "\n".join(M.findings(df, 2)))
+    ranked = M.table_ranking(df, include_baseline=True)
+    assert set(ranked["strategy"]) == {"unprotected", "unprotected-racy", "one-ttas-backoff"}
+
+
 def test_fairness_math():
     even = M.fairness([100, 100, 100, 100])
     assert even == {"jain": 1.0, "rsd": 0.0, "max_min": 1.0}

@@ -89,21 +89,34 @@ def test_more_than_shown_are_counted():
     assert row["n_best"] == 7 and row["best"].endswith("; and 3 more")
 
 
-def test_faster_than_no_lock_beyond_the_spread_is_reported_and_explained_on_a_hot_string(df):
+def test_faster_than_the_floor_beyond_the_spread_is_reported_as_disturbed(df):
     assert W.beyond_floor(df).empty and W.floor_summary(df) is None
     broken = M.parse_benchmarks(_doc({
         LAB_DELAY: {"unprotected": (9e6, 10e6, 11e6), "seqlock-per-slot": (20e6, 21e6, 22e6)},
         (50, 1, 0, 4): {"unprotected": (9e6, 10e6, 11e6), "one-ttas-backoff": (20e6, 25e6, 26e6),
                         "one-mutex": (5e6, 6e6, 7e6)}}))
-    f = W.beyond_floor(broken).set_index("strategy")
-    assert list(f.index) == ["one-ttas-backoff", "seqlock-per-slot"]
-    assert f.loc["one-ttas-backoff", "hot_writes"] and not f.loc["seqlock-per-slot", "hot_writes"]
+    f = W.beyond_floor(broken)
+    assert sorted(f["strategy"]) == ["one-ttas-backoff", "seqlock-per-slot"]
     s = W.floor_summary(broken)
-    assert (s["hot"], s["hot_settings"], s["other"]) == (1, 1, 1)
-    assert s["example"] == ("one-ttas-backoff at 50% reads, 4 threads: 2.50x the unprotected "
-                            "store, Jain's index 0.97 against 0.99")
-    assert s["other_rows"] == "seqlock-per-slot at 70% r, n=1000, 10 us, 8 thr"
-    assert s["other_most"] == "110.0 %"
+    assert s["rows"] == 2 and s["most"] == "150.0 %"
+    assert s["where"] == ("one-ttas-backoff at 50% r, n=1, 0 us, 4 thr; "
+                          "seqlock-per-slot at 70% r, n=1000, 10 us, 8 thr")
+
+
+def test_locks_faster_than_racing_writers_are_explained_and_not_called_disturbed():
+    hot = (50, 1, 0, 4)
+    df = M.parse_benchmarks(_doc({hot: {
+        "unprotected": (90e6, 100e6, 110e6), "unprotected-racy": (9e6, 10e6, 11e6),
+        "one-ttas-backoff": (20e6, 25e6, 26e6), "one-mutex": (5e6, 6e6, 7e6)}}))
+    assert W.floor_summary(df) is None  # the floor is above every lock
+    r = W.racing_summary(df)
+    assert (r["rows"], r["settings"], r["hot"], r["less_fair"]) == (1, 1, 1, 1)
+    assert r["example"] == ("one-ttas-backoff at 50% reads, n = 1, 4 threads: 2.50x, "
+                            "Jain's index 0.97 against 0.99")
+    assert r["elsewhere"] == "none"
+    # neither store without a lock is ranked or recommended
+    assert not set(M.table_ranking(df)["strategy"]) & set(M.NO_LOCK)
+    assert W.racing_summary(M.parse_benchmarks(_doc(DATA))) is None
 
 
 @pytest.mark.parametrize("strategy, why", [

@@ -16,7 +16,7 @@ def fairness_figure(df, cores: int):
         return None
     read, n, delay, threads = setting
     t = M.table_fairness(df, read, n, delay, threads)
-    t = t[t["strategy"] != M.BASELINE]
+    t = t[~t["strategy"].isin(M.NO_LOCK)]
     if t.empty:
         return None
     fig, axes = F.new_figure(1, 2, figsize=(10, 0.22 * len(t) + 1.4), sharey=True)
@@ -41,6 +41,9 @@ def section(data: ReportData) -> Section | None:
     sec.files["tables/which_lock.csv"] = T.frame_csv(table)
     floor = W.floor_summary(df)
     sec.add(p("which_lock_floor_ok") if floor is None else p("which_lock_floor", **floor))
+    racing = W.racing_summary(df)
+    if racing is not None:
+        sec.add(p("which_lock_racing", **racing))
     if cores <= 2:
         sec.add(p("which_lock_small_machine", cores=cores))
     fair = fairness_figure(df, cores)
