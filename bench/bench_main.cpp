@@ -5,7 +5,7 @@
 //             --benchmark_filter=REGEX]
 //
 // --quick registers a small subset (a few seconds; for CI). Without it the
-// full pruned grid runs (about 3 minutes per repetition on 2 cores for the 36
+// full pruned grid runs (about 3 minutes per repetition on 2 cores for the 35
 // stores; bench/run-microbench.sh runs 7 interleaved, about 20 minutes); see
 // bench/run-microbench.sh and docs/strategies.md. --access runs only the
 // single-thread cost of one access (access_bench.cpp) instead.
