@@ -29,27 +29,35 @@ std::vector<std::string> BenchStrategyNames() {
   return names;
 }
 
+namespace {
+
+// make(policy) for the timing policy type that `timing` names; make is a
+// generic lambda that builds a store with decltype(policy) as its Timing.
+template <typename Make>
+std::unique_ptr<Store> WithPolicy(BenchTiming timing, Make make) {
+  switch (timing) {
+    case BenchTiming::kTimed:
+      return make(Timed{});
+    case BenchTiming::kSampled:
+      return make(Sampled64{});
+    case BenchTiming::kUntimed:
+      break;
+  }
+  return make(NoTiming{});
+}
+
+}  // namespace
+
 std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
                                       ArtificialDelay* delay, BenchTiming timing) {
   if (name == kUnprotected) {
-    switch (timing) {
-      case BenchTiming::kTimed:
-        return FloorStore<Timed>::Create(n, delay);
-      case BenchTiming::kSampled:
-        return FloorStore<Sampled64>::Create(n, delay);
-      case BenchTiming::kUntimed:
-        return FloorStore<NoTiming>::Create(n, delay);
-    }
+    return WithPolicy(timing,
+                      [&](auto policy) { return FloorStore<decltype(policy)>::Create(n, delay); });
   }
   if (name == kUnprotectedRacy) {
-    switch (timing) {
-      case BenchTiming::kTimed:
-        return UnlockedStore::Create(n, delay);
-      case BenchTiming::kSampled:
-        return UnlockedStore::WithTiming<Sampled64>::Create(n, delay);
-      case BenchTiming::kUntimed:
-        return UnlockedStore::WithTiming<NoTiming>::Create(n, delay);
-    }
+    return WithPolicy(timing, [&](auto policy) {
+      return UnlockedStore::WithTiming<decltype(policy)>::Create(n, delay);
+    });
   }
   if (timing == BenchTiming::kUntimed && name == OneMutexStore::kStrategyName) {
     return OneMutexStore::WithTiming<NoTiming>::Create(n, delay);

@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import server_label, server_order
+from .microbench import NO_LOCK
 from .tables import ordered_values
 
 CDF_POINTS = 800  # points per CDF curve (ranks evenly spaced; exact at the drawn points)
@@ -275,7 +276,7 @@ def plot_ops_vs_threads(ax, s: pd.DataFrame, title: str, cores):
     for name in server_order(s["strategy"]):
         g = s[s["strategy"] == name].sort_values("threads")
         kw = {"color": color(name), "marker": marker(name), "markersize": 4, "linewidth": 1.2}
-        if name in ("unprotected", "unprotected-racy"):
+        if name in NO_LOCK:
             kw["linestyle"] = "--"
         (line,) = ax.plot(g["threads"], g["ops_per_s"], label=name, **kw)
         artists.append(line)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from . import microbench as M
@@ -209,22 +210,22 @@ def racing_summary(df: pd.DataFrame) -> dict | None:
     r = r[r["vs_racy_lo"] > 1]
     if r.empty:
         return None
-    s = M.store_runs(df).set_index([*M.SETTING, "strategy"])["fair_jain"]
+    fair = M.store_runs(df).set_index([*M.SETTING, "strategy"])["fair_jain"]
 
-    def jain(row, name):
-        v = s.get((row.read_pct, row.n, row.delay_us, row.threads, name))
-        return "-" if v is None or pd.isna(v) else f"{v:.2f}"
+    def jain(row, name) -> float:
+        return fair.get((row.read_pct, row.n, row.delay_us, row.threads, name), np.nan)
+
+    def shown(v: float) -> str:
+        return "-" if pd.isna(v) else f"{v:.2f}"
 
     hot = (r["n"] == 1) & (r["read_pct"] < 100)
     top = r.sort_values("vs_racy").iloc[-1]
-    keys = list(zip(*(r[c] for c in M.SETTING)))
-    less_fair = sum(s.get((*k, name), 1.0) < s.get((*k, M.RACY), 0.0)
-                    for k, name in zip(keys, r["strategy"]))
+    less_fair = sum(jain(x, x.strategy) < jain(x, M.RACY) for x in r.itertuples())
     return {"rows": len(r), "settings": len(r.groupby(M.SETTING)), "hot": int(hot.sum()),
             "less_fair": int(less_fair),
             "example": (f"{top.strategy} at {top.read_pct}% reads, n = {top.n}, "
                         f"{top.threads} threads: {top.vs_racy:.2f}x, Jain's index "
-                        f"{jain(top, top.strategy)} against {jain(top, M.RACY)}"),
+                        f"{shown(jain(top, top.strategy))} against {shown(jain(top, M.RACY))}"),
             "elsewhere": _where(r[~hot])}
 
 
