@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.tests.helpers import link_real_binaries
+from analysis.tests.helpers import KIT_NAMES, kit_fixture, link_real_binaries
 
 
 @pytest.fixture
@@ -14,3 +14,14 @@ def real_bin(tmp_path) -> Path:
     metadata. The servers' argv[0] is then a path no other test uses, so a test can find
     (and kill) exactly its own processes in /proc. Skips when the build is missing."""
     return link_real_binaries(tmp_path / "bin")
+
+
+@pytest.fixture(scope="session")
+def kit_fixtures(tmp_path_factory) -> Path:
+    """A folder holding every honest kit-style fixture (helpers.KIT_NAMES) as a submission:
+    FOLDER/<name>, kitserver.h beside main.c, not built; made once per session. Grade them
+    as they are; a test that changes one makes its own copy (helpers.kit_fixture)."""
+    root = tmp_path_factory.mktemp("kit_fixtures")
+    for name in KIT_NAMES:
+        kit_fixture(name, root)
+    return root

@@ -11,6 +11,11 @@ import pytest
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
 REPO = HERE.parents[1]
+# The student-like kit servers: each main.c includes tests/fixtures/common/kitserver.h.
+KIT_FIXTURES = REPO / "tests" / "fixtures"
+KIT_HEADER = KIT_FIXTURES / "common" / "kitserver.h"
+KIT_NAMES = ("correct", "crash_after_batch", "crash_on_empty", "design_swap", "garbage_timing",
+             "handmade_rwlock", "hangs", "no_init", "no_lock", "serialised", "static_build")
 # The real build; LOCKBENCH_BIN_DIR points the end-to-end tests at another build tree.
 RELEASE = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release")).absolute()
 PY = sys.executable
@@ -66,10 +71,21 @@ def preload_library(lib: Path) -> Path:
     return lib
 
 
+def kit_fixture(name: str, into: Path, folder: str | None = None) -> Path:
+    """A copy of tests/fixtures/<name> ("correct", "hostile/daemon") at into/<folder> (the
+    name's last part by default) with kitserver.h beside main.c, as a student hands it in:
+    the grader sees only the submission's folder. Binaries and timing files of a build in
+    place are left out."""
+    d = into / (folder or Path(name).name)
+    shutil.copytree(KIT_FIXTURES / name, d, ignore=shutil.ignore_patterns(
+        "main1", "main2", "main3", "main4", "server_output_time_aggregated"))
+    shutil.copy(KIT_HEADER, d)
+    return d
+
+
 def built_fixture(fixture: str, into: Path) -> Path:
-    """A copy of tests/fixtures/<fixture> in `into`, built with its Makefile."""
-    d = into / fixture
-    shutil.copytree(REPO / "tests" / "fixtures" / fixture, d)
+    """A copy of tests/fixtures/<fixture> in `into` (kit_fixture), built with its Makefile."""
+    d = kit_fixture(fixture, into)
     p = subprocess.run(["make", "-s", "CC=gcc"], cwd=d, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr

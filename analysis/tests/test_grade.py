@@ -1,8 +1,9 @@
 """`python -m analysis grade` end to end: every fixture under tests/fixtures/ (student-like
-kit servers written from KIT.md) is built and run in the bubblewrap sandbox and gets its
-expected verdict; the pages and results.json are written; the HTML page renders in headless
-Chromium with the verdict on it. One grading of all fixtures (--quick --runs 2, about two
-minutes, two at a time) is shared by the tests of this module."""
+kit servers written from KIT.md, each copied with kitserver.h beside its main.c) is built
+and run in the bubblewrap sandbox and gets its expected verdict; the pages and results.json
+are written; the HTML page renders in headless Chromium with the verdict on it. One grading
+of all fixtures (--quick --runs 2, about two minutes, two at a time) is shared by the tests
+of this module."""
 
 import json
 import os
@@ -17,7 +18,6 @@ import pytest
 from analysis.grade import render, sandbox
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
 NAMES = ["correct", "crash_on_empty", "no_lock", "serialised", "no_init", "garbage_timing",
          "hangs", "crash_after_batch", "design_swap", "handmade_rwlock", "static_build"]
 CHROMIUM = shutil.which("chromium")
@@ -32,11 +32,11 @@ def grade(*args, cwd=REPO, timeout=600):
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, kit_fixtures):
     if NO_SANDBOX:
         pytest.skip(f"no sandbox: {NO_SANDBOX} (./lockbench setup installs bubblewrap)")
     out = tmp_path_factory.mktemp("grades")
-    p = grade(*[FIXTURES / n for n in NAMES], "--quick", "--runs", "2", "--no-reference",
+    p = grade(*[kit_fixtures / n for n in NAMES], "--quick", "--runs", "2", "--no-reference",
               "--jobs", "2", "--no-progress", "--out", out)
     assert p.returncode == 0, p.stderr[-2000:]
     return out
@@ -193,7 +193,8 @@ def test_html_page_renders_in_headless_chromium_with_its_verdict(graded, name, w
     assert hits > 2000, f"only {hits} pixels of the {word} banner colour {colour}"
 
 
-def test_a_sandbox_that_cannot_start_is_one_line_and_exit_1_before_any_grading(tmp_path):
+def test_a_sandbox_that_cannot_start_is_one_line_and_exit_1_before_any_grading(
+        tmp_path, kit_fixtures):
     # A bwrap that fails as it does in a chroot: grading must not turn that into a FAIL
     # verdict for the submission (it is the machine's fault), and must write no pages.
     fake = tmp_path / "bin"
@@ -204,7 +205,7 @@ def test_a_sandbox_that_cannot_start_is_one_line_and_exit_1_before_any_grading(t
     (fake / "bwrap").chmod(0o755)
     env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, "-m", "analysis", "grade", FIXTURES / "correct",
+    p = subprocess.run([sys.executable, "-m", "analysis", "grade", kit_fixtures / "correct",
                         "--quick", "--no-reference", "--no-progress", "--out", out],
                        capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert p.returncode == 1, p.stderr
@@ -213,12 +214,12 @@ def test_a_sandbox_that_cannot_start_is_one_line_and_exit_1_before_any_grading(t
     assert not (out / "correct").exists()
 
 
-def test_on_one_cpu_a_speed_failure_is_undetermined_not_a_fail(tmp_path):
+def test_on_one_cpu_a_speed_failure_is_undetermined_not_a_fail(tmp_path, kit_fixtures):
     if NO_SANDBOX:
         pytest.skip(f"no sandbox: {NO_SANDBOX}")
     out = tmp_path / "out"
     p = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "analysis", "grade",
-                        FIXTURES / "serialised", "--quick", "--runs", "2", "--no-reference",
+                        kit_fixtures / "serialised", "--quick", "--runs", "2", "--no-reference",
                         "--no-progress", "--out", out],
                        capture_output=True, text=True, cwd=REPO, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -228,23 +229,23 @@ def test_on_one_cpu_a_speed_failure_is_undetermined_not_a_fail(tmp_path):
     assert res["max_score"] == 90  # the speed check's 10 points are left out, not lost
 
 
-def test_bad_command_lines_exit_2_with_one_line(tmp_path):
+def test_bad_command_lines_exit_2_with_one_line(tmp_path, kit_fixtures):
     bad_weights = tmp_path / "w.toml"
     bad_weights.write_text("[points]\nbuild = -1\n")
-    for args in ([tmp_path / "missing"], [FIXTURES / "correct", "--runs", "0"],
-                 [FIXTURES / "correct", "--sizes", "ten"],
-                 [FIXTURES / "correct", "--weights", bad_weights],
-                 [FIXTURES / "correct", "--bin-dir", tmp_path / "nowhere"],
-                 [FIXTURES / "correct", "--jobs", "0"]):
+    for args in ([tmp_path / "missing"], [kit_fixtures / "correct", "--runs", "0"],
+                 [kit_fixtures / "correct", "--sizes", "ten"],
+                 [kit_fixtures / "correct", "--weights", bad_weights],
+                 [kit_fixtures / "correct", "--bin-dir", tmp_path / "nowhere"],
+                 [kit_fixtures / "correct", "--jobs", "0"]):
         p = grade(*args)
         assert p.returncode == 2, (args, p.stderr)
         assert "error:" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_a_second_run_keeps_what_was_graded(graded):
+def test_a_second_run_keeps_what_was_graded(graded, kit_fixtures):
     # Last in this module: it rewrites the class summary for two submissions.
     before = (graded / "correct" / "evidence.json").stat().st_mtime_ns
-    p = grade(FIXTURES / "correct", FIXTURES / "no_lock", "--quick", "--runs", "2",
+    p = grade(kit_fixtures / "correct", kit_fixtures / "no_lock", "--quick", "--runs", "2",
               "--no-reference", "--out", graded, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "kept from an earlier run" in p.stderr

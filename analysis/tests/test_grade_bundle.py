@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import isolation, sandbox
+from analysis.tests.helpers import kit_fixture
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
 NO_SANDBOX = sandbox.available()
 NOT_ROOT = "" if os.geteuid() == 0 else "container mode needs root"
 
@@ -135,8 +135,9 @@ def test_the_zip_holds_the_two_scripts_at_its_root_and_the_course_weights(gs_bun
 
 
 @pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox: {NO_SANDBOX}")
-def test_run_autograder_with_bubblewrap_writes_gradescope_results(gs_bundle, tmp_path):
-    root = autograder_root(tmp_path, gs_bundle, FIXTURES / "correct")
+def test_run_autograder_with_bubblewrap_writes_gradescope_results(gs_bundle, tmp_path,
+                                                                   kit_fixtures):
+    root = autograder_root(tmp_path, gs_bundle, kit_fixtures / "correct")
     res = run_autograder(root)
     check_gradescope(res)
     assert res["score"] == res["max_score"] == 100, res["output"][:2000]
@@ -147,9 +148,10 @@ def test_run_autograder_with_bubblewrap_writes_gradescope_results(gs_bundle, tmp
 
 
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
-def test_run_autograder_without_bubblewrap_grades_in_container_mode(gs_bundle, tmp_path):
+def test_run_autograder_without_bubblewrap_grades_in_container_mode(gs_bundle, tmp_path,
+                                                                     kit_fixtures):
     before = set(Path("/tmp").glob("lockbench-grade-*"))
-    root = autograder_root(tmp_path, gs_bundle, FIXTURES / "correct")
+    root = autograder_root(tmp_path, gs_bundle, kit_fixtures / "correct")
     res = run_autograder(root, path=fake_path(tmp_path))
     check_gradescope(res)
     assert res["score"] == res["max_score"] == 100, res["output"][:2000]
@@ -181,9 +183,9 @@ def test_container_mode_still_runs_the_submission_unprivileged_under_limits(tmp_
 
 
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
-def test_when_grading_cannot_run_the_results_say_why_and_blame_the_grader(gs_bundle,
-                                                                          tmp_path):
-    root = autograder_root(tmp_path, gs_bundle, FIXTURES / "correct")
+def test_when_grading_cannot_run_the_results_say_why_and_blame_the_grader(
+        gs_bundle, tmp_path, kit_fixtures):
+    root = autograder_root(tmp_path, gs_bundle, kit_fixtures / "correct")
     res = run_autograder(root, path=fake_path(tmp_path),
                          extra={"LOCKBENCH_SANDBOX": "bubblewrap"})
     check_gradescope(res)
@@ -224,8 +226,8 @@ def test_the_prairielearn_bundle_has_its_image_and_question_settings(pl_bundle):
 
 
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
-def test_prairielearn_grades_an_honest_submission(pl_bundle, tmp_path):
-    res = run_prairielearn(pl_bundle, tmp_path, FIXTURES / "correct",
+def test_prairielearn_grades_an_honest_submission(pl_bundle, tmp_path, kit_fixtures):
+    res = run_prairielearn(pl_bundle, tmp_path, kit_fixtures / "correct",
                            path=None if not NO_SANDBOX else fake_path(tmp_path))
     check_prairielearn(res)
     assert res["gradable"] is True and res["score"] == 1.0, res["output"][:2000]
@@ -244,9 +246,9 @@ def test_prairielearn_does_not_charge_an_attempt_for_a_build_failure(pl_bundle, 
 
 
 @pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox: {NO_SANDBOX}")
-def test_a_budget_cuts_the_runs_and_grading_ends_in_time(tmp_path):
+def test_a_budget_cuts_the_runs_and_grading_ends_in_time(tmp_path, kit_fixtures):
     t0 = time.monotonic()
-    p = grade(FIXTURES / "correct", "--no-reference", "--no-progress", "--out", tmp_path,
+    p = grade(kit_fixtures / "correct", "--no-reference", "--no-progress", "--out", tmp_path,
               "--budget", "45")
     took = time.monotonic() - t0
     assert p.returncode == 0, p.stderr
@@ -309,9 +311,8 @@ def test_a_budget_too_small_for_the_workload_still_hands_in_results_in_time(tmp_
     undetermined (not scored), never failed, and the grading is not lost."""
     # A correct server made slow (2 ms inside each critical section, where it had 10 us), so
     # the workload cannot fit 8 s however fast the machine is.
-    slow = tmp_path / "correct"
-    shutil.copytree(FIXTURES / "correct", slow)
-    source = slow / "main.c"
+    slow = kit_fixture("correct", tmp_path)
+    source = slow / "kitserver.h"
     source.write_text(source.read_text().replace("usleep(10);", "usleep(2000);"))
     out = tmp_path / "out"
     t0 = time.monotonic()

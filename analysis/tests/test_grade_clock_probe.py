@@ -6,7 +6,6 @@ waiting, a clock started after the lock (timing_after_lock) and a start time sha
 threads (timing_racy) leave it out. The sandboxed grading of the same fixtures is in
 test_grade_packaging.py."""
 
-import shutil
 import socket
 import statistics
 import subprocess
@@ -21,16 +20,13 @@ from analysis.grade import kitload as K
 from analysis.grade import worker as W
 from analysis.ports import twin
 from analysis.runner.procs import pick_port
-from analysis.tests.helpers import REPO, built_fixture
+from analysis.tests.helpers import built_fixture, kit_fixture
 
 N = 1000
-HOSTILE = REPO / "tests" / "fixtures" / "hostile"
 
 
 def hostile_main1(case: str, into: Path) -> Path:
-    d = into / case
-    shutil.copytree(HOSTILE / case, d)
-    shutil.copy(HOSTILE / "common" / "kitserver.h", d)
+    d = kit_fixture(f"hostile/{case}", into)
     p = subprocess.run(["make", "-s", "CC=gcc", "main1"], cwd=d, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr

@@ -17,10 +17,9 @@ from analysis.grade import kitload
 from analysis.kernel_sockets import NotListening, wait_listening
 from analysis.ports import twin
 from analysis.runner.procs import pick_port
-from analysis.tests.helpers import RELEASE, REPO, built_fixture, preload_library
+from analysis.tests.helpers import RELEASE, built_fixture, preload_library
 
 LIB = RELEASE / "liblocktrace.so"
-FIXTURES = REPO / "tests" / "fixtures"
 N = 1000
 FRESH = itertools.count(10_000)  # a new lock object each time
 BASE = 0x55D4C8A0C040    # a plausible heap address

@@ -1,11 +1,11 @@
 """`python -m analysis grade` against hostile submissions: student-like kit servers written
-from KIT.md (tests/fixtures/hostile/<case>/, sharing common/kitserver.h) that attack the
-grader instead of the lab, and folders the tests make (symbolic links, odd names). Each test
-asserts the safe outcome and says, in a comment, what the grader of commit 6bef42e did
-wrong. A case is copied into tmp_path with kitserver.h and a generated hostile_gen.h
-(MARKER: a unique string the case's extra processes carry in their command line; secret
-paths). The gradings are grouped (--quick --runs 2 --jobs 2, one per group and module) so
-the module takes a few minutes on two cores."""
+from KIT.md (tests/fixtures/hostile/<case>/, on tests/fixtures/common/kitserver.h) that
+attack the grader instead of the lab, and folders the tests make (symbolic links, odd
+names). Each test asserts the safe outcome and says, in a comment, what the grader of
+commit 6bef42e did wrong. A case is copied into tmp_path with kitserver.h and a generated
+hostile_gen.h (MARKER: a unique string the case's extra processes carry in their command
+line; secret paths). The gradings are grouped (--quick --runs 2 --jobs 2, one per group and
+module) so the module takes a few minutes on two cores."""
 
 import contextlib
 import csv
@@ -28,14 +28,13 @@ from types import SimpleNamespace
 import pytest
 
 from analysis.grade import sandbox
+from analysis.tests.helpers import kit_fixture
 
 NO_SANDBOX = sandbox.available()
 if NO_SANDBOX:
     pytest.skip(f"no sandbox: {NO_SANDBOX}", allow_module_level=True)
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
-HOSTILE = FIXTURES / "hostile"
 RELEASE = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release")).absolute()
 WEIGHTS = REPO / "analysis" / "grade_weights.toml"
 TOKEN = secrets.token_hex(4)  # this session's markers: lbh<TOKEN><case>, at most 15 chars
@@ -50,8 +49,7 @@ def marker(case: str) -> str:
 def prepare(case: str, dest: Path, **defines) -> Path:
     """A copy of tests/fixtures/hostile/<case> at dest, with kitserver.h and hostile_gen.h
     (MARKER and the given string macros)."""
-    shutil.copytree(HOSTILE / case, dest)
-    shutil.copy(HOSTILE / "common" / "kitserver.h", dest)
+    kit_fixture(f"hostile/{case}", dest.parent, dest.name)
     defines = {"MARKER": marker(case), **defines}
     (dest / "hostile_gen.h").write_text(
         "".join(f"#define {k} {json.dumps(str(v))}\n" for k, v in defines.items()))
@@ -323,12 +321,13 @@ def test_a_daemon_does_not_outlive_grading(group):
 
 # ---- gradings of their own --------------------------------------------------------------
 
-def test_a_process_holder_does_not_starve_a_submission_graded_beside_it(tmp_path):
+def test_a_process_holder_does_not_starve_a_submission_graded_beside_it(tmp_path,
+                                                                         kit_fixtures):
     # 6bef42e: RLIMIT_NPROC counts every process of user nobody on the machine, and both
     # submissions ran as nobody: the holder's ~1990 sleeping processes left the correct
     # submission no threads, and it failed.
     holder = prepare("process_holder", tmp_path / "process_holder")
-    g = grade([FIXTURES / "correct", holder], tmp_path / "out", *QUICK, "--no-reference")
+    g = grade([kit_fixtures / "correct", holder], tmp_path / "out", *QUICK, "--no-reference")
     left = survivors(marker("process_holder"))
     assert g.code == 0, g.stderr[-3000:]
     assert marker("process_holder") in g.marks, "no holder process seen: the test is void"
@@ -337,7 +336,8 @@ def test_a_process_holder_does_not_starve_a_submission_graded_beside_it(tmp_path
     assert not left, f"{len(left)} of the holder's processes outlived grading"
 
 
-def test_a_process_holder_in_another_grade_command_does_not_starve_this_one(tmp_path):
+def test_a_process_holder_in_another_grade_command_does_not_starve_this_one(tmp_path,
+                                                                             kit_fixtures):
     # Two grade commands on one host: were both to run submissions as one user (nobody),
     # one command's holder would spend the other's RLIMIT_NPROC. Each grading takes a slot
     # (uids of its own) with a lock file that the other command sees.
@@ -345,7 +345,7 @@ def test_a_process_holder_in_another_grade_command_does_not_starve_this_one(tmp_
     with ThreadPoolExecutor(2) as pool:
         hostile = pool.submit(grade, [holder], tmp_path / "out_h", *QUICK, "--no-reference")
         time.sleep(2)  # the holder is building and forking while the honest one is graded
-        honest = pool.submit(grade, [FIXTURES / "correct"], tmp_path / "out_c", *QUICK,
+        honest = pool.submit(grade, [kit_fixtures / "correct"], tmp_path / "out_c", *QUICK,
                              "--no-reference")
         g, h = honest.result(), hostile.result()
     assert g.code == 0 and h.code == 0, (g.stderr[-2000:], h.stderr[-2000:])
@@ -464,11 +464,12 @@ def test_odd_folder_names_get_their_own_rows_safe_cells_and_links(tmp_path):
 
 # ---- the race detector ------------------------------------------------------------------
 
-def test_race_finds_no_lock_and_a_server_that_does_not_start_is_no_pass(tmp_path):
+def test_race_finds_no_lock_and_a_server_that_does_not_start_is_no_pass(tmp_path,
+                                                                         kit_fixtures):
     # 6bef42e: a server that did not start under the ThreadSanitizer build was "not
     # checked" and the check still passed: tsan_no_start got races PASS without running.
     tsan = prepare("tsan_no_start", tmp_path / "tsan_no_start")
-    g = grade([FIXTURES / "no_lock", tsan], tmp_path / "out", *QUICK, "--no-reference",
+    g = grade([kit_fixtures / "no_lock", tsan], tmp_path / "out", *QUICK, "--no-reference",
               "--race")
     assert g.code == 0, g.stderr[-3000:]
     races = {n: checks(g.out, n).get("races", {}) for n in ("no_lock", "tsan_no_start")}

@@ -1,10 +1,10 @@
 """`python -m analysis grade` on submissions as a class really hands them in (KIT.md, "How
 submissions arrive"): made by the test from the honest fixtures (tests/fixtures/correct and
-the kit-style server of tests/fixtures/hostile/common), graded once together (--quick
---runs 2 --jobs 2), each with its expected per-check verdicts."""
+the timing patterns of tests/fixtures/hostile, each with kitserver.h beside its main.c),
+graded once together (--quick --runs 2 --jobs 2), each with its expected per-check
+verdicts."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,21 +12,19 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import sandbox
+from analysis.tests.helpers import kit_fixture
 
 NO_SANDBOX = sandbox.available()
 if NO_SANDBOX:
     pytest.skip(f"no sandbox: {NO_SANDBOX}", allow_module_level=True)
 
 REPO = Path(__file__).resolve().parents[2]
-CORRECT = REPO / "tests" / "fixtures" / "correct"
-HOSTILE = REPO / "tests" / "fixtures" / "hostile"
 MACHO = b"\xcf\xfa\xed\xfe" + bytes(60)
 PER_SERVER = ("cmdline", "initial", "workload", "consistency", "idle", "timing")
 
 
 def _correct(dest: Path) -> Path:
-    shutil.copytree(CORRECT, dest)
-    return dest
+    return kit_fixture("correct", dest.parent, dest.name)
 
 
 def _first_only(d: Path) -> None:
@@ -70,9 +68,7 @@ def _only_main1(d: Path) -> None:
 
 
 def _pattern(case: str, dest: Path) -> Path:
-    shutil.copytree(HOSTILE / case, dest)
-    shutil.copy(HOSTILE / "common" / "kitserver.h", dest)
-    return dest
+    return kit_fixture(f"hostile/{case}", dest.parent, dest.name)
 
 
 def _server_sources(d: Path) -> None:

@@ -11,21 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from analysis.tests.helpers import REPO, cli, skip_unless_built
+from analysis.tests.helpers import KIT_FIXTURES, cli, kit_fixture, skip_unless_built
 from analysis.tests.test_runner import procs_of, rows
 
 T = 120
-FIXTURES = REPO / "tests" / "fixtures"
 
 
 def build_fixture(name: str, dest: Path) -> Path:
-    if not (FIXTURES / name / "Makefile").is_file():
+    if not (KIT_FIXTURES / name / "Makefile").is_file():
         pytest.skip(f"fixture {name} not in tests/fixtures")
     if not (shutil.which("make") and shutil.which("cc")):
         pytest.skip("make or cc missing")
-    d = dest / name
-    shutil.copytree(FIXTURES / name, d, ignore=shutil.ignore_patterns(
-        "main1", "main2", "main3", "main4", "server_output_time_aggregated"))
+    d = kit_fixture(name, dest)
     r = subprocess.run(["make", "-s", "-C", str(d), "CC=cc"], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
