@@ -140,7 +140,8 @@ bool Listening(uint16_t port) {
 }
 
 // A kit-style server built from tests/fixtures/<name> (main.c + Makefile
-// building main1..main4) into a temp dir, started with the kit's command line.
+// building main1..main4) and tests/fixtures/common/kitserver.h into a temp dir,
+// started with the kit's command line.
 // It prints nothing and has no signal handler; it is SIGKILLed at the end.
 class KitServer {
  public:
@@ -161,6 +162,11 @@ class KitServer {
            ("lockbench_kit_" + fixture + "_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::copy(src, dir_, std::filesystem::copy_options::recursive);
+    // Every fixture's main.c includes the shared kit server, copied beside it as a
+    // submission has it (the copy has no ../common).
+    std::filesystem::copy(std::filesystem::path(LOCKBENCH_SOURCE_DIR) / "tests" / "fixtures" /
+                              "common" / "kitserver.h",
+                          dir_);
     std::string out;
     const int rc = RunCommand("/usr/bin/make", {"-s", "-C", dir_.string()}, &out, 120'000);
     if (rc != 0) {
