@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                f"  {PROG} submissions/alice              one submission, pages in grades/alice/\n"
                f"  {PROG} submissions/* --out grades     a class: grades/index.html, summary.csv\n"
-               f"  {PROG} tests/fixtures/* --quick       a quick look (3 runs, n=10,1000)\n"
+               f"  {PROG} submissions/* --quick          a quick look (3 runs, n=10,1000)\n"
                f"  {PROG} subs/* --similarity --boilerplate kit   and who copied whom\n"
                f"  {PROG} --bundle gradescope --out bundle  bundle/autograder.zip for "
                "Gradescope\n"
