@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from . import SERVERS, is_server_label
-from .load import SWEEP_KINDS, LoadError
+from .load import SWEEP_KINDS, LoadError, raw_path, read_raw_text
 from .numbers import float_in, int_in, list_of
 from .progress import Progress, hms
 from .runner import experiment as R
@@ -280,15 +280,16 @@ def executable_file(t):
 
 
 def microbench_file(t):
-    """'none', or an existing file (made absolute)."""
+    """'none', or an existing file, plain or gzipped (PATH, else PATH.gz: load.raw_path),
+    made absolute."""
     if t.lower() == "none":
         return "none"
-    p = _path(t)
-    allowed = "allowed: the JSON of bench/run-microbench.sh, or none"
+    p = raw_path(_path(t))
+    allowed = "allowed: the JSON of bench/run-microbench.sh (or it gzipped), or none"
     if not p.is_file():
         raise argparse.ArgumentTypeError(f"{t!r} is not a file; {allowed}")
     try:
-        doc = json.loads(p.read_text())
+        doc = json.loads(read_raw_text(p))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise argparse.ArgumentTypeError(f"{t!r} is not readable JSON ({exc}); "
                                          f"{allowed}") from None
@@ -300,15 +301,17 @@ def microbench_file(t):
 def _microbench_arg(p):
     p.add_argument("--microbench", type=microbench_file, default=None, metavar="PATH",
                    help="Google Benchmark JSON of bench/run-microbench.sh to add as a report "
-                        "section (default: results/microbench/microbench.json if it exists; "
+                        "section, plain or gzipped (PATH or PATH.gz; default: "
+                        "results/microbench/microbench.json(.gz) if it exists; "
                         "'none' = no section)")
 
 
 def microbench_path(a) -> Path | None:
     """The microbenchmark JSON to include: --microbench PATH (checked to exist when parsed),
-    none, or the default file if it exists."""
+    none, or the default file (plain or gzipped) if it exists."""
     if a.microbench is None:
-        return MICROBENCH_DEFAULT if MICROBENCH_DEFAULT.is_file() else None
+        default = raw_path(MICROBENCH_DEFAULT)
+        return default if default.is_file() else None
     return None if a.microbench == "none" else a.microbench
 
 

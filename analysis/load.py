@@ -13,11 +13,19 @@ A results directory (written by runner.py, read-only afterwards) holds:
                           (time_<strategy>_n<n> for a lockserver strategy)
   logs/                   server stdout/stderr
 Loaders check columns and types and raise LoadError naming the file and the problem.
+
+A raw data file may be stored gzipped, NAME.gz in place of NAME (`gzip -n -9`: no name, no
+date, so the same data gives the same bytes); NAME is taken when both are there. raw_path is
+that one rule, read_raw_text and raw_files its helpers; every reader of raw data (these
+loaders, the microbenchmark JSON, bench/perf.py's runs) opens files through them. Only
+metadata.json stays plain: it marks a results directory and the runner rewrites it.
 """
 
 from __future__ import annotations  # annotations name pd without importing pandas
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 
 from . import is_server_label
@@ -87,6 +95,46 @@ class LoadError(Exception):
     """A raw results file is missing, malformed, or inconsistent."""
 
 
+GZ = ".gz"
+
+
+def raw_path(path) -> Path:
+    """The file that holds raw file `path`: NAME itself if it exists, else NAME.gz if that
+    exists (the gzipped copy), else NAME (so a missing file is named as asked). A path
+    already ending in .gz is taken as given."""
+    p = Path(path)
+    if p.name.endswith(GZ) or p.exists():
+        return p
+    gz = p.with_name(p.name + GZ)
+    return gz if gz.exists() else p
+
+
+def raw_exists(path) -> bool:
+    """Whether raw file `path` is there, plain or gzipped."""
+    return raw_path(path).exists()
+
+
+def read_raw_text(path) -> str:
+    """The text of raw file `path` (raw_path: plain or gzipped), UTF-8. OSError if it cannot
+    be read (gzip.BadGzipFile for damaged gzip data), UnicodeDecodeError if not UTF-8."""
+    p = raw_path(path)
+    data = p.read_bytes()
+    if p.name.endswith(GZ):
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, zlib.error) as exc:
+            raise gzip.BadGzipFile(f"{p}: damaged gzip data: {exc}") from None
+    return data.decode("utf-8")
+
+
+def raw_files(folder, pattern: str) -> list:
+    """The raw files in `folder` whose name matches the glob `pattern`, plain or gzipped,
+    each once under its plain name (open it through raw_path), sorted by name."""
+    d = Path(folder)
+    names = {p.name for p in d.glob(pattern)} | {p.name[:-len(GZ)] for p in d.glob(pattern + GZ)}
+    return [d / name for name in sorted(names)]
+
+
 def _typed(df: pd.DataFrame, schema: dict, where: str) -> pd.DataFrame:
     missing = [c for c in schema if c not in df.columns and c not in OPTIONAL_COLUMNS]
     if missing:
@@ -140,11 +188,13 @@ def _numbers(raw: pd.Series, col: str, dtype: str, where: str) -> pd.Series:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
+    """A CSV as strings; path is the file itself (raw_path): pandas reads NAME.gz gzipped."""
     try:
         return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     except FileNotFoundError:
         raise LoadError(f"{path}: no such file") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
+            OSError, EOFError, zlib.error) as exc:
         raise LoadError(f"{path}: not a readable CSV: {exc}") from None
 
 
@@ -166,13 +216,13 @@ def check_lab(df: pd.DataFrame, where: str = "lab data") -> pd.DataFrame:
 
 def load_lab(path) -> pd.DataFrame:
     """lab.csv -> one typed row per client run, sorted by (server, n, rep)."""
-    path = Path(path)
+    path = raw_path(path)
     return check_lab(_read_csv(path), str(path))
 
 
 def load_sweep(path) -> pd.DataFrame:
     """sweep_<kind>.csv -> one typed row per client run, sorted."""
-    path = Path(path)
+    path = raw_path(path)
     df = _typed(_read_csv(path), SWEEP_COLUMNS, str(path))
     kinds = sorted(set(df["kind"].dropna()) - set(SWEEP_KINDS))
     if kinds:
@@ -183,7 +233,7 @@ def load_sweep(path) -> pd.DataFrame:
 
 def load_servers(path) -> pd.DataFrame:
     """<experiment>_servers.csv -> one typed row per server start."""
-    path = Path(path)
+    path = raw_path(path)
     df = _typed(_read_csv(path), SERVER_COLUMNS, str(path))
     return df.sort_values(["experiment", "server", "n", "delay_us", "value", "rep"],
                           kind="stable").reset_index(drop=True)
@@ -191,14 +241,14 @@ def load_servers(path) -> pd.DataFrame:
 
 def load_trace(path) -> pd.DataFrame:
     """A server's --trace CSV (pos,is_read,latency_ns,wait_ns,hold_ns)."""
-    path = Path(path)
+    path = raw_path(path)
     return _typed(_read_csv(path), TRACE_COLUMNS, str(path))
 
 
 def load_traces(trace_dir) -> pd.DataFrame:
     """Every traces/<server>_n<n>.csv, concatenated with server and n columns."""
     frames = []
-    for path in sorted(Path(trace_dir).glob("*_n*.csv")):
+    for path in raw_files(trace_dir, "*_n*.csv"):
         server, _, n = path.stem.rpartition("_n")
         if not is_server_label(server) or not n.isdigit():
             continue
@@ -230,21 +280,22 @@ def load_results(results_dir) -> dict:
     if not d.is_dir():
         raise LoadError(f"{d}: not a directory")
     out = {"metadata": load_metadata(d / "metadata.json") if (d / "metadata.json").exists() else {},
-           "lab": load_lab(d / "lab.csv") if (d / "lab.csv").exists() else None,
+           "lab": load_lab(d / "lab.csv") if raw_exists(d / "lab.csv") else None,
            "lab_servers": (load_servers(d / "lab_servers.csv")
-                           if (d / "lab_servers.csv").exists() else None),
+                           if raw_exists(d / "lab_servers.csv") else None),
            "traces": load_traces(d / "traces"),
            "sweeps": {}, "sweep_servers": {}}
     for kind in SWEEP_KINDS:
         p = d / f"sweep_{kind}.csv"
-        if p.exists():
+        if raw_exists(p):
             out["sweeps"][kind] = load_sweep(p)
         ps = d / f"sweep_{kind}_servers.csv"
-        if ps.exists():
+        if raw_exists(ps):
             out["sweep_servers"][kind] = load_servers(ps)
     # Load agents of a run across machines (runner --client-host): one row per agent and
     # client run, and the merged row (agent "all").
-    out["agents"] = pd.read_csv(d / "agents.csv") if (d / "agents.csv").exists() else None
+    agents = raw_path(d / "agents.csv")
+    out["agents"] = pd.read_csv(agents) if agents.exists() else None
     if out["lab"] is None and not out["sweeps"]:
         raise LoadError(f"{d}: no lab.csv and no sweep_*.csv: nothing to report")
     return out

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds kv_bench (release, own build folder) and runs the full microbenchmark
-# grid, writing Google Benchmark JSON to results/microbench/.
+# grid, writing Google Benchmark JSON to results/microbench/microbench.json.gz
+# (gzipped: the JSON is some 30 MB; gzip -n -9, so the same JSON gives the same
+# bytes; the analysis reads NAME or NAME.gz, analysis/load.py raw_path).
 #
 #   bench/run-microbench.sh                 # full grid, ~20 min on 2 cores
-#   bench/run-microbench.sh --quick         # a few seconds (CI smoke run)
+#   bench/run-microbench.sh --quick         # a few seconds (CI smoke run), plain JSON
 #   BUILD_DIR=build/x OUT=path.json REPS=7 bench/run-microbench.sh [kv_bench flags]
 #
-# Extra arguments go to kv_bench (e.g. --benchmark_filter=REGEX).
+# OUT ending in .gz is written gzipped, any other name as plain JSON. Extra
+# arguments go to kv_bench (e.g. --benchmark_filter=REGEX).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build/microbench}
@@ -20,8 +23,9 @@ for a in "$@"; do [[ $a == --quick ]] && quick=1; done
 if [[ $quick == 1 ]]; then
   out=${OUT:-$build_dir/microbench-quick.json}
 else
-  out=${OUT:-results/microbench/microbench.json}
+  out=${OUT:-results/microbench/microbench.json.gz}
 fi
+json=${out%.gz}  # what kv_bench writes; gzipped into $out when $out ends in .gz
 cmake --preset release -B "$build_dir" >/dev/null
 cmake --build "$build_dir" -j"$(nproc)" --target kv_bench
 mkdir -p "$(dirname "$out")"
@@ -35,7 +39,10 @@ echo "kv_bench -> $out (git $sha, $dirty)" >&2
 # (1 in 3432 with 7), across some 400 such ties in the grid.
 "$build_dir/kv_bench" --benchmark_repetitions="$reps" \
   --benchmark_enable_random_interleaving=true "$@" \
-  --benchmark_out="$out" --benchmark_out_format=json \
+  --benchmark_out="$json" --benchmark_out_format=json \
   --benchmark_context=git_sha="$sha" --benchmark_context=tree="$dirty" \
   --benchmark_counters_tabular=true
+if [[ $out != "$json" ]]; then
+  gzip -n -9 -f "$json"  # -> $out, and $json removed: no stale plain copy beside it
+fi
 echo "wrote $out" >&2

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import matplotlib
 
-from ..load import LoadError, load_results
+from ..load import LoadError, load_results, raw_exists, raw_path, read_raw_text
 from . import figures as F
 from .microbench import MicrobenchError, parse_benchmarks
 from .sections import SECTIONS
@@ -36,9 +36,10 @@ PERF_RESULTS = REPO / "results" / "perf"
 
 
 def latest_perf(root=PERF_RESULTS) -> Path | None:
-    """The newest bench/perf.py results folder (results/perf/<UTC time>/runs.csv), or None."""
-    runs = sorted(Path(root).glob("*/runs.csv"))
-    return runs[-1].parent if runs else None
+    """The newest bench/perf.py results folder (results/perf/<UTC time>/runs.csv, plain or
+    gzipped), or None."""
+    runs = sorted(p for p in Path(root).glob("*") if raw_exists(p / "runs.csv"))
+    return runs[-1] if runs else None
 
 
 def read_data(results_dir, microbench=None, template=TEMPLATE, perf=None) -> ReportData:
@@ -49,11 +50,13 @@ def read_data(results_dir, microbench=None, template=TEMPLATE, perf=None) -> Rep
     except OSError as exc:
         raise LoadError(f"{template}: cannot read the report template: {exc}") from None
     mb, context, shown = None, {}, None
-    if microbench is not None and Path(microbench).exists():
+    if microbench is not None and raw_path(microbench).exists():
+        microbench = raw_path(microbench)  # NAME, else NAME.gz
         try:
-            doc = json.loads(Path(microbench).read_text())
+            doc = json.loads(read_raw_text(microbench))
             mb = parse_benchmarks(doc, str(microbench))
-        except (json.JSONDecodeError, UnicodeDecodeError, MicrobenchError, KeyError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError, MicrobenchError,
+                KeyError) as exc:
             raise LoadError(f"{microbench}: not kv_bench JSON: {exc}") from None
         context, shown = doc.get("context") or {}, shown_path(microbench)
     perf_data = None
@@ -108,7 +111,8 @@ def write(out: Path, report_md: str, files: dict, figs: list, name: str = "REPOR
 
 
 def build_report(results_dir, out_dir, microbench=None, perf=None) -> list:
-    """Reads results_dir (and the microbenchmark JSON, if given and present), writes
+    """Reads results_dir (and the microbenchmark JSON, if given and present, plain or
+    gzipped), writes
     out_dir/{REPORT.md, tables/, figures/}. Returns the written paths, sorted. Raises
     load.LoadError on bad input."""
     data = read_data(results_dir, microbench, perf=perf)

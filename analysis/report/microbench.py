@@ -29,12 +29,12 @@ figures.py draws, report.py writes):
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .. import server_order
+from ..load import read_raw_text
 from .stats import SINGLE_RUN_BAND, is_tie, rank_of, ratio_range, tiers
 
 # The two stores without a lock (bench/store_floor.h, tests/store_unlocked.h): the floor
@@ -127,9 +127,9 @@ def parse_benchmarks(doc: dict, where: str = "microbenchmark JSON") -> pd.DataFr
 
 
 def load_benchmarks(json_path) -> pd.DataFrame:
-    """parse_benchmarks of a JSON file (for tests and interactive use; the report reads
-    the file in report.py)."""
-    return parse_benchmarks(json.loads(Path(json_path).read_text()), str(json_path))
+    """parse_benchmarks of a JSON file, plain or gzipped (NAME or NAME.gz: load.raw_path;
+    for tests and interactive use; the report reads the file in report/__init__.py)."""
+    return parse_benchmarks(json.loads(read_raw_text(json_path)), str(json_path))
 
 
 def store_runs(df: pd.DataFrame) -> pd.DataFrame:

@@ -404,7 +404,10 @@ def plot_throughput(ax_grid, runs: pd.DataFrame):
 
 
 def load_run(results_dir) -> tuple:
-    """(runs, meta) of one bench/perf.py results folder (runs.csv, meta.json)."""
+    """(runs, meta) of one bench/perf.py results folder (runs.csv, meta.json; either may be
+    gzipped, load.raw_path)."""
     import json
+
+    from ..load import raw_path, read_raw_text
     d = Path(results_dir)
-    return pd.read_csv(d / "runs.csv"), json.loads((d / "meta.json").read_text())
+    return pd.read_csv(raw_path(d / "runs.csv")), json.loads(read_raw_text(d / "meta.json"))

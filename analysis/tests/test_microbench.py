@@ -1,7 +1,9 @@
 """Tests of analysis.report.microbench over a tiny hand-made kv_bench JSON fixture."""
 
+import gzip
 import json
 
+import pandas as pd
 import pytest
 
 from analysis.report import figures as F
@@ -27,6 +29,24 @@ def test_load_parses_names_and_ignores_aggregates(df):
     starv = df[df["family"] == "WriterStarvation"]
     assert set(starv["readers"]) == {2, 8}
     assert starv["writer_wait_p99_us"].notna().all()
+
+
+def test_load_gzipped_json_gives_the_same_frame(tmp_path, df):
+    """results/microbench/microbench.json is committed as microbench.json.gz: the gzipped
+    file, named as it is or by its plain name (load.raw_path), loads as the JSON does; when
+    both are there the plain one is read."""
+    gz = tmp_path / "microbench_tiny.json.gz"
+    gz.write_bytes(gzip.compress(FIXTURE.read_bytes(), compresslevel=9, mtime=0))
+    pd.testing.assert_frame_equal(M.load_benchmarks(gz), df)
+    plain = tmp_path / "microbench_tiny.json"
+    pd.testing.assert_frame_equal(M.load_benchmarks(plain), df)
+    doc = json.loads(FIXTURE.read_text())
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if b["name"].startswith("Store/")]
+    plain.write_text(json.dumps(doc))
+    assert set(M.load_benchmarks(plain)["family"]) == {"Store"}
+    gz.write_bytes(gzip.compress(FIXTURE.read_bytes())[:-20])  # cut short
+    with pytest.raises(OSError, match="damaged gzip data"):
+        M.load_benchmarks(gz)
 
 
 def test_load_rejects_non_benchmark_json(tmp_path):

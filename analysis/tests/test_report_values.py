@@ -4,11 +4,14 @@ ok, ...) is refused with one line naming the file, the row and the column (exit 
 any file of the report is written; the same data unedited still makes the report."""
 
 import csv
+import gzip
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from analysis.load import load_results
 from analysis.tests.helpers import FIXTURES, cli
 
 SMALL = FIXTURES / "results_small"
@@ -66,3 +69,40 @@ def test_exit_codes_may_be_negative_and_the_unedited_copy_still_reports(tmp_path
     r = report(d, tmp_path / "out")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "REPORT.md").is_file()
+
+
+def _gzip(path: Path, keep: bool = False) -> None:
+    """path -> path.gz as `gzip -n -9` makes it (no name, no date)."""
+    path.with_name(path.name + ".gz").write_bytes(
+        gzip.compress(path.read_bytes(), compresslevel=9, mtime=0))
+    if not keep:
+        path.unlink()
+
+
+def test_gzipped_raw_files_load_as_the_plain_ones(tmp_path):
+    """Any raw data file may be stored as NAME.gz (load.raw_path): the loaded frames are
+    the same; NAME wins when both are there."""
+    d = tmp_path / "r"
+    shutil.copytree(SMALL, d)
+    for f in ("lab.csv", "lab_servers.csv", "sweep_threads.csv", "traces/main2_n10.csv"):
+        _gzip(d / f)
+    _gzip(d / "traces" / "main1_n10.csv", keep=True)
+    plain, packed = load_results(SMALL), load_results(d)
+    for key in ("lab", "lab_servers", "traces"):
+        pd.testing.assert_frame_equal(packed[key], plain[key])
+    assert packed["sweeps"].keys() == plain["sweeps"].keys()
+    for kind, frame in plain["sweeps"].items():
+        pd.testing.assert_frame_equal(packed["sweeps"][kind], frame)
+
+
+def test_a_damaged_gzipped_file_is_one_line(tmp_path):
+    d = tmp_path / "r"
+    shutil.copytree(SMALL, d)
+    _gzip(d / "lab.csv")
+    gz = d / "lab.csv.gz"
+    gz.write_bytes(gz.read_bytes()[:-30])
+    r = report(d, tmp_path / "out")
+    assert r.returncode == 1, r.stderr
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and f"{gz}: not a readable CSV" in err[0], err
+    assert not (tmp_path / "out" / "REPORT.md").exists()
