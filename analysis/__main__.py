@@ -298,12 +298,15 @@ def microbench_file(t):
     return p
 
 
-def _microbench_arg(p):
+def _report_args(p):
     p.add_argument("--microbench", type=microbench_file, default=None, metavar="PATH",
                    help="Google Benchmark JSON of bench/run-microbench.sh to add as a report "
                         "section, plain or gzipped (PATH or PATH.gz; default: "
                         "results/microbench/microbench.json(.gz) if it exists; "
                         "'none' = no section)")
+    p.add_argument("--svg", action="store_true",
+                   help="also write every figure as SVG (figures/NAME.svg) and link it under "
+                        "its caption (default: PNG only, as the committed report)")
 
 
 def microbench_path(a) -> Path | None:
@@ -350,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="results directory (e.g. results/20250101T000000Z)")
     p.add_argument("--out", type=out_dir, default=R.REPO / "report",
                    help="output directory (default: %(default)s)")
-    _microbench_arg(p)
+    _report_args(p)
     p = sub.add_parser("all", help="lab + sweeps + report (the README's main command)",
                        description="The lab experiment, then the sweeps, then the report.")
     _lab_args(p)
@@ -358,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sweeps", action="store_true", help="lab experiment and report only")
     p.add_argument("--out", type=out_dir, default=None,
                    help="report directory (default: report/; <results>/report with --quick)")
-    _microbench_arg(p)
+    _report_args(p)
     _common(p)
     _host_args(p)
     # The grader has its own command line (analysis/grade/cli.py, also run alone as
@@ -553,9 +556,10 @@ def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) ->
     return results
 
 
-def cmd_report(results: Path, out: Path, microbench: Path | None = None) -> None:
+def cmd_report(results: Path, out: Path, microbench: Path | None = None,
+               svg: bool = False) -> None:
     from .report import build_report, latest_perf
-    written = build_report(results, out, microbench=microbench, perf=latest_perf())
+    written = build_report(results, out, microbench=microbench, perf=latest_perf(), svg=svg)
     print(f"wrote {len(written)} files; report: {out / 'REPORT.md'}", file=sys.stderr)
 
 
@@ -581,7 +585,7 @@ def main(argv=None) -> int:
             mb = microbench_path(a)
         if a.cmd == "report":
             check_report_out(a.out, R.is_quick_results(a.results))
-            cmd_report(a.results, a.out, mb)
+            cmd_report(a.results, a.out, mb, a.svg)
         elif a.cmd == "lab":
             run_experiments(a, lab_from_args(a), None)
         elif a.cmd == "sweep":
@@ -592,7 +596,7 @@ def main(argv=None) -> int:
                 check_report_out(a.out, a.quick or (a.resume is not None
                                                     and R.is_quick_results(a.resume)))
             results = run_experiments(a, lab_from_args(a), sweeps)
-            cmd_report(results, report_out(a, results), mb)
+            cmd_report(results, report_out(a, results), mb, a.svg)
         return 0
     except UsageError as exc:
         print(f"{PROG} {a.cmd}: error: {exc}", file=sys.stderr)

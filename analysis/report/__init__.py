@@ -1,5 +1,6 @@
-"""Write report/ from a results directory: tables (Markdown, CSV, LaTeX), figures (PNG, SVG)
-and REPORT.md. Same raw results in, byte-identical files out.
+"""Write report/ from a results directory: tables (Markdown, CSV, LaTeX), figures (PNG; also
+SVG with svg=True, `report --svg`) and REPORT.md. Same raw results in, byte-identical files
+out.
 
 This module is the report's only reader and writer: it loads the data and the prose
 template (read_data), runs the sections of sections/__init__.py (pure functions), puts
@@ -71,32 +72,37 @@ def read_data(results_dir, microbench=None, template=TEMPLATE, perf=None) -> Rep
                       perf=perf_data, perf_shown=shown_path(perf) if perf else None)
 
 
-def assemble(sections, prose) -> tuple:
+def assemble(sections, prose, svg: bool = False) -> tuple:
     """(REPORT.md text, {path: text}, [(Fig, number)]) from the sections' output: blocks
-    joined by blank lines, each Fig replaced by its numbered image and caption."""
+    joined by blank lines, each Fig replaced by its numbered image and caption (and, with
+    svg, a link to its SVG)."""
     md, files, figs = [], {}, []
     for sec in sections:
         for block in sec.blocks:
             if isinstance(block, Fig):
                 figs.append(block)
-                block = prose("figure", caption=block.caption, name=block.name,
-                              number=len(figs))
+                block = prose("figure_svg" if svg else "figure", caption=block.caption,
+                              name=block.name, number=len(figs))
             md.append(block.rstrip("\n"))
         files.update(sec.files)
     return "\n\n".join(md) + "\n", files, figs
 
 
-def save_figure(fig, out_dir: Path, name: str) -> list:
-    """name.png and name.svg, reproducible (no dates, fixed SVG hash salt in F.RC)."""
-    paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
+def save_figure(fig, out_dir: Path, name: str, svg: bool = False) -> list:
+    """name.png, and with svg name.svg too, reproducible (no dates, fixed SVG hash salt in
+    F.RC)."""
+    paths = [out_dir / f"{name}.png"]
     fig.savefig(paths[0], metadata={"Software": None})
-    fig.savefig(paths[1], metadata={"Date": None, "Creator": None})
+    if svg:
+        paths.append(out_dir / f"{name}.svg")
+        fig.savefig(paths[1], metadata={"Date": None, "Creator": None})
     return paths
 
 
-def write(out: Path, report_md: str, files: dict, figs: list, name: str = "REPORT.md") -> list:
-    """Writes report_md as `name`, the files and the figures under out; returns the paths,
-    sorted."""
+def write(out: Path, report_md: str, files: dict, figs: list, name: str = "REPORT.md",
+          svg: bool = False) -> list:
+    """Writes report_md as `name`, the files and the figures (PNG; with svg also SVG) under
+    out; returns the paths, sorted."""
     written = []
     for rel, text in {**files, name: report_md}.items():
         path = out / rel
@@ -106,31 +112,31 @@ def write(out: Path, report_md: str, files: dict, figs: list, name: str = "REPOR
     if figs:
         (out / "figures").mkdir(parents=True, exist_ok=True)
     for f in figs:
-        written += save_figure(f.figure, out / "figures", f.name)
+        written += save_figure(f.figure, out / "figures", f.name, svg)
     return sorted(set(written))
 
 
-def build_report(results_dir, out_dir, microbench=None, perf=None) -> list:
+def build_report(results_dir, out_dir, microbench=None, perf=None, svg=False) -> list:
     """Reads results_dir (and the microbenchmark JSON, if given and present, plain or
-    gzipped), writes
-    out_dir/{REPORT.md, tables/, figures/}. Returns the written paths, sorted. Raises
+    gzipped), writes out_dir/{REPORT.md, tables/, figures/} (figures as PNG; with svg also
+    as SVG, linked under each caption). Returns the written paths, sorted. Raises
     load.LoadError on bad input."""
     data = read_data(results_dir, microbench, perf=perf)
     with matplotlib.rc_context(F.RC):  # style at drawing and at saving time
         sections = [s for s in (section(data) for section in SECTIONS) if s is not None]
-        report_md, files, figs = assemble(sections, data.prose)
-        return write(Path(out_dir), report_md, files, figs)
+        report_md, files, figs = assemble(sections, data.prose, svg)
+        return write(Path(out_dir), report_md, files, figs, svg=svg)
 
 
-def write_perf_section(perf_dir, out_dir) -> list:
+def write_perf_section(perf_dir, out_dir, svg=False) -> list:
     """The Performance section alone from a bench/perf.py results folder, written as
     out_dir/{performance.md, tables/, figures/} (bench/perf.py leaves it beside its raw
-    results). Returns the written paths, sorted."""
+    results; svg as in build_report). Returns the written paths, sorted."""
     from .perf import load_run
     from .sections.perf import perf_section
     runs, meta = load_run(perf_dir)
     prose = Prose(TEMPLATE.read_text())
     with matplotlib.rc_context(F.RC):
         md, files, figs = assemble([perf_section(runs, meta, shown_path(perf_dir), prose)],
-                                   prose)
-        return write(Path(out_dir), md, files, figs, name="performance.md")
+                                   prose, svg)
+        return write(Path(out_dir), md, files, figs, name="performance.md", svg=svg)

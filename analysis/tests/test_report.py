@@ -24,9 +24,9 @@ def built(tmp_path_factory):
 def test_report_writes_tables_figures_and_text(built):
     tmp_path = built
     for name in FIGURES:
-        for ext in ("png", "svg"):
-            p = tmp_path / "figures" / f"{name}.{ext}"
-            assert p.stat().st_size > 1000, p
+        p = tmp_path / "figures" / f"{name}.png"
+        assert p.stat().st_size > 1000, p
+    assert not list((tmp_path / "figures").glob("*.svg"))  # SVG only with --svg
     for t in ("table_mean", "table_median", "table_ci95", "table_speedup"):
         for ext in ("md", "csv", "tex"):
             assert (tmp_path / "tables" / f"{t}.{ext}").stat().st_size > 0
@@ -34,6 +34,7 @@ def test_report_writes_tables_figures_and_text(built):
     assert "| main1 (one mutex) | 8.32E+00 | 8.32E+00 | 8.32E+00 |" in md
     assert "| n | 10 | 100 | 1000 |" in md
     assert "Table 2: Median" in md and md.count("![") == len(FIGURES)
+    assert "[SVG]" not in md
     assert "Synthetic CPU, 2 logical cores" in md
 
 
@@ -73,6 +74,32 @@ def test_report_cli_and_bad_input(tmp_path):
     (tmp_path / "empty").mkdir()
     r = cli("report", "--results", tmp_path / "empty", "--out", tmp_path / "o3")
     assert r.returncode == 1 and "nothing to report" in r.stderr
+
+
+def test_report_svg_on_demand(tmp_path):
+    """--svg: every figure also as SVG, linked under its caption; the PNGs, the tables and
+    the rest of REPORT.md are what the report makes without it."""
+    d = tmp_path / "lab_only"
+    d.mkdir()
+    shutil.copy(SMALL / "lab.csv", d)  # 3 lab figures (and the committed perf run's)
+    for out, extra in (("png", []), ("svg", ["--svg"])):
+        r = cli("report", "--results", d, "--out", tmp_path / out, "--microbench", "none",
+                *extra)
+        assert r.returncode == 0, r.stderr
+    png, svg = tmp_path / "png", tmp_path / "svg"
+    names = sorted(p.stem for p in (png / "figures").glob("*.png"))
+    assert len(names) >= 3 and not list((png / "figures").glob("*.svg"))
+    assert sorted(p.stem for p in (svg / "figures").glob("*.svg")) == names
+    assert all((svg / "figures" / f"{n}.svg").read_text().startswith("<?xml") for n in names)
+    count, bad = _same_files(png, svg, skip=("REPORT.md",))
+    assert count > 10 and not bad, bad
+    md_png, md_svg = (png / "REPORT.md").read_text(), (svg / "REPORT.md").read_text()
+    assert "[SVG]" not in md_png
+    for n in names:
+        assert f"* ([SVG](figures/{n}.svg))\n" in md_svg
+    assert md_svg.count(" ([SVG](") == len(names)
+    stripped = "\n".join(line.split(" ([SVG](")[0] for line in md_svg.splitlines()) + "\n"
+    assert stripped == md_png
 
 
 def test_report_with_lab_only(tmp_path):
@@ -134,7 +161,7 @@ def test_a_new_section_is_one_function_and_one_line(tmp_path, monkeypatch):
     assert md.index("## Extra") < md.index("## Method")
     assert "\n- one\n- two\n" in md
     assert (tmp_path / "tables" / "extra.csv").read_text() == "a,b\n1,2\n"
-    assert tmp_path / "figures" / "extra_plot.svg" in written
+    assert tmp_path / "figures" / "extra_plot.png" in written
 
 
 def test_sections_write_no_files(tmp_path, monkeypatch):

@@ -141,6 +141,6 @@ def test_the_report_has_the_table_the_fairness_figure_and_the_timing_figure(df, 
     assert "What a 2-core machine cannot show" in text
     assert "Fairness and acquire latency at 95% reads, n = 1, delay 0 us, 32 threads" in text
     for name in ("which_lock_fairness", "microbench_timing_cost"):
-        assert (out / "figures" / f"{name}.svg").is_file(), name
+        assert (out / "figures" / f"{name}.png").is_file(), name
     assert "unprotected store 12.3 times slower" in text
     assert (out / "tables" / "which_lock.csv").is_file()

@@ -29,8 +29,9 @@ class Prose:
 
 @dataclass(frozen=True)
 class Fig:
-    """A figure of the report: saved as figures/<name>.{png,svg}, numbered in order of
-    appearance and shown with its caption where the section puts it."""
+    """A figure of the report: saved as figures/<name>.png (and .svg with --svg),
+    numbered in order of appearance and shown with its caption where the section puts
+    it."""
     name: str
     caption: str
     figure: object  # matplotlib.figure.Figure
