@@ -1,0 +1,17 @@
+"""The tier rule, loaded by pytest.ini (-p analysis.tests.tiers) on every run: a test that
+needs the sandbox, Chromium, root or network namespaces is also `slow`, so that
+`pytest -m "not slow"` (./lockbench test --quick) can never start one. A test marked with
+one of them and not `slow` fails the collection, naming it."""
+
+import pytest
+
+NEEDS = ("sandbox", "chromium", "root", "netns")
+
+
+def pytest_collection_modifyitems(config, items):
+    bad = [f"{item.nodeid} ({', '.join(m for m in NEEDS if item.get_closest_marker(m))})"
+           for item in items
+           if any(item.get_closest_marker(m) for m in NEEDS) and not item.get_closest_marker("slow")]
+    if bad:
+        raise pytest.UsageError("marked as needing " + "; ".join(bad)
+                                + " but not slow: add @pytest.mark.slow")
