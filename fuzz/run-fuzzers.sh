@@ -3,7 +3,7 @@
 # `./lockbench test`; also fine by hand.
 #
 #   fuzz/run-fuzzers.sh                 configure + build the `fuzz` preset,
-#                                       then fuzz each target for 60 s
+#                                       then fuzz each target for 60 s, side by side
 #   LOCKBENCH_FUZZ_SECONDS=10 fuzz/run-fuzzers.sh     shorter runs
 #   LOCKBENCH_FUZZ_BUILD_DIR=build/x fuzz/run-fuzzers.sh   another build folder
 #
@@ -31,10 +31,8 @@ log "configuring and building the fuzz preset in $BUILD_DIR"
 cmake --preset fuzz -B "$BUILD_DIR" >/dev/null
 cmake --build "$BUILD_DIR" --target "${TARGETS[@]}"
 
-failed=0
-for t in "${TARGETS[@]}"; do
-  work="$BUILD_DIR/fuzz-corpus/$t"
-  artifacts="$BUILD_DIR/fuzz-artifacts"
+fuzz_one() {  # TARGET: one bounded run; its own log, corpus and exit status
+  local t=$1 work="$BUILD_DIR/fuzz-corpus/$1" artifacts="$BUILD_DIR/fuzz-artifacts"
   mkdir -p "$work" "$artifacts"
   log "$t: ${SECONDS_EACH} s, -max_len=200"
   # New units go to the first (scratch) folder; the seeds are only read.
@@ -46,9 +44,18 @@ for t in "${TARGETS[@]}"; do
          "$work" "fuzz/corpus/$t" 2>"$BUILD_DIR/$t.log"; then
     log "$t: FAILED (see $BUILD_DIR/$t.log and $artifacts/)"
     tail -n 40 "$BUILD_DIR/$t.log" >&2
-    failed=1
-  else
-    log "$t: ok; $(grep -E '^stat::number_of_executed_units' "$BUILD_DIR/$t.log" | awk '{print $2}') inputs run, $(grep -cE '^#[0-9]+.*(NEW|REDUCE)' "$BUILD_DIR/$t.log" || true) new/reduced units"
+    return 1
   fi
+  log "$t: ok; $(grep -E '^stat::number_of_executed_units' "$BUILD_DIR/$t.log" | awk '{print $2}') inputs run, $(grep -cE '^#[0-9]+.*(NEW|REDUCE)' "$BUILD_DIR/$t.log" || true) new/reduced units"
+}
+
+# The targets side by side: each libFuzzer run is one thread, so with one core each the
+# bounded time is spent once, not once per target.
+pids=()
+for t in "${TARGETS[@]}"; do
+  fuzz_one "$t" &
+  pids+=($!)
 done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
 exit $failed

@@ -23,6 +23,8 @@ from analysis import __main__ as M
 from analysis.tests.helpers import PY, RELEASE, REPO, link_real_binaries
 from analysis.tests.test_runner import procs_of
 
+pytestmark = [pytest.mark.slow]
+
 ADVERSARIAL = ["nan", "NaN", "inf", "-inf", "infinity", "1e999", "-1e999", "0x10", "0o17",
                "010", "03000", "1_000", " 1", "1 ", "", "-1", "0", "-0", "1.5", "0.5", "2.0",
                "1e3", "65536", "4097", "1000001", "10000001", "١٢", "+5", ".5", "5.",

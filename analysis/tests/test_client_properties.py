@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from analysis.runner.procs import pick_port
 from analysis.tests.helpers import RELEASE, skip_unless_built
 
+pytestmark = [pytest.mark.slow]
+
 N = 10
 WALL = 20.0       # seconds any client run may take (the added bounds keep valid runs ~1 s)
 

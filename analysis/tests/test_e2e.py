@@ -10,8 +10,8 @@ import pytest
 
 from analysis.tests.helpers import RELEASE, cli, real_binaries_missing
 
-pytestmark = pytest.mark.skipif(real_binaries_missing() is not None,
-                                reason=str(real_binaries_missing()))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(real_binaries_missing() is not None,
+                                                    reason=str(real_binaries_missing()))]
 
 
 def rows(path):

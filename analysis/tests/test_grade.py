@@ -17,6 +17,8 @@ import pytest
 
 from analysis.grade import render, sandbox
 
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
 REPO = Path(__file__).resolve().parents[2]
 NAMES = ["correct", "crash_on_empty", "no_lock", "serialised", "no_init", "garbage_timing",
          "hangs", "crash_after_batch", "design_swap", "handmade_rwlock", "static_build"]
@@ -167,6 +169,8 @@ def test_the_submission_runs_unprivileged_seeing_only_its_copy_and_its_loopback(
     assert statuses(out, "nosy")["binaries"] == "fail"
 
 
+@pytest.mark.slow
+@pytest.mark.chromium
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 @pytest.mark.parametrize("name,word,colour", [("correct", "PASS", render.PASS_COLOUR),
                                               ("no_lock", "FAIL", render.FAIL_COLOUR)])

@@ -21,6 +21,8 @@ import pytest
 from analysis.grade import isolation, sandbox
 from analysis.tests.helpers import kit_fixture
 
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
 REPO = Path(__file__).resolve().parents[2]
 NO_SANDBOX = sandbox.available()
 NOT_ROOT = "" if os.geteuid() == 0 else "container mode needs root"
@@ -147,6 +149,7 @@ def test_run_autograder_with_bubblewrap_writes_gradescope_results(gs_bundle, tmp
     assert 0 < res["execution_time"] <= 150
 
 
+@pytest.mark.root
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
 def test_run_autograder_without_bubblewrap_grades_in_container_mode(gs_bundle, tmp_path,
                                                                      kit_fixtures):
@@ -162,6 +165,7 @@ def test_run_autograder_without_bubblewrap_grades_in_container_mode(gs_bundle, t
     assert not isolation.processes_of(uids)
 
 
+@pytest.mark.root
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
 def test_container_mode_still_runs_the_submission_unprivileged_under_limits(tmp_path):
     sub = tmp_path / "probe"
@@ -182,6 +186,7 @@ def test_container_mode_still_runs_the_submission_unprivileged_under_limits(tmp_
     assert fields["caps"] == "CapEff:0000000000000000"
 
 
+@pytest.mark.root
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
 def test_when_grading_cannot_run_the_results_say_why_and_blame_the_grader(
         gs_bundle, tmp_path, kit_fixtures):
@@ -225,6 +230,7 @@ def test_the_prairielearn_bundle_has_its_image_and_question_settings(pl_bundle):
     assert "COPY lockbench /lockbench" in docker and "/lockbench/setup.sh" in docker
 
 
+@pytest.mark.root
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
 def test_prairielearn_grades_an_honest_submission(pl_bundle, tmp_path, kit_fixtures):
     res = run_prairielearn(pl_bundle, tmp_path, kit_fixtures / "correct",
@@ -234,6 +240,7 @@ def test_prairielearn_grades_an_honest_submission(pl_bundle, tmp_path, kit_fixtu
     assert len(res["tests"]) >= 10
 
 
+@pytest.mark.root
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
 def test_prairielearn_does_not_charge_an_attempt_for_a_build_failure(pl_bundle, tmp_path):
     sub = tmp_path / "broken"

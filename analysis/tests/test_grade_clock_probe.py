@@ -22,6 +22,8 @@ from analysis.ports import twin
 from analysis.runner.procs import pick_port
 from analysis.tests.helpers import built_fixture, kit_fixture
 
+pytestmark = [pytest.mark.slow]
+
 N = 1000
 
 

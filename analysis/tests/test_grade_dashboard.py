@@ -300,7 +300,12 @@ def test_summary_csv_has_each_checks_points_after_the_first_columns(tmp_path):
 
 # ---- in headless Chromium -------------------------------------------------------------
 
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+
+
+def needs_chromium(test):
+    """Drives headless Chromium: slow, and skipped without it."""
+    skip = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+    return pytest.mark.slow(pytest.mark.chromium(skip(test)))
 
 
 def numeric_rows() -> list:

@@ -19,6 +19,8 @@ from analysis.ports import twin
 from analysis.runner.procs import pick_port
 from analysis.tests.helpers import RELEASE, built_fixture, preload_library
 
+pytestmark = [pytest.mark.slow]
+
 LIB = RELEASE / "liblocktrace.so"
 N = 1000
 FRESH = itertools.count(10_000)  # a new lock object each time

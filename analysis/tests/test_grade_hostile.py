@@ -30,6 +30,8 @@ import pytest
 from analysis.grade import sandbox
 from analysis.tests.helpers import kit_fixture
 
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
 NO_SANDBOX = sandbox.available()
 if NO_SANDBOX:
     pytest.skip(f"no sandbox: {NO_SANDBOX}", allow_module_level=True)

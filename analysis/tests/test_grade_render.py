@@ -254,6 +254,8 @@ def chromium_dom(profile: Path, page: Path) -> str:
                           capture_output=True, text=True, timeout=120).stdout
 
 
+@pytest.mark.slow
+@pytest.mark.chromium
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_index_html_in_headless_chromium_has_only_relative_links(tmp_path):
     sub = tmp_path / "class" / "javascript:alert(1)"
@@ -568,6 +570,8 @@ class Sections(HTMLParser):
         self.text[self.section].append(data)
 
 
+@pytest.mark.slow
+@pytest.mark.chromium
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_verdict_html_in_headless_chromium_shows_what_to_fix_under_the_failed_check(tmp_path):
     e = teaching_ev(check("build", "pass"), check("idle", "fail"),

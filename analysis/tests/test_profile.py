@@ -21,6 +21,8 @@ from analysis.kernel_sockets import NotListening, wait_listening
 from analysis.runner.procs import pick_port
 from analysis.tests.helpers import PY, RELEASE, REPO, built_fixture, preload_library
 
+pytestmark = [pytest.mark.slow]
+
 LIB = RELEASE / "liblockprof.so"
 N = 100
 MUTEX_SIZE = 40  # sizeof(pthread_mutex_t) on x86_64 glibc: the fixture's locks[] stride

@@ -15,6 +15,8 @@ import pytest
 from analysis.tests.helpers import cli
 from analysis.tests.test_runner import procs_of, rows
 
+pytestmark = [pytest.mark.slow]
+
 T = 120
 # The hung steps sleep this long: a number no other process here sleeps, to find them.
 HANG = "sleep 313"

@@ -16,6 +16,8 @@ from analysis.runner import remote as RM
 from analysis.tests.helpers import cli
 from analysis.tests.test_runner import interrupt_lab, procs_of, rows
 
+pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.netns]
+
 T = 120
 
 

@@ -20,6 +20,8 @@ from analysis.ports import twin
 from analysis.runner.procs import parse_summary, pick_port
 from analysis.tests.helpers import BINARIES, PY, REPO, cli
 
+pytestmark = [pytest.mark.slow]
+
 T = 90   # seconds: the bound of any one runner invocation here
 LAB = ["--servers", "main1,main2", "--n", "10,100", "--runs", "2", "--delay-us", "0",
        "--trace-limit", "100", "--no-progress"]

@@ -18,6 +18,8 @@ from analysis.runner.server_spec import Options, Place, ServerSpec, launch
 from analysis.tests.helpers import PY, REPO, cli
 from analysis.tests.test_runner import procs_of, rows
 
+pytestmark = [pytest.mark.slow]
+
 
 def ours(binary: Path, port: int, tmp_path: Path, log: str):
     """Our server `binary` at n = 10 on port, not started, its files in tmp_path."""

@@ -14,6 +14,8 @@ import pytest
 from analysis.tests.helpers import KIT_FIXTURES, cli, kit_fixture, skip_unless_built
 from analysis.tests.test_runner import procs_of, rows
 
+pytestmark = [pytest.mark.slow]
+
 T = 120
 
 

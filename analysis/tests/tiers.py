@@ -9,9 +9,11 @@ NEEDS = ("sandbox", "chromium", "root", "netns")
 
 
 def pytest_collection_modifyitems(config, items):
-    bad = [f"{item.nodeid} ({', '.join(m for m in NEEDS if item.get_closest_marker(m))})"
-           for item in items
-           if any(item.get_closest_marker(m) for m in NEEDS) and not item.get_closest_marker("slow")]
+    bad = []
+    for item in items:
+        needs = [m for m in NEEDS if item.get_closest_marker(m)]
+        if needs and not item.get_closest_marker("slow"):
+            bad.append(f"{item.nodeid} ({', '.join(needs)})")
     if bad:
         raise pytest.UsageError("marked as needing " + "; ".join(bad)
                                 + " but not slow: add @pytest.mark.slow")
