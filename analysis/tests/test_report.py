@@ -8,6 +8,9 @@ import pytest
 from analysis.report import build_report
 from analysis.tests.helpers import FIXTURES, cli
 
+# Each test renders a whole report (matplotlib): seconds to a minute apiece.
+pytestmark = [pytest.mark.slow]
+
 SMALL = FIXTURES / "results_small"
 FIGURES = ["plot_mean_latency", "plot_latency_distribution", "plot_wait_hold",
            "plot_latency_cdf", "plot_saturation", "plot_latency_vs_n",

@@ -61,6 +61,7 @@ def test_a_bad_number_is_one_line_naming_file_row_and_column(tmp_path, file, row
     assert not (tmp_path / "out" / "REPORT.md").exists()
 
 
+@pytest.mark.slow  # renders a whole report
 def test_exit_codes_may_be_negative_and_the_unedited_copy_still_reports(tmp_path):
     """A server killed by SIGTERM has exit status -15 in *_servers.csv: not refused."""
     d = tmp_path / "r"
