@@ -23,8 +23,6 @@ from analysis import __main__ as M
 from analysis.tests.helpers import PY, RELEASE, REPO, link_real_binaries
 from analysis.tests.test_runner import procs_of
 
-pytestmark = [pytest.mark.slow]
-
 ADVERSARIAL = ["nan", "NaN", "inf", "-inf", "infinity", "1e999", "-1e999", "0x10", "0o17",
                "010", "03000", "1_000", " 1", "1 ", "", "-1", "0", "-0", "1.5", "0.5", "2.0",
                "1e3", "65536", "4097", "1000001", "10000001", "١٢", "+5", ".5", "5.",
@@ -42,7 +40,7 @@ NUMERIC = {
 }
 LABELS = ["main1", "main2", "main3", "main4", "one-mutex", "striped-mutex:2",
           "seqlock-per-slot", "seqlock-per-slot:3", "striped-rwlock:0", "no-such-lock", "MAIN1"]
-FLAGS = {"--quick", "--no-progress", "--no-sweeps"}
+FLAGS = {"--quick", "--no-progress", "--no-sweeps", "--svg"}
 OTHER = {"--servers", "--sweep-servers", "--kind", "--values", "--connection", "--bin-dir",
          "--results-dir", "--resume", "--results", "--out", "--microbench", "--server-cmd",
          "--client", "--server-host", "--client-host", "--server-addr"}
@@ -241,6 +239,7 @@ def run_bounded(argv, cwd) -> tuple[int, str, float]:
     return p.returncode, err, time.monotonic() - t0
 
 
+@pytest.mark.slow  # starts the runner end to end, 25 times
 def test_cli_end_to_end_property(e2e):
     env, paths = e2e, e2e_paths(e2e)
 
