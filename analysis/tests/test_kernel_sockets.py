@@ -132,3 +132,29 @@ def test_parse_table_and_describe_exit():
     assert parse_table(text) == [(3000, "0A", 4242)]
     assert describe_exit(0) == "exit status 0"
     assert describe_exit(-15) == "killed by signal SIGTERM (15)"
+
+
+def test_netlink_and_proc_agree_on_listeners_and_their_accept_queues():
+    # the grader polls through sock_diag netlink; /proc/net/tcp{,6} is the fallback
+    from pathlib import Path
+
+    from analysis import kernel_sockets as ks
+
+    with socket.socket() as four, socket.socket(socket.AF_INET6) as six:
+        four.bind(("127.0.0.1", pick_port()))
+        four.listen(8)
+        six.bind(("::1", pick_port()))
+        six.listen(8)
+        waiting = [socket.create_connection(four.getsockname()[:2]) for _ in range(3)]
+        try:
+            via_netlink = ks.listeners()
+            assert via_netlink is not None, "sock_diag netlink unavailable here"
+            via_proc = [(p, q) for p, st, q in ks._tables(Path("/proc/net"), queue=True)
+                        if st == ks._LISTEN]
+            assert sorted(set(via_netlink)) == sorted(set(via_proc))
+            assert ks.accept_queue(four.getsockname()[1]) == 3
+            assert ks.accept_queue(six.getsockname()[1]) == 0
+            assert {four.getsockname()[1], six.getsockname()[1]} <= listening_ports()
+        finally:
+            for c in waiting:
+                c.close()

@@ -276,9 +276,16 @@ def test_stress_program_keeps_every_lock_promise(stress, tmp_path, options):
 
 # ---------------------------------------------------------------- refused, failed, help
 
+def default_signals() -> None:
+    """In the child: SIGINT and SIGTERM at their default actions, as from a terminal (a
+    background job of a non-interactive shell starts with SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_profile(*args, timeout=60):
     return subprocess.run(profile_cmd(*args), capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+                          timeout=timeout, cwd=REPO, preexec_fn=default_signals)
 
 
 @pytest.fixture(scope="module")
