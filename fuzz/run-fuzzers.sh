@@ -6,6 +6,7 @@
 #                                       then fuzz each target for 60 s, side by side
 #   LOCKBENCH_FUZZ_SECONDS=10 fuzz/run-fuzzers.sh     shorter runs
 #   LOCKBENCH_FUZZ_BUILD_DIR=build/x fuzz/run-fuzzers.sh   another build folder
+#   fuzz/run-fuzzers.sh --build-only    configure and build, fuzz nothing
 #
 # Each target starts from its committed seed corpus fuzz/corpus/<target>/
 # (read only) and keeps what it discovers in <build>/fuzz-corpus/<target>/.
@@ -19,6 +20,12 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${LOCKBENCH_FUZZ_SECONDS:-60}
 BUILD_DIR=${LOCKBENCH_FUZZ_BUILD_DIR:-build/fuzz}
 TARGETS=(fuzz_parse_request fuzz_request_handler)
+BUILD_ONLY=0
+case "${1:-}" in
+  "") ;;
+  --build-only) BUILD_ONLY=1 ;;
+  *) echo "run-fuzzers.sh: unknown option '$1' (only --build-only)" >&2; exit 2 ;;
+esac
 
 log() { printf '\033[1m[fuzz]\033[0m %s\n' "$*" >&2; }
 
@@ -30,6 +37,7 @@ fi
 log "configuring and building the fuzz preset in $BUILD_DIR"
 cmake --preset fuzz -B "$BUILD_DIR" >/dev/null
 cmake --build "$BUILD_DIR" --target "${TARGETS[@]}"
+[ "$BUILD_ONLY" -eq 0 ] || exit 0
 
 fuzz_one() {  # TARGET: one bounded run; its own log, corpus and exit status
   local t=$1 work="$BUILD_DIR/fuzz-corpus/$1" artifacts="$BUILD_DIR/fuzz-artifacts"
