@@ -25,12 +25,14 @@ import os
 import shlex
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from . import profile_dump
 from .numbers import int_in
 
 PROG = "lockbench profile"
@@ -236,17 +238,18 @@ def ended_well(code: int, forwarded: list) -> bool:
 
 # ---- the profile -------------------------------------------------------------------------------
 
-def load(out: Path) -> list:
-    """Every process's dump (a forked child writes its own), by pid; those with no lock
-    (a wrapper such as timeout or env) left out unless no process has one."""
-    docs = []
+def load(out: Path) -> tuple:
+    """(every process's dump (a forked child writes its own), by pid, those with no lock (a
+    wrapper such as timeout or env) left out unless no process has one; one line for each
+    dump that cannot be used: the program may have written it, profile_dump.py)."""
+    docs, bad = [], []
     for f in sorted(out.glob("lockprof.*.json")):
         try:
-            docs.append(json.loads(f.read_text()))
-        except (OSError, ValueError) as e:
-            raise FailedError(f"the profile {f.name} cannot be read: {e}") from None
-    docs.sort(key=lambda d: d.get("pid", 0))
-    return [d for d in docs if d["locks"]] or docs[:1]
+            docs.append(profile_dump.read(f))
+        except profile_dump.BadDumpError as e:
+            bad.append(f"the profile {profile_dump.shown(f.name)} {e}: left out")
+    docs.sort(key=lambda d: d["pid"])
+    return [d for d in docs if d["locks"]] or docs[:1], bad
 
 
 def total(rec: dict) -> int:
@@ -267,10 +270,12 @@ class Symbols:
         self.cache: dict = {}
 
     def table(self, path: str) -> tuple:
+        """The dump names the object: only a regular file of a sane size is read (a forged
+        dump could name a FIFO or /dev/zero)."""
         if path not in self.cache:
             try:
-                self.cache[path] = _functions(Path(path).read_bytes())
-            except (OSError, struct.error, IndexError):
+                self.cache[path] = _functions(read_object(path))
+            except (OSError, struct.error, IndexError, ValueError):
                 self.cache[path] = ([], [])
         return self.cache[path]
 
@@ -281,6 +286,18 @@ class Symbols:
         if i >= 0 and vaddr - 1 < funcs[i][0] + funcs[i][1]:
             return f"{funcs[i][2]}+{vaddr - funcs[i][0]:#x}"
         return None
+
+
+MAX_OBJECT = 1 << 30  # bytes of an ELF object read for its symbols
+
+
+def read_object(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_OBJECT:
+            return b""
+        return f.read(MAX_OBJECT)
 
 
 def _functions(data: bytes) -> tuple:
@@ -449,10 +466,13 @@ def profile(a) -> int:
     check_linkage(program, lib)
     with tempfile.TemporaryDirectory(prefix="lockprof-") as tmp:
         code, forwarded = run(a.command, program_env(lib, Path(tmp), a))
-        docs = load(Path(tmp))
+        docs, bad = load(Path(tmp))
+    for line in bad:
+        print(f"{PROG}: {line}", file=sys.stderr)
     if not docs:
-        raise FailedError(f"{a.command[0]} {describe_exit(code)} and wrote no lock profile (ended "
-                     "without exit or a stop signal, or never loaded the interposer)")
+        raise FailedError(f"{a.command[0]} {describe_exit(code)} and wrote no "
+                          f"{'usable ' if bad else ''}lock profile (ended without exit or a "
+                          "stop signal, or never loaded the interposer)")
     recs = records(docs)
     name_sites(recs)
     print_table(docs, recs, a)
@@ -462,7 +482,7 @@ def profile(a) -> int:
         raise FailedError(f"cannot write the output: {e}") from None
     if not ended_well(code, forwarded):
         raise FailedError(f"{a.command[0]} {describe_exit(code)}")
-    return 0
+    return 1 if bad else 0
 
 
 def main(argv=None) -> int:

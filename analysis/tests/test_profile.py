@@ -355,3 +355,20 @@ def test_the_program_sees_the_default_signal_actions_it_left(lib):
             "and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else 4)")
     p = run_profile("--", PY, "-c", code)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_a_dump_the_program_forged_is_one_line_and_exit_1_with_its_own_profile_kept(lib):
+    # The program knows the dump folder ($LOCKPROF_FILE): a forged or broken file there is
+    # left out with one line, never a traceback; the program's real dump is still reported.
+    code = ("import os, pathlib, threading; "
+            "d = pathlib.Path(os.environ['LOCKPROF_FILE']).parent; "
+            "(d / 'lockprof.1.json').write_text('[' * 200000); "
+            "(d / 'lockprof.2.json').write_text('{\"pid\": 2, \"swap\": {}, \"locks\": []}'); "
+            "lock = threading.Lock()\nfor _ in range(3):\n    with lock: pass")
+    p = run_profile("--", PY, "-c", code)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr and "lock object(s) in 1 process(es)" in p.stdout
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert "lockprof.1.json is nested too deeply to be a dump: left out" in lines[0]
+    assert "lockprof.2.json swap has no mutex, rwlock: left out" in lines[1]

@@ -1,0 +1,119 @@
+"""profile_dump.read and profile.load against dumps a profiled program could forge (it
+knows the dump folder from its $LOCKPROF_FILE): wrong shapes and types, nesting deeper than
+the parser goes, an oversized file, a link, a FIFO, bytes that are not UTF-8, a file name
+with control characters; and the profiler's symbol lookup on objects a dump names that are
+not files. Each is one reason in words; the good dumps beside them are still read."""
+
+import copy
+import json
+import os
+
+import pytest
+
+from analysis import profile, profile_dump
+from analysis.profile_dump import BadDumpError
+
+GOOD = {"tool": "lockprof", "version": 1, "pid": 4242, "program": "/usr/bin/x",
+        "reason": "exit", "clock": "tsc", "swap": {"mutex": "pthread", "rwlock": "pthread"},
+        "untracked_ops": 0, "holds_lost": 0,
+        "locks": [{"addr": "7f00", "kind": "mutex", "impl": "pthread",
+                   "acquisitions": {"mutex": 10}, "contended": 2, "busy": 0,
+                   "wait_ns": {"p50": 64, "p99": 512}, "hold_ns": {"p50": 32, "p99": 64},
+                   "site": "0x1234 (x)", "site_object": "/usr/bin/x", "site_vaddr": "1234"},
+                  {"addr": "7f40", "kind": "cond", "impl": "pthread",
+                   "acquisitions": {"wait": 1, "signal": 1, "broadcast": 0}, "contended": 0,
+                   "wait_ns": {"p50": 0, "p99": 0}, "site": "f+0x10 (x)"}]}
+
+
+def forged(**change) -> dict:
+    doc = copy.deepcopy(GOOD)
+    for path, value in change.items():
+        *parents, last = path.split("__")
+        at = doc
+        for p in parents:
+            at = at[int(p)] if isinstance(at, list) else at[p]
+        if value is KeyError:
+            del at[last]
+        else:
+            at[last] = value
+    return doc
+
+
+def write(tmp_path, name: str, content) -> object:
+    f = tmp_path / name
+    f.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
+    return f
+
+
+def test_a_dump_as_lockprof_writes_it_is_read(tmp_path):
+    assert profile_dump.read(write(tmp_path, "lockprof.1.json", GOOD)) == GOOD
+
+
+@pytest.mark.parametrize("doc,reason", [
+    ([GOOD], "the dump is not an object"),
+    (forged(locks=KeyError), "the dump has no locks"),
+    (forged(pid="4242"), "pid is not a count"),
+    (forged(pid=True), "pid is not a count"),
+    (forged(swap=[]), "swap is not an object"),
+    (forged(locks={"0": {}}), "locks is not a list"),
+    (forged(locks=[[]]), "lock record 0 is not an object"),
+    (forged(locks__0__kind="spin"), "lock record 0: kind is not one of"),
+    (forged(locks__0__acquisitions={"read": 1, "write": 1}),
+     "lock record 0: acquisitions has no mutex"),
+    (forged(locks__0__acquisitions={"mutex": -1}), "acquisitions mutex is not a count"),
+    (forged(locks__0__acquisitions={"mutex": 1.5}), "acquisitions mutex is not a count"),
+    (forged(locks__0__hold_ns=KeyError), "lock record 0: hold_ns is not an object"),
+    (forged(locks__0__wait_ns={"p50": 1}), "wait_ns has no p99"),
+    (forged(locks__0__site=None), "lock record 0: site is not a text"),
+    (forged(locks__0__site="x" * 5000), "lock record 0: site is not a text"),
+    (forged(locks__0__site_vaddr="zz"), "site_vaddr is not a hexadecimal address"),
+    (forged(locks__1__acquisitions={"mutex": 1}), "lock record 1: acquisitions has no wait"),
+])
+def test_a_forged_shape_or_type_is_named(tmp_path, doc, reason):
+    with pytest.raises(BadDumpError, match=reason):
+        profile_dump.read(write(tmp_path, "lockprof.1.json", doc))
+
+
+def test_nesting_too_deep_for_the_parser_is_refused_not_a_recursion_error(tmp_path):
+    with pytest.raises(BadDumpError, match="nested too deeply"):
+        profile_dump.read(write(tmp_path, "lockprof.1.json", b"[" * 200_000))
+
+
+def test_a_file_over_the_cap_is_refused_before_it_is_read(tmp_path):
+    f = tmp_path / "lockprof.1.json"
+    with open(f, "wb") as out:
+        out.truncate(profile_dump.MAX_BYTES + 1)  # sparse: nothing written
+    with pytest.raises(BadDumpError, match="MiB a dump can be"):
+        profile_dump.read(f)
+
+
+def test_links_fifos_and_other_bytes_are_refused(tmp_path):
+    secret = write(tmp_path, "secret", GOOD)
+    (tmp_path / "lockprof.2.json").symlink_to(secret)
+    os.mkfifo(tmp_path / "lockprof.3.json")  # nobody writes it: reading would block
+    for name, reason in (("lockprof.2.json", "cannot be opened"),
+                         ("lockprof.3.json", "is not a regular file")):
+        with pytest.raises(BadDumpError, match=reason):
+            profile_dump.read(tmp_path / name)
+    with pytest.raises(BadDumpError, match="is not UTF-8"):
+        profile_dump.read(write(tmp_path, "lockprof.4.json", b'{"pid": "\xff"}'))
+    with pytest.raises(BadDumpError, match="is not JSON"):
+        profile_dump.read(write(tmp_path, "lockprof.5.json", b'{"pid": '))
+
+
+def test_load_keeps_the_good_dumps_and_gives_one_line_per_bad_one(tmp_path):
+    write(tmp_path, "lockprof.4242.json", GOOD)
+    write(tmp_path, "lockprof.1.json", forged(locks=KeyError))
+    write(tmp_path, "lockprof.\x1b[31mred.json", [])
+    docs, bad = profile.load(tmp_path)
+    assert [d["pid"] for d in docs] == [4242]
+    assert len(bad) == 2 and all("\n" not in b and "\x1b" not in b for b in bad), bad
+    assert any("lockprof.1.json the dump has no locks: left out" in b for b in bad), bad
+    assert any("\\x1b[31mred.json" in b for b in bad), bad
+
+
+def test_symbols_of_an_object_that_is_not_a_file_are_none_at_once(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    syms = profile.Symbols()  # reading /dev/zero would fill the memory, the FIFO block
+    for path in ("/dev/zero", str(tmp_path / "fifo"), str(tmp_path / "missing")):
+        assert syms.table(path) == ([], [])
