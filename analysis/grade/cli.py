@@ -400,7 +400,9 @@ def _similarity(a, out: Path, out_names: list) -> dict | None:
         return None
     from . import similarity
 
-    print("comparing the submissions' sources (similarity)", file=sys.stderr)
+    print(f"comparing the submissions' sources (similarity: at most "
+          f"{similarity.PER_SUBMISSION_S:.0f} s a submission, {similarity.PHASE_S:.0f} s in all)",
+          file=sys.stderr)
     result = similarity.compare(dict(zip(out_names, a.submissions)), a.boilerplate)
     similarity.write(out, result)
     return similarity.flagged(result)
@@ -465,13 +467,16 @@ def _grade_all(a, cfg, weights) -> list:
                 p.kill()
             raise
     rows = [rows[n] for n in out_names]
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
+            "settings": {k: cfg[k] for k in ("runs", "sizes", "quick", "race")},
+            "grader": cfg["grader"]}
+    # The class pages before the similarity phase (bounded, but it reads what students
+    # wrote); written again with its flags once it is done.
+    render.write_class(a.out, rows, meta)
     flags = _similarity(a, a.out, out_names)
-    render.write_class(a.out, rows, {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
-                                     "settings": {k: cfg[k] for k in ("runs", "sizes",
-                                                                      "quick", "race")},
-                                     "grader": cfg["grader"]},
-                       similarity=flags,
-                       similarity_page="similarity.html" if flags is not None else None)
+    if flags is not None:
+        render.write_class(a.out, rows, meta, similarity=flags,
+                           similarity_page="similarity.html")
     return rows
 
 

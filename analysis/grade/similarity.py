@@ -20,9 +20,12 @@ up to byte caps, and everything it wrote (file names and code) reaches the repor
 import csv
 import html
 import io
+import multiprocessing
 import os
 import re
+import resource
 import stat
+import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +73,15 @@ SUBMISSION_CAP = 2 << 20  # bytes read of one submission (tokenising 1 MiB costs
 MAX_FILES = 300           # source files read of one submission
 MAX_ENTRIES = 20000       # directory entries looked at in one submission
 MAX_DEPTH = 12            # folder nesting looked into
+# copydetect's tokenizer (Pygments' C lexer) is super-linear on some inputs ("int", 8 KiB of
+# blanks, "f(" takes 10 s; 64 KiB of that shape, minutes): a file over TOKENISE_CAP is left out
+# with a note, and each submission is fingerprinted in a child process of its own under a
+# wall-clock limit and an address-space cap, the whole phase under a limit too. A submission
+# that does not finish in time is named in the report and compared with no one.
+TOKENISE_CAP = 256 << 10      # bytes of one file fingerprinted
+PER_SUBMISSION_S = 30.0       # seconds to fingerprint one submission (a lab 2 one: < 1 s)
+PHASE_S = 900.0               # seconds for every submission's fingerprints
+MEMORY_MARGIN = 1 << 30       # address space a child may add to what the grader has
 SHOWN_PAIRS = 50          # pairs whose code the report shows
 SHOWN_CHARS = 40000       # characters of one file the report shows
 
@@ -274,6 +286,11 @@ def _strip(fp: CodeFingerprint, boiler: set) -> None:
 def _doc(name: str, sources: list[Source], boiler: set, notes: list) -> _Doc:
     files, hashes, coverage = [], set(), 0.0
     for s in sources:
+        size = len(s.text.encode("utf-8", errors="replace"))
+        if size > TOKENISE_CAP:
+            notes.append(f"{N.visible(name)}: {N.visible(s.path)} left out: {size} bytes, "
+                         f"over the {TOKENISE_CAP >> 10} KiB a file may have to be compared")
+            continue
         try:
             fp = _fingerprint(s.text, WINDOW)
         except Exception as e:  # a file the lexer chokes on is left out, not the run
@@ -285,6 +302,73 @@ def _doc(name: str, sources: list[Source], boiler: set, notes: list) -> _Doc:
         hashes |= fp.hashes
         coverage += float(fp.token_coverage)
     return _Doc(name, files, hashes, coverage)
+
+
+@dataclass
+class Limits:
+    """The fingerprinting's bounds (the module's constants unless a test sets others)."""
+    per_submission_s: float = PER_SUBMISSION_S
+    phase_s: float = PHASE_S
+
+
+def _address_space() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _doc_child(conn, name: str, sources: list, boiler: set) -> None:
+    """In the child: fingerprints under an address-space cap, sends (doc, notes) back."""
+    cap = _address_space() + MEMORY_MARGIN
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    notes: list = []
+    try:
+        conn.send((_doc(name, sources, boiler, notes), notes))
+    except MemoryError:
+        conn.send((None, [f"{N.visible(name)}: not fingerprinted: over its memory cap "
+                          f"({MEMORY_MARGIN >> 30} GiB)"]))
+    finally:
+        conn.close()
+        os._exit(0)
+
+
+def _doc_bounded(name: str, sources: list, boiler: set, seconds: float) -> tuple:
+    """(_Doc or None, notes): _doc in a child process, stopped after `seconds`."""
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_doc_child, args=(send, name, sources, boiler), daemon=True)
+    child.start()
+    send.close()
+    got = None
+    try:
+        if recv.poll(max(0.0, seconds)):
+            got = recv.recv()
+    except (EOFError, OSError):
+        got = None
+    finally:
+        recv.close()
+        if child.is_alive():
+            child.kill()
+        child.join()
+    if got is None:
+        return None, [f"{N.visible(name)}: not fingerprinted within {seconds:.0f} s (a file "
+                      "the tokenizer is slow on?): compared with no one"]
+    return got
+
+
+def _docs(sources: dict, boiler: set, notes: list, limits: Limits) -> list:
+    """Every submission's _Doc that could be made within the limits."""
+    docs, end = [], time.monotonic() + limits.phase_s
+    for name, srcs in sources.items():
+        left = end - time.monotonic()
+        if left <= 0:
+            notes.append(f"{N.visible(name)}: not fingerprinted: the phase's "
+                         f"{limits.phase_s:.0f} s were up; compared with no one")
+            continue
+        doc, why = _doc_bounded(name, srcs, boiler, min(limits.per_submission_s, left))
+        notes += why
+        if doc is not None:
+            docs.append(doc)
+    return docs
 
 
 def _raw_slices(fp: CodeFingerprint, slices: np.ndarray) -> np.ndarray:
@@ -355,13 +439,13 @@ def _kit(boilerplate: Path | None, notes: list) -> tuple[set, str]:
 
 
 def compare(submissions: dict[str, Path], boilerplate: Path | None = None,
-            threshold: float = DEFAULT_THRESHOLD) -> Result:
+            threshold: float = DEFAULT_THRESHOLD, limits: Limits | None = None) -> Result:
     """Compares every pair of submissions ({shown name: folder}) and returns the pairs most
     similar first. boilerplate: a folder of code every student was given, left out."""
     notes: list[str] = []
     boiler, kit_text = _kit(boilerplate, notes)
     sources = _read_all(submissions, notes)
-    docs = [_doc(n, s, boiler, notes) for n, s in sources.items()]
+    docs = _docs(sources, boiler, notes, limits or Limits())
     for d in docs:
         if not d.hashes:
             notes.append(f"{N.visible(d.name)}: no code beyond the boilerplate; scores 0")

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import isolation, sandbox
+from analysis.grade import similarity as S
 from analysis.tests.helpers import kit_fixture
+from analysis.tests.test_grade_similarity import tokenizer_bomb
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
@@ -295,11 +297,18 @@ def test_a_class_with_similarity_flags_the_copy_on_the_dashboard(tmp_path):
     graded as a class with --similarity and the kit as boilerplate."""
     sim = Path(__file__).parent / "fixtures" / "similarity"
     out = tmp_path / "grades"
-    p = grade(*(sim / n for n in ("alice", "bob_copy", "carol", "dave", "erin")), "--quick",
-              "--no-reference", "--no-progress", "--out", out, "--similarity",
+    # beside them, a source copydetect's tokenizer would take minutes on: it is named, the
+    # phase ends within its limit and every class page is written
+    bomb = tokenizer_bomb(tmp_path, "frank")
+    p = grade(*(sim / n for n in ("alice", "bob_copy", "carol", "dave", "erin")), bomb,
+              "--quick", "--no-reference", "--no-progress", "--out", out, "--similarity",
               "--boilerplate", sim / "kit", timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
     assert (out / "similarity.html").is_file() and (out / "similarity.csv").is_file()
+    for page in ("index.html", "summary.csv", "frank/verdict.html", "alice/verdict.html"):
+        assert (out / page).is_file(), page
+    assert (f"frank: not fingerprinted within {S.PER_SUBMISSION_S:.0f} s"
+            in (out / "similarity.html").read_text())
     index = (out / "index.html").read_text()
     assert "href='similarity.html'" in index or 'href="similarity.html"' in index
     rows = {r["submission"]: r for r in csv_rows(out / "summary.csv")}

@@ -264,3 +264,44 @@ def test_missing_folder_is_a_note(tmp_path):
     result = S.compare({"ghost": tmp_path / "nowhere", "alice": FIX / "alice"})
     assert any(n.startswith("ghost: not a readable folder") for n in result.notes)
     assert result.pairs == []
+
+
+# ---- bounds: a source the tokenizer is slow on ---------------------------------------------
+
+def tokenizer_bomb(root: Path, name: str = "bomb") -> Path:
+    """A submission whose main.c Pygments' C lexer takes minutes on ("int", 64 KiB of
+    blanks, "f("), well under the size caps."""
+    d = root / name
+    d.mkdir()
+    (d / "main.c").write_text("int" + " " * (64 << 10) + "f(\n")
+    return d
+
+
+def test_a_submission_the_tokenizer_is_slow_on_is_named_and_the_rest_compared(tmp_path):
+    subs = {"bomb": tokenizer_bomb(tmp_path), **{n: FIX / n for n in ("alice", "bob_copy")}}
+    result = S.compare(subs, boilerplate=KIT, limits=S.Limits(per_submission_s=2))
+    assert "bomb: not fingerprinted within 2 s (a file the tokenizer is slow on?): compared " \
+           "with no one" in result.notes, result.notes
+    assert [(p.a, p.b) for p in result.pairs] == [("alice", "bob_copy")]
+    assert result.pairs[0].flagged and result.per_submission["bomb"].partner is None
+
+
+def test_the_phase_limit_leaves_out_whoever_it_did_not_reach(tmp_path):
+    subs = {"bomb": tokenizer_bomb(tmp_path), "alice": FIX / "alice"}
+    result = S.compare(subs, limits=S.Limits(per_submission_s=30, phase_s=1))
+    assert "bomb: not fingerprinted within 1 s (a file the tokenizer is slow on?): compared " \
+           "with no one" in result.notes, result.notes
+    assert "alice: not fingerprinted: the phase's 1 s were up; compared with no one" \
+        in result.notes, result.notes
+    assert result.pairs == []
+
+
+def test_a_file_over_the_tokenise_cap_is_left_out_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setattr(S, "TOKENISE_CAP", 1024)
+    d = tmp_path / "big"
+    d.mkdir()
+    (d / "huge.c").write_text("int x;\n" * 1000)
+    (d / "main.c").write_text("int main(void) { return 0; }\n")
+    result = S.compare({"big": d, "carol": FIX / "carol"})
+    assert "big: huge.c left out: 7000 bytes, over the 1 KiB a file may have to be compared" \
+        in result.notes, result.notes
