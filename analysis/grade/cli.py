@@ -221,10 +221,10 @@ def _in_bubblewrap(wcfg, out, cg, submission, refbin, budget) -> dict:
         binds[refbin.resolve()] = (sandbox.REFERENCE, False)
     inside = [f"{sandbox.CGROUPS}/{i}" for i in range(len(cg.dirs))]
     binds.update({d: (c, True) for d, c in zip(cg.dirs, inside)})
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": sandbox.CODE,
-           "PYTHONDONTWRITEBYTECODE": "1",
+    env = {"PATH": "/usr/bin:/bin", "HOME": sandbox.HOME,
            "LOCKBENCH_GRADE": json.dumps({**wcfg, "cgroups": inside})}
-    cmd = sandbox.outer(binds, [_python(), "-m", "analysis.grade.launcher"], env, budget)
+    cmd = sandbox.outer(binds, sandbox.python_argv(_python(), "analysis.grade.launcher"), env,
+                        budget)
     return _run_outer(cmd, wcfg["timeout_s"], out)
 
 
@@ -245,14 +245,17 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
         if submission is not None:
             (root / "submission").symlink_to(submission.resolve())
         scratch.mkdir()
+        (root / "home").mkdir()
         mounted = _mount_tmpfs(scratch, budget.scratch)
-        for d in (root / "code", root / "ref", scratch):
+        for d in (root / "code", root / "ref", root / "home", scratch):
             os.chmod(d, 0o755)
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(root / "code"),
-               "PYTHONDONTWRITEBYTECODE": "1", "LOCKBENCH_GRADE_ROOT": str(root),
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(root / "home"),
+               "LOCKBENCH_GRADE_ROOT": str(root),
                "LOCKBENCH_GRADE": json.dumps({**wcfg, "cgroups": [str(d) for d in cg.dirs]})}
-        ev = _run_outer([_python(), "-m", "analysis.grade.launcher"], wcfg["timeout_s"], out,
-                        env=env, cwd=str(root), on_stop=lambda: isolation.kill_uids(uids))
+        ev = _run_outer(sandbox.python_argv(_python(), "analysis.grade.launcher",
+                                            str(root / "code")),
+                        wcfg["timeout_s"], out, env=env, cwd=str(root),
+                        on_stop=lambda: isolation.kill_uids(uids))
     finally:
         isolation.kill_uids(uids)
         if mounted:

@@ -228,14 +228,13 @@ def main() -> int:
     cfg = json.loads(os.environ.pop("LOCKBENCH_GRADE"))
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     uid = cfg["worker_uid"]
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": S.CODE,
-           "PYTHONDONTWRITEBYTECODE": "1", "LOCKBENCH_GRADE": json.dumps(cfg),
+    env = {"PATH": "/usr/bin:/bin", "HOME": S.HOME, "LOCKBENCH_GRADE": json.dumps(cfg),
            "LOCKBENCH_GRADE_ROOT": S.ROOT, "LOCKBENCH_LAUNCHER_FD": str(theirs.fileno())}
     worker = subprocess.Popen(
         ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-         "--bounding-set=-all", "--no-new-privs", "--", sys.executable, "-m",
-         "analysis.grade.worker"], pass_fds=(theirs.fileno(),), env=env,
-        stdin=subprocess.DEVNULL)
+         "--bounding-set=-all", "--no-new-privs", "--",
+         *S.python_argv(sys.executable, "analysis.grade.worker")],
+        pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
     theirs.close()
     launcher = Launcher(cfg)
     try:

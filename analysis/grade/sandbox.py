@@ -29,6 +29,20 @@ CODE = f"{ROOT}/code"              # the grading code (read-only)
 SUBMISSION = f"{ROOT}/submission"  # the submission as handed in (read-only)
 REFERENCE = f"{ROOT}/ref"          # the reference binaries (read-only)
 CGROUPS = f"{ROOT}/cg"             # the submission's cgroup directories
+HOME = f"{ROOT}/home"              # HOME of the launcher and the worker: empty, root's
+
+# Python as the grader's own processes start it: isolated (-I: no user site folder, no
+# PYTHON* variables, neither the current nor the script's folder on the path) and writing no
+# bytecode (-B), with the grading code put on the path by the command itself. So nothing a
+# submission can write (a .pth file under a HOME it shares, a module in a folder it owns) is
+# ever imported by the launcher, which is root, or by the worker.
+_BOOT = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+         "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+
+
+def python_argv(python: str, module: str, code: str = CODE) -> list:
+    """argv running `module` of the grading code in `code` with an isolated Python."""
+    return [python, "-I", "-B", "-c", _BOOT, code, module]
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "hosts",
        "host.conf", "localtime", "protocols", "services")
 
@@ -89,6 +103,7 @@ def outer(binds: dict, argv: list, env: dict, budget: Budget) -> list:
     cmd = ["bwrap", *_system_view(), "--proc", "/proc", "--dev", "/dev",
            "--perms", "01777", "--size", str(budget.tmp), "--tmpfs", "/tmp",
            "--perms", "0755", "--dir", "/grade", "--perms", "0755", "--dir", CODE,
+           "--perms", "0755", "--dir", HOME,
            "--perms", "0755", "--dir", REFERENCE,
            "--perms", "0755", "--size", str(budget.scratch), "--tmpfs", SCRATCH,
            "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",

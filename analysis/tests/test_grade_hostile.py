@@ -477,3 +477,30 @@ def test_race_finds_no_lock_and_a_server_that_does_not_start_is_no_pass(tmp_path
     races = {n: checks(g.out, n).get("races", {}) for n in ("no_lock", "tsan_no_start")}
     assert races["no_lock"].get("status") == "fail", races["no_lock"]
     assert races["tsan_no_start"].get("status") not in ("pass", None), races["tsan_no_start"]
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="container mode needs root")
+def test_a_pth_file_planted_in_a_shared_tmp_runs_in_no_grader_process(tmp_path, kit_fixtures):
+    # Container mode ran the launcher (root) and the worker with HOME=/tmp and Python's user
+    # site folder on: a .pth file a submission's make left in /tmp/.local ran inside both
+    # during the next grading of the same command, as uid 0.
+    planter = prepare("pth_planter", tmp_path / "subs" / "planter")
+
+    def ran():
+        return list(Path("/tmp").glob(f"{marker('pth_planter')}-ran-as-*"))
+
+    def planted():
+        return list(Path("/tmp/.local/lib").glob(
+            f"python3*/site-packages/{marker('pth_planter')}.pth"))
+    try:
+        g = grade([planter, kit_fixtures / "correct"], tmp_path / "out", "--quick", "--runs",
+                  "2", "--no-progress", "--jobs", "1", "--no-reference", "--sandbox",
+                  "container")
+        assert g.code == 0, g.stderr[-3000:]
+        assert planted(), "the fixture planted nothing: the test would prove nothing"
+        assert not ran(), f"a grader process ran the planted .pth file: {ran()}"
+        assert checks(g.out, "correct")["workload"]["status"] == "pass"
+    finally:
+        for f in [*planted(), *ran()]:
+            f.unlink()
