@@ -93,8 +93,42 @@ def kill_until_none(find, rounds: int = 50) -> int:
     return killed
 
 
-def kill_uids(uids: set) -> int:
-    return kill_until_none(lambda: processes_of(uids))
+def kill_as(uid: int) -> None:
+    """kill(-1, SIGKILL) issued by a child that has become `uid`: the kernel signals every
+    process of that uid in one pass under its task-list lock, which no fork can slip past (a
+    daemon that changes its pid every millisecond stays ahead of a list of pids). Needs
+    root. Only a uid of the grader's slots: issued as root (or as anyone's uid), it would end
+    everything of theirs on the machine."""
+    if not UID_BASE <= uid < UID_BASE + 2 * SLOTS:
+        raise ValueError(f"uid {uid} is not one of the grader's ({UID_BASE} and up)")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def kill_uids(uids: set, rounds: int = 50) -> int:
+    """Ends every process of `uids` and checks that none is left (repeated while some are:
+    one may be in the middle of a fork); how many were found. As root, by kill_as (the
+    kernel, all at once); otherwise pid by pid."""
+    if os.geteuid() != 0:
+        return kill_until_none(lambda: processes_of(uids), rounds)
+    found = 0
+    for _ in range(rounds):
+        left = processes_of(uids)
+        if not left:
+            break
+        found += len(left)
+        for uid in sorted(uids):
+            kill_as(uid)
+        time.sleep(0.02)
+    return found
 
 
 @dataclass

@@ -100,10 +100,12 @@ def _watch(root: int, stop: threading.Event, seen: dict) -> None:
                 seen["marks"].add(cmd[at:at + 14].decode(errors="replace"))
 
 
-def grade(subs, out: Path, *flags, timeout=900) -> SimpleNamespace:
+def grade(subs, out: Path, *flags, timeout=900, prefix=()) -> SimpleNamespace:
     """Grades subs into out, watching its processes (_watch: .peak, .marks); the whole
-    process group is killed if it does not finish within timeout."""
-    cmd = [sys.executable, "-m", "analysis", "grade", *map(str, subs), *flags, "--out", str(out)]
+    process group is killed if it does not finish within timeout. prefix: a command the
+    grader runs under."""
+    cmd = [*prefix, sys.executable, "-m", "analysis", "grade", *map(str, subs), *flags,
+           "--out", str(out)]
     p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, start_new_session=True)
     stop, seen = threading.Event(), {}
@@ -504,3 +506,32 @@ def test_a_pth_file_planted_in_a_shared_tmp_runs_in_no_grader_process(tmp_path, 
     finally:
         for f in [*planted(), *ran()]:
             f.unlink()
+
+
+# A mount namespace of the grader's own where every cgroup mount is read-only: no cgroup
+# can be made, as in most platforms' containers.
+NO_CGROUP = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             'for m in $(awk \'$9 ~ /^cgroup/ {print $5}\' /proc/self/mountinfo); do '
+             'mount -o remount,bind,ro "$m" || exit 1; done; exec "$@"', "sh"]
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="container mode needs root")
+def test_a_pid_hopping_daemon_does_not_outlive_grading_without_a_cgroup(tmp_path):
+    # Without a writable cgroup the clean-up listed the uid's processes and killed those
+    # pids: a daemon that forks and exits every millisecond was always one hop ahead (17,075
+    # hops, alive 35 s past grading).
+    hopper = prepare("pid_hopper", tmp_path / "subs" / "hopper")
+    once = Path(f"/tmp/{marker('pid_hopper')}.hop")
+    try:
+        g = grade([hopper], tmp_path / "out", "--quick", "--runs", "2", "--no-progress",
+                  "--no-reference", "--sandbox", "container", prefix=NO_CGROUP)
+        assert g.code == 0, g.stderr[-3000:]
+        sb = evidence(g.out, "hopper")["sandbox"]
+        assert "no cgroup" in sb["memory"], sb  # the case this test is about
+        assert marker("pid_hopper") in g.marks, "no hopper seen while grading: the test is void"
+        assert not survivors(marker("pid_hopper"), grace_s=1.0), \
+            "the pid-hopping daemon is still running after grading"
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            once.unlink()
