@@ -143,14 +143,19 @@ def _tables(net_dir: Path, queue: bool = False) -> list:
     return [row for name in ("tcp", "tcp6") for row in parse_table(_read(net_dir / name), queue)]
 
 
-def accept_queue(port: int) -> int | None:
-    """Connections waiting to be accepted on this namespace's listener on `port`, or None
-    if nothing listens there."""
+def _own_listeners() -> list:
+    """listeners(), or the same rows from /proc where netlink is not available."""
     rows = listeners()
     if rows is None:
         rows = [(p, queued) for p, st, queued in _tables(Path("/proc/net"), queue=True)
                 if st == _LISTEN]
-    return next((queued for p, queued in rows if p == port), None)
+    return rows
+
+
+def accept_queue(port: int) -> int | None:
+    """Connections waiting to be accepted on this namespace's listener on `port`, or None
+    if nothing listens there."""
+    return next((queued for p, queued in _own_listeners() if p == port), None)
 
 
 def _children(pid: int) -> list | None:
@@ -235,10 +240,7 @@ def listening_ports(pids=None) -> set:
     process's network namespace. Otherwise only listeners held by those processes or their
     descendants, read in their own network namespaces; empty if they are all gone."""
     if pids is None:
-        rows = listeners()
-        if rows is not None:
-            return {port for port, _ in rows}
-        return {port for port, st, _ in _tables(Path("/proc/net")) if st == _LISTEN}
+        return {port for port, _ in _own_listeners()}
     tree = process_tree(pids)
     inodes, readable, rows, netns_seen = set(), False, [], set()
     for pid in tree:

@@ -77,18 +77,25 @@ def processes_of(uids: set) -> list:
     return found
 
 
-def kill_until_none(find, rounds: int = 50) -> int:
-    """SIGKILL every pid `find()` returns until it returns none (a fork loop is outrun by
-    repetition); returns how many were killed."""
+def _kill_pids(pids: list) -> int:
+    killed = 0
+    for p in pids:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def kill_until_none(find, rounds: int = 50, kill=_kill_pids) -> int:
+    """kill(pids) (SIGKILL pid by pid unless told otherwise) every pid `find()` returns
+    until it returns none (a fork loop is outrun by repetition); returns how many were
+    killed."""
     killed = 0
     for _ in range(rounds):
         pids = find()
         if not pids:
             break
-        for p in pids:
-            with contextlib.suppress(OSError):
-                os.kill(p, signal.SIGKILL)
-                killed += 1
+        killed += kill(pids)
         time.sleep(0.02)
     return killed
 
@@ -113,22 +120,20 @@ def kill_as(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def kill_uids(uids: set, rounds: int = 50) -> int:
+def _kill_as_each(uids: set):
+    def kill(pids: list) -> int:
+        for uid in sorted(uids):
+            kill_as(uid)
+        return len(pids)
+    return kill
+
+
+def kill_uids(uids: set) -> int:
     """Ends every process of `uids` and checks that none is left (repeated while some are:
     one may be in the middle of a fork); how many were found. As root, by kill_as (the
     kernel, all at once); otherwise pid by pid."""
-    if os.geteuid() != 0:
-        return kill_until_none(lambda: processes_of(uids), rounds)
-    found = 0
-    for _ in range(rounds):
-        left = processes_of(uids)
-        if not left:
-            break
-        found += len(left)
-        for uid in sorted(uids):
-            kill_as(uid)
-        time.sleep(0.02)
-    return found
+    kill = _kill_as_each(uids) if os.geteuid() == 0 else _kill_pids
+    return kill_until_none(lambda: processes_of(uids), kill=kill)
 
 
 @dataclass
