@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 from . import profile_dump
+from .grade import names
 from .numbers import int_in
 
 PROG = "lockbench profile"
@@ -247,7 +248,7 @@ def load(out: Path) -> tuple:
         try:
             docs.append(profile_dump.read(f))
         except profile_dump.BadDumpError as e:
-            bad.append(f"the profile {profile_dump.shown(f.name)} {e}: left out")
+            bad.append(f"the profile {names.console(f.name)} {e}: left out")
     docs.sort(key=lambda d: d["pid"])
     return [d for d in docs if d["locks"]] or docs[:1], bad
 

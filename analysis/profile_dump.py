@@ -20,11 +20,6 @@ class BadDumpError(ValueError):
     """Why a dump cannot be used, in words."""
 
 
-def shown(name: str) -> str:
-    """A file name as it may be printed: non-printable characters escaped."""
-    return name if name.isprintable() else ascii(name)[1:-1]
-
-
 def read(path: Path) -> dict:
     """The checked dump at `path` (a regular file, not a link); BadDumpError otherwise."""
     try:
