@@ -127,22 +127,44 @@ def _record(line: str) -> Record | None:
 def parse(text) -> list:
     """Records of a trace (str or bytes); lines not exactly in the format are skipped.
     Never raises; at most MAX_RECORDS records."""
+    return parse_checked(text)[0]
+
+
+def parse_checked(text) -> tuple:
+    """(records, lines dropped): parse, counting the non-empty lines not in the format. The
+    tracer writes whole lines, each in one write(2), so a dropped line was written by
+    someone else and the trace is not believed (see `traced`)."""
     out: list = []
+    bad = 0
     try:
         if isinstance(text, bytes | bytearray):
             text = bytes(text).decode("ascii", "replace")
         if not isinstance(text, str):
-            return out
+            return out, 1
         for line in text.split("\n"):
             if len(out) >= MAX_RECORDS:
                 break
-            if len(line) <= 64 + MAX_OBJS * 40:
-                rec = _record(line)
-                if rec is not None:
-                    out.append(rec)
+            rec = _record(line) if len(line) <= 64 + MAX_OBJS * 40 else None
+            if rec is not None:
+                out.append(rec)
+            elif line:
+                bad += 1
     except Exception:  # a trace is untrusted input: keep what was read
-        pass
-    return out
+        bad += 1
+    return out, bad
+
+
+def traced(text, n: int) -> "Design":
+    """The design a trace shows, or undetermined ("not traced") when there is none or a
+    line in it is not the tracer's: only a whole, well-formed trace is evidence."""
+    if text is None:
+        return Design(UNDETERMINED, "no trace written: a static binary, or the tracer was "
+                                    "not loaded")
+    records, bad = parse_checked(text)
+    if bad:
+        return Design(UNDETERMINED, f"the trace holds {bad} line(s) the tracer does not "
+                                    "write, so none of it is believed")
+    return classify(records, n)
 
 
 @dataclass
@@ -338,3 +360,106 @@ def verdict_line(server: str, design: Design) -> tuple:
     if design.kind == expected:
         return True, f"{behaves}, as expected"
     return False, f"{behaves}; expected {expected}"
+
+
+PER_STRING = (MUTEX_PER_STRING, RWLOCK_PER_STRING)
+RWLOCKS = (ONE_RWLOCK, RWLOCK_PER_STRING)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the grader's own bursts of simultaneous requests showed a server do. Each
+    finding is True, False or None (not clear), with the median of the round-by-round
+    ratio it was decided from:
+
+    per_string     writes to one string took longer than writes to k strings: each string
+                   has a lock of its own (with one lock for the array both wait alike);
+    reads_wait     reads of one string took longer than reads of k strings: a string's
+                   lock keeps readers apart (a mutex; readers of an rwlock overlap);
+    reads_overlap  k writes to k strings took more than twice as long as k reads of k
+                   strings: readers of the lock for the whole array overlap (an rwlock;
+                   under a mutex a write's two accesses and a read's one wait alike, so
+                   the writes take less than twice as long).
+
+    It cannot tell one mutex from no lock at all (both leave the two sides alike)."""
+    per_string: bool | None = None
+    reads_wait: bool | None = None
+    reads_overlap: bool | None = None
+    ratios: tuple = (None, None, None)
+    error: str = ""
+
+    def kind(self) -> str | None:
+        """The design measured, or None when it is not clear."""
+        if self.per_string is True and self.reads_wait is not None:
+            return MUTEX_PER_STRING if self.reads_wait else RWLOCK_PER_STRING
+        if self.per_string is False and self.reads_overlap is not None:
+            return ONE_RWLOCK if self.reads_overlap else ONE_MUTEX
+        return None
+
+    def shows(self) -> str:
+        """The design measured, as far as it is clear ('' when not at all)."""
+        return self.kind() or {True: "a lock per string", False: "one lock for the whole "
+                               "array"}.get(self.per_string, "")
+
+    def agrees(self, kind: str) -> bool | None:
+        """True when the measurement shows `kind`, False when it shows something else (a
+        finding that contradicts it), None when it cannot tell."""
+        if kind not in EXPECTED.values() or self.error or self.per_string is None:
+            return None
+        if self.per_string != (kind in PER_STRING):
+            return False
+        got = self.kind()
+        return None if got is None else got == kind
+
+    def describe(self) -> str:
+        if self.error:
+            return f"not measured ({self.error})"
+        r = [f" ({x:.2f}x)" if x is not None else "" for x in self.ratios]
+        if self.per_string is None:
+            return f"whether writes to different strings overlap was not clear{r[0]}"
+        if self.per_string:
+            text = f"writes to one string waited for each other{r[0]}, writes to different " \
+                "strings did not: a lock per string"
+            return text + {True: f"; reads of one string waited for each other too{r[1]}: "
+                                 "a mutex per string",
+                           False: f"; reads of one string overlapped{r[1]}: an rwlock per "
+                                  "string",
+                           None: f"; whether reads of one string overlap was not "
+                                 f"clear{r[1]}"}[self.reads_wait]
+        text = f"writes to different strings waited for each other as much as writes to " \
+            f"one string{r[0]}: one lock for the whole array (or none)"
+        return text + {True: f"; reads of different strings overlapped{r[2]}: one rwlock",
+                       False: f"; reads of different strings waited for each other too"
+                              f"{r[2]}: one mutex (or none)",
+                       None: f"; whether reads overlap was not clear{r[2]}"}[self.reads_overlap]
+
+
+def judge(server: str, trace: Design, measured: Measured) -> tuple:
+    """(ok, evidence line, fix) for mainN from its trace and the grader's measurement. A
+    pass needs both: the lock calls traced show the lab's design and the measurement shows
+    it too (the trace is written by a program that shares the tracer's process, so it is
+    evidence the measurement must confirm). Fail when the trace shows another design (the
+    program's own lock calls) or the measurement contradicts it; otherwise undetermined.
+    Without a usable trace the measurement can fail a server, never pass it."""
+    want = EXPECTED[server]
+    said, agrees = measured.describe(), measured.agrees(want)
+    fix = f"{server} must use {want} (the lab's design for {server})"
+    behaves = measured.shows()
+    if trace.kind == UNDETERMINED:
+        head = f"{server}: no usable lock trace ({trace.evidence}); measured: {said}"
+        if agrees is False:
+            return False, f"{head}; expected {want}", f"{fix}; it behaves as {behaves}"
+        return None, f"{head}; a design passes only when its trace and the measurement " \
+                     "agree: undetermined", ""
+    ok, line = verdict_line(server, trace)
+    if ok is False:
+        return False, f"{line} ({trace.evidence}); measured: {said}", \
+            f"{fix}; it behaves as {trace.kind}"
+    if agrees is False:
+        return False, (f"{server}: the lock calls traced say {want}, the grader's "
+                       f"measurement does not: {said}; expected {want} (the trace: "
+                       f"{trace.evidence})"), f"{fix}; it behaves as {behaves}"
+    if agrees is None:
+        return None, f"{line} ({trace.evidence}); not confirmed by the measurement " \
+                     f"({said}): undetermined", ""
+    return True, f"{line} ({trace.evidence}); the measurement agrees: {said}", ""

@@ -277,18 +277,37 @@ def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None)
             s.close()
 
 
+SETTLE_AFTER_S = 0.003   # from the last accept to the threads parked in read()
+
+
+def _settle(settle_s: float, queued) -> None:
+    end = time.monotonic() + settle_s
+    while queued is not None and time.monotonic() < end:
+        waiting = queued()
+        if waiting is None:
+            break
+        if waiting == 0:
+            time.sleep(min(SETTLE_AFTER_S, max(0.0, end - time.monotonic())))
+            return
+        time.sleep(0.001)
+    time.sleep(max(0.0, end - time.monotonic()))
+
+
 def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05,
-          read: bool = False):
+          read: bool = False, queued=None):
     """The grader's own concurrency measurement: one connection per position, all opened
     first (a kit-style server accepts each and parks a thread in read()), then one write
     (or read) request sent on every connection at once; returns (seconds from the first send to the
     last reply, '') or (None, what went wrong). With one lock held across each access's
-    usleep the replies come out one delay apart; with a lock per slot they overlap."""
+    usleep the replies come out one delay apart; with a lock per slot they overlap.
+    queued(): connections still waiting to be accepted (None: unknown). With it the
+    requests go out SETTLE_AFTER_S after the server accepted every connection, at most
+    settle_s after they were opened; without it, settle_s after."""
     socks, sel = [], selectors.DefaultSelector()
     try:
         for _ in positions:
             socks.append(socket.create_connection(("127.0.0.1", port), timeout=timeout))
-        time.sleep(settle_s)
+        _settle(settle_s, queued)
         frames = [frame(request_text(p, read, "" if read else f"burst {p}"))
                   for p in positions]
         t0 = time.monotonic()

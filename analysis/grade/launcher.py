@@ -2,7 +2,8 @@
 privileges. It starts the grading worker as an unprivileged uid with no capabilities, then
 does for it, over a socket pair, the three things that need root: copy the submission into
 the scratch tmpfs (never following a link), make working folders owned by the
-submission's uid, and start inner sandboxes as that uid (in its cgroup). It never reads
+submission's uid, and start inner sandboxes as that uid (in its cgroup), handing one a
+descriptor on a lock trace file in a folder of the launcher's when asked. It never reads
 anything a submission produced; the worker does, unprivileged.
 
     python -m analysis.grade.launcher      (configuration in $LOCKBENCH_GRADE, JSON)
@@ -27,6 +28,7 @@ from . import sandbox as S
 MAX_MSG = 1 << 20
 MAX_ENTRIES = 20_000         # files and folders copied at most
 MAX_DEPTH = 32
+TRACES = "traces"            # under the scratch space: trace files, the launcher's folder
 
 
 # ---- the privileged side -----------------------------------------------------------------
@@ -166,24 +168,47 @@ class Launcher:
         os.chown(d, self.uid, self.uid)
         return {}
 
+    def _trace(self, name: str) -> int:
+        """A new file traces/<name> in the scratch space, open for appending: its folder is
+        the launcher's own, so the submission that inherits the descriptor can write into
+        the file but cannot delete it or put another in its place."""
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"bad trace name {name!r}")
+        d = os.path.join(S.SCRATCH, TRACES)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(d, 0o755)
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise ValueError(f"{d} is not the launcher's own folder")
+        return os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                       | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+
     def op_spawn(self, msg, fds) -> dict:
+        """An inner sandbox; with "trace": NAME, the program inherits a descriptor on a new
+        traces/NAME, its number in $LOCKTRACE_FD."""
         ro = {self._inside(k): v for k, v in msg["ro"].items()}
         rw = {self._inside(k): v for k, v in msg["rw"].items()}
         limits = S.Limits(**msg.get("limits", {}))
         env = {str(k): str(v) for k, v in msg.get("env", {}).items()}
         out, err = (fds + [subprocess.DEVNULL] * 2)[:2]
-        if self.cfg.get("sandbox") == "container":
-            cmd, cwd, env = S.direct(ro, rw, msg["chdir"], msg["argv"], limits, self.uid, env)
-            p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
-                                 stdout=out, stderr=err, cwd=cwd, env=env,
-                                 start_new_session=True)
-        else:
-            cmd = S.inner(ro, rw, msg["chdir"], msg["argv"], limits, self.uid, self.budget,
-                          env)
-            p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
-                                 stdout=out, stderr=err)
-        for fd in fds:
-            os.close(fd)
+        keep = (self._trace(str(msg["trace"])),) if msg.get("trace") else ()
+        if keep:
+            env["LOCKTRACE_FD"] = str(keep[0])
+        try:
+            if self.cfg.get("sandbox") == "container":
+                cmd, cwd, env = S.direct(ro, rw, msg["chdir"], msg["argv"], limits, self.uid,
+                                         env)
+                p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
+                                     stdout=out, stderr=err, cwd=cwd, env=env,
+                                     start_new_session=True, pass_fds=keep)
+            else:
+                cmd = S.inner(ro, rw, msg["chdir"], msg["argv"], limits, self.uid,
+                              self.budget, env)
+                p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
+                                     stdout=out, stderr=err, pass_fds=keep)
+        finally:
+            for fd in (*fds, *keep):
+                os.close(fd)
         self.procs[p.pid] = p
         return {"pid": p.pid}
 
@@ -264,11 +289,12 @@ class Client:
         return reply
 
     def spawn(self, argv, ro: dict, rw: dict, chdir: str, limits=None, stdout=None,
-              stderr=None, env=None) -> "Proc":
+              stderr=None, env=None, trace: str = "") -> "Proc":
+        """trace: a name; the program inherits a descriptor on traces/NAME (trace_path)."""
         fds = [f for f in (stdout, stderr) if f is not None]
         r = self.call(fds, op="spawn", argv=list(argv), ro={str(k): v for k, v in ro.items()},
                       rw={str(k): v for k, v in rw.items()}, chdir=chdir,
-                      limits=dict(limits or {}), env=dict(env or {}))
+                      limits=dict(limits or {}), env=dict(env or {}), trace=trace)
         return Proc(self, r["pid"])
 
 
@@ -298,6 +324,10 @@ class Proc:
 
 def scratch(rel: str) -> Path:
     return Path(S.SCRATCH) / rel
+
+
+def trace_path(name: str) -> Path:
+    return Path(S.SCRATCH) / TRACES / name
 
 
 if __name__ == "__main__":

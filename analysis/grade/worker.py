@@ -47,7 +47,7 @@ TITLES = {"build": "Builds with make", "binaries": "main1..main4 exist",
           "consistency": "Correctness under concurrency (per-slot linearizability)",
           "idle": "A silent client does not block the others",
           "speed": "main2 and main4 clearly faster than main1 (measured by the grader)",
-          "design": "Each server uses the lock design of its number (traced)",
+          "design": "Each server uses the lock design of its number (traced and measured)",
           "robustness": "Robustness (main1): empty connection, malformed frames, client "
                         "leaving early"}
 # What each check after the workload costs, in kit runs of this grading (measured with the
@@ -116,11 +116,13 @@ class Ctx:
 
 
 def spawn(ctx: Ctx, argv, ro: dict, rw: dict, chdir: str, limits: dict, keep: int,
-          env: dict | None = None):
-    """An inner sandbox whose output is drained into a capped Capture: (proc, capture)."""
+          env: dict | None = None, trace: str = ""):
+    """An inner sandbox whose output is drained into a capped Capture: (proc, capture).
+    trace: the name of a lock trace file it inherits a descriptor on (LA.trace_path)."""
     r, w = os.pipe()
     try:
-        proc = ctx.launcher.spawn(argv, ro, rw, chdir, limits, stdout=w, stderr=w, env=env)
+        proc = ctx.launcher.spawn(argv, ro, rw, chdir, limits, stdout=w, stderr=w, env=env,
+                                  trace=trace)
     finally:
         os.close(w)
     return proc, safeio.Capture(r, keep)
@@ -130,15 +132,17 @@ class Server:
     """One sandboxed server process (kit command line) in its own fresh working folder."""
 
     def __init__(self, ctx: Ctx, bin_dir: Path, name: str, n: int, tag: str, wrap=(),
-                 extra_ro: dict | None = None):
+                 extra_ro: dict | None = None, trace: bool = False):
+        """trace: the server inherits a descriptor on a lock trace file (self.trace)."""
         self.ctx, self.name, self.n = ctx, name, n
         ctx.launcher.call(op="mkdir", path=f"runs/{tag}")
         self.run_dir = Path(S.SCRATCH) / "runs" / tag
+        self.trace = LA.trace_path(tag) if trace else None
         self.asked = ctx.next_port()
         argv = [*wrap, f"/sub/bin/{name}", str(n), "127.0.0.1", str(self.asked)]
         self.proc, self.output = spawn(ctx, argv, {bin_dir: "/sub/bin", **(extra_ro or {})},
                                        {self.run_dir: "/sub/run"}, "/sub/run", ctx.limits,
-                                       SERVER_OUTPUT_KEEP)
+                                       SERVER_OUTPUT_KEEP, trace=tag if trace else "")
         self.port = None
         self.stopped_by_us = False
 
@@ -834,22 +838,23 @@ def _rounds(ctx, targets: dict, rounds: int, spans: dict, failed: dict) -> None:
             if key in failed:
                 continue
             s, positions, read = targets[key]
-            span, err = K.burst(s.port, positions, ctx.cfg["request_timeout_s"], read=read)
+            span, err = K.burst(s.port, positions, ctx.cfg["request_timeout_s"], read=read,
+                                queued=lambda port=s.port: ks.accept_queue(port))
             if err:
                 failed[key] = err + ("" if s.alive() else f" (server {s.death()})")
             else:
                 spans[key].append(span)
 
 
-def _slower(ctx, spans: dict, slow: str, fast: str) -> tuple:
+def _slower(ctx, spans: dict, slow: str, fast: str, at: tuple | None = None) -> tuple:
     """The sequential rule of the speed and design checks, on the round-by-round ratio
-    spans[slow] / spans[fast]: (True when its 99 % interval lies above
-    speed_ratio_serial, False when below speed_ratio, else None; low, median, high,
-    rounds)."""
+    spans[slow] / spans[fast]: (True when its 99 % interval lies above at[0], False when
+    below at[1], else None; low, median, high, rounds). at: (speed_ratio_serial,
+    speed_ratio) unless given."""
+    above, below = at or (ctx.cfg["speed_ratio_serial"], ctx.cfg["speed_ratio"])
     ratios = [a / b for a, b in zip(spans[slow], spans[fast]) if b > 0]
     lo, mid, hi = median_ci(ratios, 2 * SPEED_ALPHA)
-    verdict = (True if lo > ctx.cfg["speed_ratio_serial"] else
-               False if hi < ctx.cfg["speed_ratio"] else None)
+    verdict = True if lo > above else False if hi < below else None
     return verdict, lo, mid, hi, len(ratios)
 
 
@@ -939,7 +944,7 @@ def check_speed(ctx, bin_dir, present: list) -> dict:
     missing = [m for m in need if m not in present]
     if missing:
         return check("speed", title, "skip", f"not measured: {', '.join(missing)} missing")
-    positions = sorted({i * n // BURST for i in range(BURST)})
+    positions = _spread(n, BURST)
     floor = usleep_floor()
     servers, ev = _start_all(ctx, bin_dir, need, n, "burst")
     spans: dict = {name: [] for name in servers}
@@ -1070,101 +1075,82 @@ def tables(wl) -> dict:
 
 
 TRACER = Path(S.REFERENCE) / "liblocktrace.so"
-TRACE = "locktrace.trace"
+TRACE_CAP = 8 << 20
 DESIGN_TITLE = TITLES["design"]
 
 
 def _design_one(ctx, bin_dir, name) -> tuple:
-    """(True conforms | False another design | None undetermined, evidence line, fix)."""
-    wrap = ("/usr/bin/env", "LD_PRELOAD=/sub/liblocktrace.so",
-            f"LOCKTRACE_FILE=/sub/run/{TRACE}")
+    """(True conforms | False another design | None undetermined, evidence line, fix): one
+    server with the lock tracer preloaded under the kit workload at n = 1000, then the
+    grader's bursts on it; the trace file is the launcher's, the server only holds a
+    descriptor on it."""
     n = 1000
-    s = Server(ctx, bin_dir, name, n, f"{name}_design", wrap=wrap,
-               extra_ro={TRACER: "/sub/liblocktrace.so"})
+    s = Server(ctx, bin_dir, name, n, f"{name}_design",
+               wrap=("/usr/bin/env", "LD_PRELOAD=/sub/liblocktrace.so"),
+               extra_ro={TRACER: "/sub/liblocktrace.so"}, trace=True)
     why = s.wait_ready(ctx.cfg["ready_timeout_s"])
+    measured = D.Measured(error=why)
     if not why:
         K.drive(s.port, K.kit_plan(n), ctx.cfg["request_timeout_s"])
+        measured = _measure_design(ctx, s)
         time.sleep(0.2)
     s.stop()
     if why:
         return None, f"{name}: not checked ({why})", ""
+    return D.judge(name, D.traced(_trace_text(s.trace), n), measured)
+
+
+def _trace_text(path: Path) -> str | None:
+    """The trace's whole lines (a cut at TRACE_CAP drops the partial last one), or None
+    when there is no readable trace."""
     try:
-        text, _ = safeio.read_text(s.run_dir / TRACE, 8 << 20)
-        design = D.classify(D.parse(text), n)
+        text, cut = safeio.read_text(path, TRACE_CAP)
     except (FileNotFoundError, safeio.Unsafe):
-        design = D.Design(D.UNDETERMINED, "no trace written: a static binary?")
-    if design.kind == D.UNDETERMINED:  # the tracer saw too little: measure instead
-        ok, line = _blackbox(ctx, bin_dir, name, design)
-        return ok, line, "" if ok is not False else f"{name} must use {D.EXPECTED[name]}"
-    ok, line = D.verdict_line(name, design)
-    fix = "" if ok is not False else (f"{name} must use {D.EXPECTED[name]} (the lab's design "
-                                      f"for {name}); it behaves as {design.kind}")
-    return ok, f"{line} ({design.evidence})", fix
+        return None
+    return text[:text.rfind("\n") + 1] if cut else text
 
 
-BURSTS = {"same": (False, True), "distinct": (False, False), "rsame": (True, True),
-          "rdistinct": (True, False)}   # kind: (reads?, all on one string?)
+# kind: (reads?, all to one string?), BURST requests each
+BURSTS = {"w1": (False, True), "wk": (False, False), "r1": (True, True), "rk": (True, False)}
+# A kit write does two accesses (set, then get for the reply) and a read one, so under one
+# lock that keeps readers apart k writes take less than twice as long as k reads; readers
+# that overlap make the reads much faster than that.
+OVERLAP_RATIO = 2.2
+# finding: (the burst that takes longer when it holds, the one it is compared with, the
+# ratio it is decided at: None for the speed check's pair)
+FINDINGS = {"per_string": ("w1", "wk", None), "reads_wait": ("r1", "rk", None),
+            "reads_overlap": ("wk", "rk", (OVERLAP_RATIO, OVERLAP_RATIO))}
 
 
-def _measure_design(ctx, bin_dir, name) -> tuple:
-    """(writes serialised per string, reads of one string serialised) or an error text,
-    each True, False or None (not clear after SPEED_LOOKS looks)."""
+def _measure_design(ctx, s: Server) -> D.Measured:
+    """Bursts of each kind of BURSTS on a running server at n = 1000, in shuffled turns,
+    until the findings its design needs are clear (the sequential rule of the speed check,
+    at most SPEED_LOOKS looks)."""
     spans, failed = {kind: [] for kind in BURSTS}, {}
-    s, why = start(ctx, bin_dir, name, 1000, f"{name}_blackbox")
-    if why:
-        s.stop()
-        return None, None, f"not measured: {why}"
-    spread = list(range(0, 1000, 1000 // BURST))[:BURST]
-    targets = {kind: (s, [0] * BURST if one else spread, read)
+    targets = {kind: (s, [0] * BURST if one else _spread(s.n, BURST), read)
                for kind, (read, one) in BURSTS.items()}
-    try:
-        for _ in range(SPEED_LOOKS):
-            _rounds(ctx, targets, ctx.cfg["burst_rounds"], spans, failed)
-            if failed:
-                return None, None, f"the measurement failed: {next(iter(failed.values()))}"
-            per_string = _slower(ctx, spans, "same", "distinct")[0]
-            reads_one = _slower(ctx, spans, "rsame", "rdistinct")[0]
-            if per_string is False or None not in (per_string, reads_one):
-                break
-    finally:
-        s.stop()
-    return per_string, reads_one, ""
+    got: dict = {}
+    for _ in range(SPEED_LOOKS):
+        _rounds(ctx, targets, ctx.cfg["burst_rounds"], spans, failed)
+        if failed:
+            return D.Measured(error=f"a burst failed: {next(iter(failed.values()))}")
+        got = {f: _slower(ctx, spans, slow, fast, at)
+               for f, (slow, fast, at) in FINDINGS.items()}
+        second = {True: "reads_wait", False: "reads_overlap"}.get(got["per_string"][0])
+        if second and got[second][0] is not None:
+            break
+    return D.Measured(*(got[f][0] for f in FINDINGS), ratios=tuple(got[f][2] for f in FINDINGS))
 
 
-def _blackbox(ctx, bin_dir, name, traced) -> tuple:
-    """(ok, line) from what the grader measures when the trace cannot tell (a static
-    binary, locks the tracer does not see). Writes to one string against writes to k
-    strings: slower only when each string has its own lock. Then, for a lock per string,
-    reads of one string against reads of k strings: slower under a mutex, alike under an
-    rwlock. One lock for the whole array is not told apart as mutex or rwlock. Not clear:
-    undetermined, never a guess."""
-    per_string, reads_one, err = _measure_design(ctx, bin_dir, name)
-    head = f"{name}: no usable lock trace ({traced.evidence}); measured instead: "
-    want = D.EXPECTED[name]
-    if err:
-        return None, head + err + ": undetermined"
-    if per_string is None:
-        return None, head + "whether writes to different strings overlap is not clear: " \
-            "undetermined"
-    if per_string is False:
-        text = head + "writes to different strings took as long as writes to one string: " \
-            "one lock for the whole array (or none)"
-        if want in (D.ONE_MUTEX, D.ONE_RWLOCK):
-            return None, text + "; mutex or rwlock is not told apart: undetermined"
-        return False, text + f"; expected {want}"
-    if reads_one is None:
-        return None, head + "a lock per string; whether reads of one string overlap is " \
-            "not clear: undetermined"
-    got = D.MUTEX_PER_STRING if reads_one else D.RWLOCK_PER_STRING
-    text = head + "writes to different strings overlapped, reads of one string " \
-        + ("did not: " if reads_one else "did too: ") + got
-    return (True, text + ", as expected") if got == want else (False, text + f"; expected {want}")
+def _spread(n: int, k: int) -> list:
+    """k distinct strings spread over [0, n)."""
+    return sorted({i * n // k for i in range(k)})
 
 
 def check_design(ctx, bin_dir, present: list) -> dict:
-    """The lock design each mainN really uses, from its lock calls traced by an LD_PRELOAD
-    interposer under the kit workload at n = 1000. A server the tracer could not judge
-    (a static binary, locks it does not see) is undetermined and costs nothing."""
+    """The lock design each mainN really uses: its lock calls traced by an LD_PRELOAD
+    interposer under the kit workload at n = 1000, confirmed by the grader's own bursts
+    (design.judge). A server neither can judge is undetermined and costs nothing."""
     if not TRACER.is_file():
         return check("design", DESIGN_TITLE, "undetermined",
                      "not checked: the lock tracer (liblocktrace.so) is not built")

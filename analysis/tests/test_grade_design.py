@@ -4,6 +4,7 @@ student-like fixtures (tests/fixtures/correct, design_swap, handmade_rwlock, no_
 each server driven with kit-like requests and its design classified."""
 
 import itertools
+import os
 import random
 import subprocess
 from pathlib import Path
@@ -248,7 +249,7 @@ class TracedServer:
     """A fixture server started directly (no sandbox) with the tracer preloaded; stop()
     kills it (call it in a finally)."""
 
-    def __init__(self, binary: Path, trace_file: Path, env_extra=None):
+    def __init__(self, binary: Path, trace_file: Path, env_extra=None, pass_fds=()):
         self.proc = None
         env = {"LD_PRELOAD": str(LIB), "LOCKTRACE_FILE": str(trace_file), **(env_extra or {})}
         for _ in range(5):  # a port taken between the check and the bind: another one
@@ -257,7 +258,7 @@ class TracedServer:
                 self.proc = subprocess.Popen(
                     [str(binary), str(N), "127.0.0.1", str(port)], cwd=binary.parent,
                     env={"PATH": "/usr/bin:/bin", **env}, stdin=subprocess.DEVNULL,
-                    stdout=out, stderr=out, start_new_session=True)
+                    stdout=out, stderr=out, start_new_session=True, pass_fds=pass_fds)
             try:
                 self.port = wait_listening([twin(port)], self.proc, timeout=10)
                 return
@@ -303,6 +304,39 @@ def test_tracer_tells_each_fixtures_design(fixture, lib, tmp_path):
         assert design.requests == 300, design.evidence
         ok, text = D.verdict_line(name, design)
         assert ok is (EXPECTED_BY_FIXTURE[fixture][name] == D.EXPECTED[name]), text
+
+
+def test_tracer_writes_to_an_inherited_descriptor_and_closes_it_on_exec(lib, tmp_path):
+    """$LOCKTRACE_FD: the lines go to the descriptor the grader handed in (the program
+    cannot reach the file by name), which is closed on exec; a descriptor open only for
+    reading is not used."""
+    d = built_fixture("correct", tmp_path)
+    trace = tmp_path / "handed.trace"
+    fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    server = TracedServer(d / "main2", tmp_path / "unused.trace", {"LOCKTRACE_FD": str(fd)},
+                          pass_fds=(fd,))
+    try:
+        flags = next(ln for ln in Path(f"/proc/{server.proc.pid}/fdinfo/{fd}").read_text()
+                     .splitlines() if ln.startswith("flags:"))
+        done, _ = kitload.drive(server.port, plan(5)[:5], timeout=5.0)
+    finally:
+        server.stop()
+        os.close(fd)
+    assert int(flags.split()[1], 8) & os.O_CLOEXEC, flags
+    assert len(done) == 50 and all(r.ok for r in done)
+    assert len(D.parse(trace.read_text())) == 50
+    assert not (tmp_path / "unused.trace").exists()  # $LOCKTRACE_FD wins
+    reading = tmp_path / "read-only.trace"
+    reading.write_text("")
+    fd = os.open(reading, os.O_RDONLY)
+    server = TracedServer(d / "main2", tmp_path / "unused.trace", {"LOCKTRACE_FD": str(fd)},
+                          pass_fds=(fd,))
+    try:
+        done, _ = kitload.drive(server.port, plan(6)[:2], timeout=5.0)
+    finally:
+        server.stop()
+        os.close(fd)
+    assert len(done) == 20 and all(r.ok for r in done) and reading.read_text() == ""
 
 
 def test_tracer_cap_and_refusals(lib, tmp_path):

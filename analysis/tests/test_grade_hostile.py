@@ -215,7 +215,8 @@ def tree_size(root: Path) -> tuple:
 @pytest.fixture(scope="module")
 def group(tmp_path_factory):
     """forged/honest timing, two symlinked timing files (each main4 pointing into the
-    other's output), include -> /etc, up -> .., a daemon and a loud make, graded together."""
+    other's output), include -> /etc, up -> .., a daemon, a loud make and the trace
+    forgers, graded together."""
     base = tmp_path_factory.mktemp("hostile")
     subs = base / "subs"
     canary = base / "secret" / "canary.txt"
@@ -238,9 +239,9 @@ def group(tmp_path_factory):
     (subs / "etc_link" / "include").symlink_to("/etc")
     prepare("tree_links", subs / "up_link")
     (subs / "up_link" / "up").symlink_to("..")
-    for case in ("daemon", "loud_make"):
+    for case in ("daemon", "loud_make", *TRACE_FORGERS):
         prepare(case, subs / case)
-    names += ["etc_link", "up_link", "daemon", "loud_make"]
+    names += ["etc_link", "up_link", "daemon", "loud_make", *TRACE_FORGERS]
     g = grade([subs / n for n in names], base / "out", *QUICK, "--no-reference")
     g.names, g.canary, g.other_secret = names, token, other_secret
     assert g.code == 0, g.stderr[-3000:]
@@ -313,6 +314,44 @@ def test_an_up_link_does_not_make_the_output_world_writable(group):
     # 6bef42e: the same chmod 0777 followed up -> .. to grades/up_link itself.
     for d in (group.out, group.out / "up_link"):
         assert d.stat().st_mode & 0o002 == 0, f"{d} is world-writable: {oct(d.stat().st_mode)}"
+
+
+# main2 and main4 of each really lock the whole array with one mutex; main1 and main3 are
+# honest. What the design check read for them before the trace had to be confirmed by the
+# grader's measurement, and what it must say now.
+TRACE_FORGERS = {
+    # the real lock through libc's own pthread_mutex_lock beside dummy per-string locks
+    # taken through the traced calls: PASS on the trace alone
+    "trace_dlsym": "the grader's measurement does not",
+    # the trace file deleted and forged (its descriptor emptied and taken over, now):
+    # PASS on the forged lines
+    "trace_forger": "the grader's measurement does not",
+    # $LD_PRELOAD dropped and the program run again: not traced, measured instead (this
+    # one was caught then too)
+    "trace_reexec": "no usable lock trace",
+}
+
+
+def assert_forged_designs_fail(out: Path) -> None:
+    """Each forger's design check is failed (or undetermined, never passed), and main2's
+    and main4's lines say why."""
+    problems = []
+    for case, why in TRACE_FORGERS.items():
+        c = checks(out, case)["design"]
+        lines = {ln.split(":")[0].split()[0]: ln for ln in c["evidence"]}
+        if c["status"] == "pass":
+            problems.append(f"{case}: design passed: {c['evidence']}")
+        for server in ("main2", "main4"):
+            line = lines.get(server, "")
+            if "as expected" in line or (why not in line and "undetermined" not in line):
+                problems.append(f"{case}: {line}")
+        if c["status"] == "fail" and not any("it behaves as one" in f for f in c.get("fix", [])):
+            problems.append(f"{case}: the fix does not name the design measured: {c}")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_forged_lock_trace_does_not_pass_the_design_check(group):
+    assert_forged_designs_fail(group.out)
 
 
 def test_a_daemon_does_not_outlive_grading(group):
@@ -481,31 +520,46 @@ def test_race_finds_no_lock_and_a_server_that_does_not_start_is_no_pass(tmp_path
     assert races["tsan_no_start"].get("status") not in ("pass", None), races["tsan_no_start"]
 
 
+@pytest.fixture(scope="module")
+def container_group(tmp_path_factory, kit_fixtures):
+    """In container mode, in one command: the .pth planter first, then the trace forgers,
+    then an honest submission (graded well after the planter's make ran)."""
+    if os.geteuid() != 0:
+        pytest.skip("container mode needs root")
+    base = tmp_path_factory.mktemp("container")
+    subs = [prepare("pth_planter", base / "subs" / "planter")]
+    subs += [prepare(case, base / "subs" / case) for case in TRACE_FORGERS]
+    planted, ran = [], []
+    try:
+        g = grade([*subs, kit_fixtures / "correct"], base / "out", *QUICK, "--no-reference",
+                  "--sandbox", "container")
+    finally:
+        planted = list(Path("/tmp/.local/lib").glob(
+            f"python3*/site-packages/{marker('pth_planter')}.pth"))
+        ran = list(Path("/tmp").glob(f"{marker('pth_planter')}-ran-as-*"))
+        for f in [*planted, *ran]:
+            f.unlink()
+    assert g.code == 0, g.stderr[-3000:]
+    g.planted, g.ran = planted, ran
+    return g
+
+
 @pytest.mark.root
-@pytest.mark.skipif(os.geteuid() != 0, reason="container mode needs root")
-def test_a_pth_file_planted_in_a_shared_tmp_runs_in_no_grader_process(tmp_path, kit_fixtures):
+def test_a_pth_file_planted_in_a_shared_tmp_runs_in_no_grader_process(container_group):
     # Container mode ran the launcher (root) and the worker with HOME=/tmp and Python's user
     # site folder on: a .pth file a submission's make left in /tmp/.local ran inside both
     # during the next grading of the same command, as uid 0.
-    planter = prepare("pth_planter", tmp_path / "subs" / "planter")
+    g = container_group
+    assert g.planted, "the fixture planted nothing: the test would prove nothing"
+    assert not g.ran, f"a grader process ran the planted .pth file: {g.ran}"
+    assert checks(g.out, "correct")["workload"]["status"] == "pass"
 
-    def ran():
-        return list(Path("/tmp").glob(f"{marker('pth_planter')}-ran-as-*"))
 
-    def planted():
-        return list(Path("/tmp/.local/lib").glob(
-            f"python3*/site-packages/{marker('pth_planter')}.pth"))
-    try:
-        g = grade([planter, kit_fixtures / "correct"], tmp_path / "out", "--quick", "--runs",
-                  "2", "--no-progress", "--jobs", "1", "--no-reference", "--sandbox",
-                  "container")
-        assert g.code == 0, g.stderr[-3000:]
-        assert planted(), "the fixture planted nothing: the test would prove nothing"
-        assert not ran(), f"a grader process ran the planted .pth file: {ran()}"
-        assert checks(g.out, "correct")["workload"]["status"] == "pass"
-    finally:
-        for f in [*planted(), *ran()]:
-            f.unlink()
+@pytest.mark.root
+def test_a_forged_lock_trace_does_not_pass_the_design_check_in_container_mode(
+        container_group):
+    assert_forged_designs_fail(container_group.out)
+    assert checks(container_group.out, "correct")["design"]["status"] != "fail"
 
 
 # A mount namespace of the grader's own where every cgroup mount is read-only: no cgroup

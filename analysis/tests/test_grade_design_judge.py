@@ -1,0 +1,95 @@
+"""The design check's judgement (analysis/grade/design.py): a trace read strictly (one line
+the tracer does not write and none of it is believed), the grader's measured findings, and
+`judge`, which passes a server only when its trace and the measurement agree. No server
+runs here; the grading tests run the forgers (tests/fixtures/hostile/trace_*)."""
+
+import pytest
+
+from analysis.grade import design as D
+
+GOOD = "R 7-1- 1 0x55d4c8a0c040:m"
+
+# the findings (per_string, reads_wait, reads_overlap) each design shows when measured
+SHOWS = {D.ONE_MUTEX: (False, None, False), D.ONE_RWLOCK: (False, None, True),
+         D.MUTEX_PER_STRING: (True, True, None), D.RWLOCK_PER_STRING: (True, False, None)}
+
+
+def measured(kind: str) -> D.Measured:
+    return D.Measured(*SHOWS[kind], ratios=(1.0, 1.0, 1.0))
+
+
+def test_parse_checked_counts_lines_the_tracer_does_not_write():
+    assert D.parse_checked(f"{GOOD}\n{GOOD}\n") == (D.parse(f"{GOOD}\n{GOOD}\n"), 0)
+    records, bad = D.parse_checked(f"{GOOD}\nforged by hand\n{GOOD}\n\n")
+    assert (len(records), bad) == (2, 1)
+    assert D.parse_checked(None) == ([], 1)
+
+
+def test_a_trace_with_one_foreign_line_is_not_believed():
+    text = "".join(f"R {p % 50}-0-x 1 0x{0x55d4c8a0c040 + 64 * (p % 50):x}:m\n"
+                   for p in range(200))
+    assert D.traced(text, 1000).kind == D.MUTEX_PER_STRING
+    assert D.traced(text + "R 1-0-x 1 0x1:m\n", 1000).kind == D.UNDETERMINED
+    assert "none of it is believed" in D.traced(text + "junk\n", 1000).evidence
+    assert D.traced(None, 1000).kind == D.UNDETERMINED
+
+
+@pytest.mark.parametrize("kind", list(SHOWS))
+def test_the_measurement_names_each_design_and_contradicts_the_others(kind):
+    m = measured(kind)
+    assert m.kind() == kind
+    for other in SHOWS:
+        assert m.agrees(other) is (other == kind), (kind, other)
+
+
+def test_a_partial_measurement_contradicts_only_what_it_decided():
+    one_lock = D.Measured(per_string=False)          # mutex or rwlock not clear
+    assert one_lock.kind() is None
+    assert one_lock.agrees(D.MUTEX_PER_STRING) is False
+    assert one_lock.agrees(D.ONE_MUTEX) is None and one_lock.agrees(D.ONE_RWLOCK) is None
+    assert D.Measured().agrees(D.ONE_MUTEX) is None
+    assert D.Measured(*SHOWS[D.ONE_MUTEX], error="x").agrees(D.ONE_MUTEX) is None
+    assert D.Measured(False, None, False).agrees(D.NO_LOCK) is None  # not told from one mutex
+
+
+@pytest.mark.parametrize("server", list(D.EXPECTED))
+def test_a_pass_needs_the_trace_and_the_measurement(server):
+    want = D.EXPECTED[server]
+    trace = D.Design(want, "300 requests traced", 300)
+    ok, line, fix = D.judge(server, trace, measured(want))
+    assert ok is True and "as expected" in line and "agrees" in line and fix == ""
+    ok, line, _ = D.judge(server, trace, D.Measured())
+    assert ok is None and "undetermined" in line
+
+
+@pytest.mark.parametrize("server", ["main2", "main4"])
+def test_a_forged_trace_is_failed_by_the_measurement(server):
+    # the real lock is one mutex for the array; the trace shows the lab's design
+    want = D.EXPECTED[server]
+    ok, line, fix = D.judge(server, D.Design(want, "forged", 300), measured(D.ONE_MUTEX))
+    assert ok is False, line
+    assert f"the lock calls traced say {want}, the grader's measurement does not" in line
+    assert "one lock for the whole array" in line and "one mutex" in fix
+
+
+def test_without_a_trace_the_measurement_fails_but_never_passes():
+    gone = D.Design(D.UNDETERMINED, "no trace written")
+    ok, line, fix = D.judge("main2", gone, measured(D.ONE_MUTEX))
+    assert ok is False and "no usable lock trace" in line and "expected a mutex per" in line
+    assert fix.startswith("main2 must use a mutex per string")
+    ok, line, fix = D.judge("main2", gone, measured(D.MUTEX_PER_STRING))
+    assert ok is None and "undetermined" in line and fix == ""
+
+
+def test_a_trace_of_another_design_fails_whatever_was_measured():
+    ok, line, fix = D.judge("main1", D.Design(D.NO_LOCK, "none took a lock", 300),
+                            measured(D.ONE_MUTEX))
+    assert ok is False and "takes no lock" in line and "measured:" in line
+    assert "it behaves as no lock" in fix
+
+
+def test_describe_says_what_was_measured_with_the_ratios():
+    text = D.Measured(True, True, None, ratios=(4.2, 3.1, None)).describe()
+    assert "a lock per string" in text and "(4.20x)" in text and "a mutex per string" in text
+    assert "not clear" in D.Measured().describe()
+    assert D.Measured(error="a burst failed").describe() == "not measured (a burst failed)"
