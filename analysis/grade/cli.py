@@ -188,7 +188,9 @@ def run_worker(cfg: dict, out: Path, submission: Path | None = None,
     slot = isolation.acquire_slot()
     cg = isolation.make_cgroup(f"slot{slot.index}", budget.memory, budget.processes)
     uids = {slot.worker_uid, slot.sub_uid}
-    wcfg = {**cfg, "worker_uid": slot.worker_uid, "sub_uid": slot.sub_uid}
+    # port_group: in container mode gradings side by side share the loopback
+    wcfg = {**cfg, "worker_uid": slot.worker_uid, "sub_uid": slot.sub_uid,
+            "port_group": slot.index}
     try:
         if cfg.get("sandbox") == "container":
             ev, scratch = _in_container(wcfg, out, cg, uids, submission, refbin, budget)
@@ -233,9 +235,9 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
     private folder (the grading code and the reference copied, root-owned; the submission
     linked, only ever read by the launcher's copier; scratch a size-capped tmpfs when this
     container may mount one). Returns (evidence, what the scratch space was)."""
-    root = Path(tempfile.mkdtemp(prefix="lockbench-grade-"))
+    root = Path(tempfile.mkdtemp(prefix="lockbench-grade-", dir=_root_base()))
     os.chmod(root, 0o755)
-    scratch, mounted = root / "scratch", False
+    scratch, mounted, own_tmp = root / "scratch", False, False
     try:
         bundle.copy_grading_code(root / "code")
         (root / "ref").mkdir()
@@ -249,9 +251,11 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
         mounted = _mount_tmpfs(scratch, budget.scratch)
         for d in (root / "code", root / "ref", root / "home", scratch):
             os.chmod(d, 0o755)
+        own_tmp = not root.is_relative_to("/tmp") and sandbox.private_tmp_ready()
         env = {"PATH": "/usr/bin:/bin", "HOME": str(root / "home"),
                "LOCKBENCH_GRADE_ROOT": str(root),
-               "LOCKBENCH_GRADE": json.dumps({**wcfg, "cgroups": [str(d) for d in cg.dirs]})}
+               "LOCKBENCH_GRADE": json.dumps({**wcfg, "own_tmp": own_tmp,
+                                              "cgroups": [str(d) for d in cg.dirs]})}
         ev = _run_outer(sandbox.python_argv(_python(), "analysis.grade.launcher",
                                             str(root / "code")),
                         wcfg["timeout_s"], out, env=env, cwd=str(root),
@@ -264,7 +268,17 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
     what = (f"{budget.scratch >> 20} MiB tmpfs, gone after grading" if mounted else
             "a folder of the container (no tmpfs could be mounted: each file capped at "
             f"{sandbox.Limits().file_size >> 20} MiB, not the total), gone after grading")
+    what += ("; /tmp its own, in that space" if own_tmp else
+             "; /tmp the container's, shared (no mount namespace here), $TMPDIR its own")
     return ev, what
+
+
+def _root_base() -> str | None:
+    """Where container mode makes its private folder: /var/tmp, outside the /tmp that a
+    submission's run gets in its place (sandbox.direct's own_tmp); else the default."""
+    base = Path("/var/tmp")
+    return str(base) if base.is_dir() and not base.is_symlink() and os.access(
+        base, os.W_OK) else None
 
 
 def _mount_tmpfs(path: Path, size: int) -> bool:

@@ -168,6 +168,15 @@ class Launcher:
         os.chown(d, self.uid, self.uid)
         return {}
 
+    def _own_tmp(self) -> str:
+        """Container mode: the submission's temporary folder, in the scratch space (made on
+        first use, its uid's alone)."""
+        d = os.path.join(S.SCRATCH, "tmp")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(d, 0o700)
+            os.chown(d, self.uid, self.uid)
+        return d
+
     def _trace(self, name: str) -> int:
         """A new file traces/<name> in the scratch space, open for appending: its folder is
         the launcher's own, so the submission that inherits the descriptor can write into
@@ -197,7 +206,7 @@ class Launcher:
         try:
             if self.cfg.get("sandbox") == "container":
                 cmd, cwd, env = S.direct(ro, rw, msg["chdir"], msg["argv"], limits, self.uid,
-                                         env)
+                                         env, self._own_tmp(), self.cfg.get("own_tmp", False))
                 p = subprocess.Popen(S.in_cgroups(self.cg, cmd), stdin=subprocess.DEVNULL,
                                      stdout=out, stderr=err, cwd=cwd, env=env,
                                      start_new_session=True, pass_fds=keep)

@@ -17,6 +17,7 @@
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,15 +160,17 @@ def _translate_arg(arg: str, inside_to_host: list) -> str:
 
 
 def direct(ro: dict, rw: dict, chdir: str, argv: list, limits: Limits, uid: int,
-           env: dict | None = None) -> tuple:
+           env: dict | None = None, tmp: str = "", own_tmp: bool = False) -> tuple:
     """Container mode's inner run (no bubblewrap): (argv, cwd, environment) running `argv`
     as `uid` with no capabilities and the same per-process limits as inner(); the paths
     inner() would bind are translated back to the host's. The container is the outer
-    boundary: this run sees its file system, as any unprivileged user of it would."""
+    boundary: this run sees its file system, as any unprivileged user of it would. tmp:
+    the submission's own temporary folder, its $TMPDIR, and with own_tmp (a mount namespace
+    is allowed here: private_tmp_ready) mounted on /tmp for this run alone."""
     table = sorted(((inside, str(host)) for host, inside in {**ro, **rw}.items()),
                    key=lambda p: -len(p[0]))
     cwd = _translate(chdir, table)
-    full_env = {"PATH": "/usr/bin:/bin", "HOME": cwd,
+    full_env = {"PATH": "/usr/bin:/bin", "HOME": cwd, **({"TMPDIR": tmp} if tmp else {}),
                 **{k: _translate_arg(v, table) for k, v in (env or {}).items()}}
     cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
@@ -175,7 +178,26 @@ def direct(ro: dict, rw: dict, chdir: str, argv: list, limits: Limits, uid: int,
            f"--fsize={limits.file_size}", "--core=0"]
     if not limits.no_as:
         cmd.append(f"--as={limits.address_space}")
-    return cmd + ["--"] + [_translate_arg(a, table) for a in argv], cwd, full_env
+    cmd += ["--"] + [_translate_arg(a, table) for a in argv]
+    if tmp and own_tmp:
+        cmd = [*OWN_TMP, tmp, *cmd]
+    return cmd, cwd, full_env
+
+
+# As root, before the uid is dropped: a mount namespace of this run's own with `tmp` on /tmp.
+OWN_TMP = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+           'mount --bind "$1" /tmp && shift && exec "$@"', "sh"]
+
+
+def private_tmp_ready() -> bool:
+    """Whether this container lets root give a run a /tmp of its own (a mount namespace;
+    many platforms' containers refuse one)."""
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            return subprocess.run([*OWN_TMP, d, "true"], capture_output=True,
+                                  timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def container_ready() -> str:

@@ -76,7 +76,7 @@ class Ctx:
         self.cfg = cfg
         self.launcher = launcher
         self.limits = dict(cfg.get("limits", {}))
-        self._ports = ports.sequence()
+        self._ports = ports.sequence(cfg.get("port_group", 0) % ports.GROUPS, ports.GROUPS)
         self.port_lock = threading.Lock()
         self.log_lines: list = []
         self.t0 = time.monotonic()

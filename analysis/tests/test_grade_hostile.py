@@ -549,8 +549,15 @@ def test_a_pth_file_planted_in_a_shared_tmp_runs_in_no_grader_process(container_
     # Container mode ran the launcher (root) and the worker with HOME=/tmp and Python's user
     # site folder on: a .pth file a submission's make left in /tmp/.local ran inside both
     # during the next grading of the same command, as uid 0.
+    # Where the container allows a mount namespace the submission's /tmp is its own now,
+    # so the file does not even reach the container's /tmp; elsewhere it does, and no
+    # grader Python reads it (test_grade_sandbox.py: python_argv's isolation).
     g = container_group
-    assert g.planted, "the fixture planted nothing: the test would prove nothing"
+    tmp = evidence(g.out, "planter")["sandbox"]["scratch"]
+    if "/tmp its own" in tmp:
+        assert not g.planted, f"the planter wrote into the container's /tmp: {g.planted}"
+    else:
+        assert g.planted, "the fixture planted nothing: the test would prove nothing"
     assert not g.ran, f"a grader process ran the planted .pth file: {g.ran}"
     assert checks(g.out, "correct")["workload"]["status"] == "pass"
 
