@@ -364,6 +364,7 @@ def verdict_line(server: str, design: Design) -> tuple:
 
 PER_STRING = (MUTEX_PER_STRING, RWLOCK_PER_STRING)
 RWLOCKS = (ONE_RWLOCK, RWLOCK_PER_STRING)
+OVERLAP_RATIO = 2.2
 
 
 @dataclass(frozen=True)
@@ -372,29 +373,29 @@ class Measured:
     finding is True, False or None (not clear), with the median of the round-by-round
     ratio it was decided from:
 
-    per_string     writes to one string took longer than writes to k strings: each string
-                   has a lock of its own (with one lock for the array both wait alike);
-    reads_wait     reads of one string took longer than reads of k strings: a string's
-                   lock keeps readers apart (a mutex; readers of an rwlock overlap);
-    reads_overlap  k writes to k strings took more than twice as long as k reads of k
-                   strings: readers of the lock for the whole array overlap (an rwlock;
-                   under a mutex a write's two accesses and a read's one wait alike, so
-                   the writes take less than twice as long).
+    per_string       writes to one string took longer than writes to k strings: each
+                     string has a lock of its own (with one lock for the array both wait
+                     alike);
+    readers_overlap  writes to one string took more than OVERLAP_RATIO times as long as
+                     reads of that string: the lock its requests share lets readers in
+                     together (an rwlock). A kit write does two accesses (set, then get for
+                     the reply) and a read one, so where readers wait for each other (a
+                     mutex) the writes take less than twice as long.
 
-    It cannot tell one mutex from no lock at all (both leave the two sides alike)."""
+    It cannot tell one mutex from no lock at all (both leave writes to k strings waiting
+    alike and readers apart as measured)."""
     per_string: bool | None = None
-    reads_wait: bool | None = None
-    reads_overlap: bool | None = None
-    ratios: tuple = (None, None, None)
+    readers_overlap: bool | None = None
+    ratios: tuple = (None, None)
     error: str = ""
 
     def kind(self) -> str | None:
         """The design measured, or None when it is not clear."""
-        if self.per_string is True and self.reads_wait is not None:
-            return MUTEX_PER_STRING if self.reads_wait else RWLOCK_PER_STRING
-        if self.per_string is False and self.reads_overlap is not None:
-            return ONE_RWLOCK if self.reads_overlap else ONE_MUTEX
-        return None
+        if self.per_string is None or self.readers_overlap is None:
+            return None
+        if self.per_string:
+            return RWLOCK_PER_STRING if self.readers_overlap else MUTEX_PER_STRING
+        return ONE_RWLOCK if self.readers_overlap else ONE_MUTEX
 
     def shows(self) -> str:
         """The design measured, as far as it is clear ('' when not at all)."""
@@ -402,36 +403,29 @@ class Measured:
                                "array"}.get(self.per_string, "")
 
     def agrees(self, kind: str) -> bool | None:
-        """True when the measurement shows `kind`, False when it shows something else (a
-        finding that contradicts it), None when it cannot tell."""
-        if kind not in EXPECTED.values() or self.error or self.per_string is None:
+        """True when the measurement shows `kind`, False when a finding contradicts it,
+        None when it cannot tell."""
+        if kind not in EXPECTED.values() or self.error:
             return None
-        if self.per_string != (kind in PER_STRING):
+        wants = (kind in PER_STRING, kind in RWLOCKS)
+        got = (self.per_string, self.readers_overlap)
+        if any(g is not None and g != w for g, w in zip(got, wants)):
             return False
-        got = self.kind()
-        return None if got is None else got == kind
+        return True if None not in got else None
 
     def describe(self) -> str:
         if self.error:
             return f"not measured ({self.error})"
         r = [f" ({x:.2f}x)" if x is not None else "" for x in self.ratios]
-        if self.per_string is None:
-            return f"whether writes to different strings overlap was not clear{r[0]}"
-        if self.per_string:
-            text = f"writes to one string waited for each other{r[0]}, writes to different " \
-                "strings did not: a lock per string"
-            return text + {True: f"; reads of one string waited for each other too{r[1]}: "
-                                 "a mutex per string",
-                           False: f"; reads of one string overlapped{r[1]}: an rwlock per "
-                                  "string",
-                           None: f"; whether reads of one string overlap was not "
-                                 f"clear{r[1]}"}[self.reads_wait]
-        text = f"writes to different strings waited for each other as much as writes to " \
-            f"one string{r[0]}: one lock for the whole array (or none)"
-        return text + {True: f"; reads of different strings overlapped{r[2]}: one rwlock",
-                       False: f"; reads of different strings waited for each other too"
-                              f"{r[2]}: one mutex (or none)",
-                       None: f"; whether reads overlap was not clear{r[2]}"}[self.reads_overlap]
+        first = {True: f"writes to one string waited for each other{r[0]}, writes to "
+                       "different strings did not: a lock per string",
+                 False: f"writes to different strings waited for each other as much as "
+                        f"writes to one string{r[0]}: one lock for the whole array (or none)",
+                 None: f"whether writes to different strings overlap was not clear{r[0]}"}
+        second = {True: f"reads of one string overlapped{r[1]}: an rwlock",
+                  False: f"reads of one string waited for each other{r[1]}: a mutex",
+                  None: f"whether reads of one string overlap was not clear{r[1]}"}
+        return f"{first[self.per_string]}; {second[self.readers_overlap]}"
 
 
 def judge(server: str, trace: Design, measured: Measured) -> tuple:

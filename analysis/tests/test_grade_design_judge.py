@@ -9,13 +9,13 @@ from analysis.grade import design as D
 
 GOOD = "R 7-1- 1 0x55d4c8a0c040:m"
 
-# the findings (per_string, reads_wait, reads_overlap) each design shows when measured
-SHOWS = {D.ONE_MUTEX: (False, None, False), D.ONE_RWLOCK: (False, None, True),
-         D.MUTEX_PER_STRING: (True, True, None), D.RWLOCK_PER_STRING: (True, False, None)}
+# the findings (per_string, readers_overlap) each design shows when measured
+SHOWS = {D.ONE_MUTEX: (False, False), D.ONE_RWLOCK: (False, True),
+         D.MUTEX_PER_STRING: (True, False), D.RWLOCK_PER_STRING: (True, True)}
 
 
 def measured(kind: str) -> D.Measured:
-    return D.Measured(*SHOWS[kind], ratios=(1.0, 1.0, 1.0))
+    return D.Measured(*SHOWS[kind], ratios=(1.0, 1.0))
 
 
 def test_parse_checked_counts_lines_the_tracer_does_not_write():
@@ -47,9 +47,13 @@ def test_a_partial_measurement_contradicts_only_what_it_decided():
     assert one_lock.kind() is None
     assert one_lock.agrees(D.MUTEX_PER_STRING) is False
     assert one_lock.agrees(D.ONE_MUTEX) is None and one_lock.agrees(D.ONE_RWLOCK) is None
+    readers_apart = D.Measured(readers_overlap=False)  # one lock or per string not clear
+    assert readers_apart.agrees(D.ONE_RWLOCK) is False
+    assert readers_apart.agrees(D.RWLOCK_PER_STRING) is False
+    assert readers_apart.agrees(D.MUTEX_PER_STRING) is None
     assert D.Measured().agrees(D.ONE_MUTEX) is None
     assert D.Measured(*SHOWS[D.ONE_MUTEX], error="x").agrees(D.ONE_MUTEX) is None
-    assert D.Measured(False, None, False).agrees(D.NO_LOCK) is None  # not told from one mutex
+    assert D.Measured(False, False).agrees(D.NO_LOCK) is None  # not told from one mutex
 
 
 @pytest.mark.parametrize("server", list(D.EXPECTED))
@@ -89,7 +93,8 @@ def test_a_trace_of_another_design_fails_whatever_was_measured():
 
 
 def test_describe_says_what_was_measured_with_the_ratios():
-    text = D.Measured(True, True, None, ratios=(4.2, 3.1, None)).describe()
-    assert "a lock per string" in text and "(4.20x)" in text and "a mutex per string" in text
+    text = D.Measured(True, False, ratios=(4.2, 1.6)).describe()
+    assert "a lock per string" in text and "(4.20x)" in text and "(1.60x): a mutex" in text
+    assert D.Measured(True, False).kind() == D.MUTEX_PER_STRING
     assert "not clear" in D.Measured().describe()
     assert D.Measured(error="a burst failed").describe() == "not measured (a burst failed)"
