@@ -1076,14 +1076,16 @@ def tables(wl) -> dict:
 
 TRACER = Path(S.REFERENCE) / "liblocktrace.so"
 TRACE_CAP = 8 << 20
+DESIGN_THREADS = 30   # of the kit client's 100, ten requests each
 DESIGN_TITLE = TITLES["design"]
 
 
 def _design_one(ctx, bin_dir, name) -> tuple:
     """(True conforms | False another design | None undetermined, evidence line, fix): one
-    server with the lock tracer preloaded under the kit workload at n = 1000, then the
-    grader's bursts on it; the trace file is the launcher's, the server only holds a
-    descriptor on it."""
+    server with the lock tracer preloaded under 300 requests of the kit workload at
+    n = 1000 (30 of its 100 threads: enough strings requested twice), then the grader's
+    bursts on it; the trace file is the launcher's, the server only holds a descriptor on
+    it."""
     n = 1000
     s = Server(ctx, bin_dir, name, n, f"{name}_design",
                wrap=("/usr/bin/env", "LD_PRELOAD=/sub/liblocktrace.so"),
@@ -1091,7 +1093,7 @@ def _design_one(ctx, bin_dir, name) -> tuple:
     why = s.wait_ready(ctx.cfg["ready_timeout_s"])
     measured = D.Measured(error=why)
     if not why:
-        K.drive(s.port, K.kit_plan(n), ctx.cfg["request_timeout_s"])
+        K.drive(s.port, K.kit_plan(n, threads=DESIGN_THREADS), ctx.cfg["request_timeout_s"])
         measured = _measure_design(ctx, s)
         time.sleep(0.2)
     s.stop()

@@ -14,6 +14,7 @@ REPO = HERE.parents[1]
 # The student-like kit servers: each main.c includes tests/fixtures/common/kitserver.h.
 KIT_FIXTURES = REPO / "tests" / "fixtures"
 KIT_HEADER = KIT_FIXTURES / "common" / "kitserver.h"
+KIT_MAKEFILE = KIT_FIXTURES / "common" / "Makefile"   # for fixtures without their own
 KIT_NAMES = ("correct", "crash_after_batch", "crash_on_empty", "design_swap", "garbage_timing",
              "handmade_rwlock", "hangs", "no_init", "no_lock", "serialised", "static_build")
 # The real build; LOCKBENCH_BIN_DIR points the end-to-end tests at another build tree.
@@ -73,13 +74,16 @@ def preload_library(lib: Path) -> Path:
 
 def kit_fixture(name: str, into: Path, folder: str | None = None) -> Path:
     """A copy of tests/fixtures/<name> ("correct", "hostile/daemon") at into/<folder> (the
-    name's last part by default) with kitserver.h beside main.c, as a student hands it in:
-    the grader sees only the submission's folder. Binaries and timing files of a build in
-    place are left out."""
+    name's last part by default) with kitserver.h beside main.c, and the common student
+    Makefile where the fixture has none of its own, as a student hands it in: the grader
+    sees only the submission's folder. Binaries and timing files of a build in place are
+    left out."""
     d = into / (folder or Path(name).name)
     shutil.copytree(KIT_FIXTURES / name, d, ignore=shutil.ignore_patterns(
         "main1", "main2", "main3", "main4", "server_output_time_aggregated"))
     shutil.copy(KIT_HEADER, d)
+    if not (d / "Makefile").exists():
+        shutil.copy(KIT_MAKEFILE, d)
     return d
 
 
