@@ -36,6 +36,13 @@ def make_steps(missing: list) -> list:
     return [["all"], list(missing)]
 
 
+def layout_guess(server: str, found: list) -> str:
+    """What --layout should name for a missing `server` among the files `found`: `main`
+    for main1 when an executable or target of that name was built beside the others (a
+    Makefile whose first server is `main`), else NAME for the course to fill in."""
+    return "main" if server == "main1" and "main" in found else "NAME"
+
+
 def multiple_definitions(output: str) -> bool:
     """A link that failed because globals are defined in a header included twice: gcc >= 10
     defaults to -fno-common."""
@@ -43,6 +50,6 @@ def multiple_definitions(output: str) -> bool:
 
 
 FCOMMON_FIX = ("the link failed with 'multiple definition of ...' (globals defined in a header "
-               "that several files include; gcc >= 10 refuses that): built again with "
-               "-fcommon. Fix: declare the globals `extern` in the header and define them "
-               "once in one .c file")
+               "that several files include; gcc >= 10 refuses that): built again from "
+               "scratch (make -B) with -fcommon. Fix: declare the globals `extern` in the "
+               "header and define them once in one .c file")

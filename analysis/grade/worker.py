@@ -261,8 +261,8 @@ def _steps(ctx, bdir, extra, limits) -> tuple:
         code, text, took = _make(ctx, bdir, args, limits, fcommon)
         if code not in (0, None) and not fcommon and P.multiple_definitions(text):
             lines += [took, P.FCOMMON_FIX]
-            fcommon = True
-            code, text, took = _make(ctx, bdir, args, limits, fcommon)
+            fcommon = True  # -B: objects the failed make compiled are up to date, not fixed
+            code, text, took = _make(ctx, bdir, ["-B", *args], limits, fcommon)
         have = built(bdir)
         lines.append(took + f"; built so far: {', '.join(have) or 'none'}")
         if code != 0 and not failure:  # the first failure says most
@@ -304,8 +304,8 @@ def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
     if others:
         lines.append(f"{', '.join(missing)} missing; executables and sources found: "
                      f"{', '.join(others)}. If they are the servers, grade with --layout "
-                     + ",".join(f"{m}=NAME" for m in missing) + " (a make target, a built "
-                     "file, or a .c/.cpp file compiled alone)")
+                     + ",".join(f"{m}={P.layout_guess(m, others)}" for m in missing)
+                     + " (a make target, a built file, or a .c/.cpp file compiled alone)")
     return lines
 
 
