@@ -194,6 +194,14 @@ static void replied(int fd) {
     if (rc == 0 && f) note(o, kind, 1);    \
     return rc;                             \
   }
+/* glibc 2.30's clock-choosing variants: a lock taken only through them is a lock too */
+#define CLOCKED(fn, T, kind)                                \
+  int fn(T *o, clockid_t clock, const struct timespec *t) { \
+    REAL(fn, NULL);                                         \
+    int rc = f ? f(o, clock, t) : 0;                        \
+    if (rc == 0 && f) note(o, kind, 1);                     \
+    return rc;                                              \
+  }
 #define UNLOCK(fn, T)                      \
   int fn(T *o) {                           \
     REAL(fn, NULL);                        \
@@ -218,6 +226,9 @@ LOCK(pthread_rwlock_tryrdlock, pthread_rwlock_t, 'r', 1)
 LOCK(pthread_rwlock_trywrlock, pthread_rwlock_t, 'w', 1)
 TIMED(pthread_rwlock_timedrdlock, pthread_rwlock_t, 'r')
 TIMED(pthread_rwlock_timedwrlock, pthread_rwlock_t, 'w')
+CLOCKED(pthread_mutex_clocklock, pthread_mutex_t, 'm')
+CLOCKED(pthread_rwlock_clockrdlock, pthread_rwlock_t, 'r')
+CLOCKED(pthread_rwlock_clockwrlock, pthread_rwlock_t, 'w')
 UNLOCK(pthread_rwlock_unlock, pthread_rwlock_t)
 SIGNAL(pthread_cond_signal)
 SIGNAL(pthread_cond_broadcast)
@@ -234,6 +245,13 @@ int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct t
   REAL(pthread_cond_timedwait, "GLIBC_2.3.2");
   note(c, 'c', 0);
   return f ? f(c, m, t) : 0;
+}
+
+int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
+                           const struct timespec *t) {
+  REAL(pthread_cond_clockwait, NULL);
+  note(c, 'c', 0);
+  return f ? f(c, m, clock, t) : 0;
 }
 
 /* I/O wrappers: before the real functions are known, the raw system call. recv and send

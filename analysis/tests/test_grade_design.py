@@ -1,6 +1,7 @@
 """Design conformance: the lock trace's parser and classifier (analysis/grade/design.py) on
 made-up traces, then liblocktrace.so (analysis/grade/locktrace.c) preloaded into the
-student-like fixtures (tests/fixtures/correct, design_swap, handmade_rwlock, no_lock),
+student-like fixtures (tests/fixtures/correct, design_swap, handmade_rwlock, no_lock,
+clocked_locks),
 each server driven with kit-like requests and its design classified."""
 
 import itertools
@@ -237,6 +238,7 @@ EXPECTED_BY_FIXTURE = {
                     "main4": D.MUTEX_PER_STRING},
     "handmade_rwlock": dict(D.EXPECTED),
     "no_lock": dict.fromkeys(D.EXPECTED, D.NO_LOCK),
+    "clocked_locks": dict(D.EXPECTED),  # locks taken only with pthread_*_clock*lock
 }
 
 
