@@ -142,12 +142,13 @@ def write_prairielearn(out: Path, weights: Path, settings: dict, version: str) -
 
 
 def write(platform: str, out: Path, weights: Path, budget: float | None, quick: bool,
-          sandbox: str, version: str) -> Path:
-    """Writes the bundle; returns its path. The weights are checked first (WeightsError)."""
+          sandbox: str, version: str, lab: str | None = None) -> Path:
+    """Writes the bundle; returns its path. The weights are checked first (WeightsError).
+    lab: the version every submission is graded as (None: told apart per submission)."""
     render.load_weights(weights)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"budget_s": budget or DEFAULT_BUDGET[platform], "quick": quick,
-                "sandbox": sandbox}
+                "sandbox": sandbox, **({"lab": lab} if lab else {})}
     writer = write_gradescope if platform == "gradescope" else write_prairielearn
     path = writer(out, weights, settings, version)
     os.chmod(out, 0o755)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..numbers import float_above, int_in, list_of
 from ..progress import Progress
-from . import bundle, isolation, names, render, safeio, sandbox
+from . import bundle, isolation, labs, names, render, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
@@ -49,12 +49,20 @@ def _layout(t):
     out = {}
     for part in t.split(","):
         server, eq, name = part.strip().partition("=")
-        if server not in SERVERS or not eq:
-            raise argparse.ArgumentTypeError(f"expected mainN=NAME, got {part!r}")
+        if server not in labs.CANDIDATES or not eq:
+            raise argparse.ArgumentTypeError(f"expected mainN=NAME or main=NAME, got {part!r}")
         if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name) or name.startswith((".", "-")):
             raise argparse.ArgumentTypeError(f"{name!r} is not a plain file name")
         out[server] = name
     return out
+
+
+def _lab(t):
+    """--lab NAME: the version of the lab (labs.LABS, or a year)."""
+    try:
+        return labs.by_name(t).name
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "repository)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not measure the reference servers beside the submissions")
+    ap.add_argument("--lab", type=_lab, metavar="VERSION",
+                    help="the version of the lab: 2019-2023 (main1..main4), 2024+ (one "
+                         "server main) or 2018 (main, the kit without its delay; timing "
+                         "lines are sums); a year names its version (default: told apart "
+                         "from what the submission builds and its common.h)")
     ap.add_argument("--layout", type=_layout, metavar="mainN=NAME,...",
                     help="where the servers are when a submission names them otherwise, e.g. "
                          "main1=main (a make target or a built file)")
@@ -137,7 +150,7 @@ def config(a) -> dict:
     if a.sizes:
         base["sizes"] = a.sizes
     weights = render.load_weights(a.weights)
-    base.update({"quick": a.quick, "race": a.race, "layout": a.layout or {},
+    base.update({"quick": a.quick, "race": a.race, "layout": a.layout or {}, "lab": a.lab,
                  "build_timeout_s": a.build_timeout,
                  "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
                  "max_states": 200_000,
@@ -400,7 +413,7 @@ def _bundle(a, ap) -> int:
     try:
         path = bundle.write(a.bundle, a.out, a.weights, a.budget, a.quick,
                             "auto" if a.sandbox == "bubblewrap" else a.sandbox,
-                            grader_version())
+                            grader_version(), a.lab)
     except render.WeightsError as e:
         ap.error(str(e))
     except OSError as e:
@@ -449,7 +462,7 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     settings (resuming); (name, evidence, what happened)."""
     sdir = a.out / name
     stamp = sdir / "grade-key.json"
-    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout")}
+    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout", "lab")}
     if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
             and json.loads(stamp.read_text()) == key):
         ev = json.loads((sdir / "evidence.json").read_text())

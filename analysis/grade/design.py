@@ -348,18 +348,25 @@ def _modes(head: str, locked: list, data, kind: str, total: int) -> Design:
     return Design(kind, f"{head}; once per read, so not a hand-made read/write lock", total)
 
 
-def verdict_line(server: str, design: Design) -> tuple:
-    """(ok, text): ok True when mainN behaves as the lab asks, False when it does not,
-    None when undetermined or mainN is not one of the four."""
-    expected = EXPECTED.get(server)
+def verdict_line(server: str, design: Design, allowed: tuple = ()) -> tuple:
+    """(ok, text): ok True when the server behaves as the lab asks (one of `allowed`, by
+    default the design of mainN's number), False when it does not, None when undetermined
+    or nothing is asked of it."""
+    allowed = allowed or ((EXPECTED[server],) if server in EXPECTED else ())
     if design.kind == UNDETERMINED or design.kind not in _BEHAVES:
         return None, f"{server}: lock design undetermined ({design.evidence})"
     behaves = f"{server} {_BEHAVES[design.kind]}"
-    if expected is None:
+    if not allowed:
         return None, behaves
-    if design.kind == expected:
-        return True, f"{behaves}, as expected"
-    return False, f"{behaves}; expected {expected}"
+    if design.kind in allowed:
+        return True, behaves + (", as expected" if len(allowed) == 1 else
+                                ", one of the lab's designs")
+    return False, f"{behaves}; expected {wanted(allowed)}"
+
+
+def wanted(allowed: tuple) -> str:
+    """The designs a server may use, as the page says them."""
+    return allowed[0] if len(allowed) == 1 else "one of " + ", ".join(allowed)
 
 
 PER_STRING = (MUTEX_PER_STRING, RWLOCK_PER_STRING)
@@ -428,29 +435,32 @@ class Measured:
         return f"{first[self.per_string]}; {second[self.readers_overlap]}"
 
 
-def judge(server: str, trace: Design, measured: Measured) -> tuple:
-    """(ok, evidence line, fix) for mainN from its trace and the grader's measurement. A
-    pass needs both: the lock calls traced show the lab's design and the measurement shows
-    it too (the trace is written by a program that shares the tracer's process, so it is
-    evidence the measurement must confirm). Fail when the trace shows another design (the
-    program's own lock calls) or the measurement contradicts it; otherwise undetermined.
-    Without a usable trace the measurement can fail a server, never pass it."""
-    want = EXPECTED[server]
-    said, agrees = measured.describe(), measured.agrees(want)
-    fix = f"{server} must use {want} (the lab's design for {server})"
-    behaves = measured.shows()
+def judge(server: str, trace: Design, measured: Measured, allowed: tuple = ()) -> tuple:
+    """(ok, evidence line, fix) for a server from its trace and the grader's measurement;
+    allowed: the designs the lab accepts of it (by default the design of mainN's number).
+    A pass needs both: the lock calls traced show an accepted design and the measurement
+    shows that design too (the trace is written by a program that shares the tracer's
+    process, so it is evidence the measurement must confirm). Fail when the trace shows
+    another design (the program's own lock calls) or the measurement contradicts it;
+    otherwise undetermined. Without a usable trace the measurement can fail a server,
+    never pass it."""
+    allowed = allowed or (EXPECTED[server],)
+    want, said, behaves = wanted(allowed), measured.describe(), measured.shows()
+    fix = (f"{server} must use {want} (the lab's design for {server})" if len(allowed) == 1
+           else f"{server} must use {want}")
     if trace.kind == UNDETERMINED:
         head = f"{server}: no usable lock trace ({trace.evidence}); measured: {said}"
-        if agrees is False:
+        if all(measured.agrees(a) is False for a in allowed):
             return False, f"{head}; expected {want}", f"{fix}; it behaves as {behaves}"
         return None, f"{head}; a design passes only when its trace and the measurement " \
                      "agree: undetermined", ""
-    ok, line = verdict_line(server, trace)
+    ok, line = verdict_line(server, trace, allowed)
     if ok is False:
         return False, f"{line} ({trace.evidence}); measured: {said}", \
             f"{fix}; it behaves as {trace.kind}"
+    agrees = measured.agrees(trace.kind)
     if agrees is False:
-        return False, (f"{server}: the lock calls traced say {want}, the grader's "
+        return False, (f"{server}: the lock calls traced say {trace.kind}, the grader's "
                        f"measurement does not: {said}; expected {want} (the trace: "
                        f"{trace.evidence})"), f"{fix}; it behaves as {behaves}"
     if agrees is None:

@@ -27,7 +27,8 @@ GRADER_FAULT = ("This is the grader's failure, not a verdict on your code: nothi
 
 
 def settings() -> dict:
-    """The bundle's settings: budget, quick, sandbox (bundle.json, written by bundle.py)."""
+    """The bundle's settings: budget, quick, sandbox, lab (bundle.json, written by
+    bundle.py)."""
     try:
         return json.loads((CODE / "bundle.json").read_text())
     except (OSError, ValueError):
@@ -44,6 +45,8 @@ def grade(submission: Path, work: Path, cfg: dict) -> tuple:
             "--bin-dir", str(CODE / "bin"), "--weights", str(CODE / "grade_weights.toml")]
     if cfg.get("quick"):
         argv.append("--quick")
+    if cfg.get("lab"):
+        argv += ["--lab", str(cfg["lab"])]
     env = {**os.environ, "PYTHONPATH": str(CODE), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         p = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace",

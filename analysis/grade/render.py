@@ -106,9 +106,17 @@ def _fmt(v):
     return "—" if v is None else f"{v:.3e}"
 
 
-def table_rows(sub: dict, ref: dict, key: str, sizes: list) -> list:
+def servers_of(evidence: dict, ref_t: dict) -> list:
+    """The table's rows: the lab's servers (main1..main4 when the evidence does not say),
+    then the reference's others (its four designs beside a lab's one `main`)."""
+    lab = evidence.get("lab") if isinstance(evidence.get("lab"), dict) else {}
+    mine = [s for s in lab.get("servers") or SERVERS if isinstance(s, str)]
+    return mine + [s for s in SERVERS if s in ref_t and s not in mine]
+
+
+def table_rows(sub: dict, ref: dict, key: str, sizes: list, servers=SERVERS) -> list:
     rows = []
-    for s in SERVERS:
+    for s in servers:
         row = [s]
         for n in sizes:
             row.append(_fmt(sub.get(s, {}).get(str(n), {}).get(key)))
@@ -117,8 +125,8 @@ def table_rows(sub: dict, ref: dict, key: str, sizes: list) -> list:
     return rows
 
 
-def ranking(tab: dict, n) -> str:
-    vals = [(tab.get(s, {}).get(str(n), {}).get("mean"), s) for s in SERVERS]
+def ranking(tab: dict, n, servers=SERVERS) -> str:
+    vals = [(tab.get(s, {}).get(str(n), {}).get("mean"), s) for s in servers]
     vals = [(v, s) for v, s in vals if v is not None]
     return " < ".join(s for _, s in sorted(vals)) if vals else "—"
 
@@ -152,6 +160,16 @@ def settings_text(evidence: dict) -> str:
             f"{', '.join(map(str, sizes_of(evidence)))}" + (" (quick)" if cfg.get("quick") else "")
             + (f"; time budget {_num(budget, '.0f')} s" if _is_number(budget) else "")
             + (f"; {_num(cpus)} CPU" if _is_number(cpus) else ""))
+
+
+def lab_text(evidence: dict) -> str:
+    """Which version of the lab was graded and why ('' when the evidence does not say)."""
+    lab = evidence.get("lab")
+    if not isinstance(lab, dict) or not isinstance(lab.get("name"), str):
+        return ""
+    parts = [f"graded as the {lab['name']} lab"]
+    parts += [str(lab[k]) for k in ("what", "why") if isinstance(lab.get(k), str) and lab[k]]
+    return "; ".join(parts)
 
 
 def sandbox_text(evidence: dict) -> str:
@@ -415,6 +433,8 @@ def _md_head(name: str, evidence: dict, weights: dict, scored: list) -> list:
            f"{_num(evidence.get('seconds', 0), '.0f')} s.", "",
            f"Grader: {N.md_text(grader_text(evidence, weights))}.", "",
            f"Sandbox: {N.md_text(sandbox_text(evidence))}", ""]
+    if lab_text(evidence):
+        out += [f"Lab: {N.md_text(lab_text(evidence))}", ""]
     if evidence.get("error"):
         out += [f"Grading error: {N.md_code(evidence['error'])}", ""]
     out += ["| Check | Verdict | Points |", "|---|---|---|"]
@@ -497,11 +517,12 @@ TABLES = (("mean", "Mean"), ("median", "Median"))
 
 def _table_data(evidence: dict, ref: dict | None) -> tuple:
     """(the submission's tables, the reference's, the sizes); empty tables when none."""
-    return evidence.get("tables") or {}, (ref or {}).get("tables", {}), sizes_of(evidence)
+    ref_t = (ref or {}).get("tables", {})
+    return evidence.get("tables") or {}, ref_t, sizes_of(evidence), servers_of(evidence, ref_t)
 
 
 def _md_tables(evidence: dict, ref: dict | None) -> list:
-    sub_t, ref_t, sizes = _table_data(evidence, ref)
+    sub_t, ref_t, sizes, servers = _table_data(evidence, ref)
     if not sub_t:
         return []
     out = []
@@ -509,11 +530,13 @@ def _md_tables(evidence: dict, ref: dict | None) -> list:
         out += [f"## Table {num}: {what} memory access latency (s), submission | reference", ""]
         head = "| Server | " + " | ".join(f"n={n} | ref n={n}" for n in sizes) + " |"
         out += [head, "|---" * (1 + 2 * len(sizes)) + "|"]
-        out += ["| " + " | ".join(r) + " |" for r in table_rows(sub_t, ref_t, key, sizes)]
+        out += ["| " + " | ".join(r) + " |"
+                for r in table_rows(sub_t, ref_t, key, sizes, servers)]
         out.append("")
     out += ["Ranking by mean latency (fastest first):", ""]
     for n in sizes:
-        out.append(f"- n={n}: submission {ranking(sub_t, n)}; reference {ranking(ref_t, n)}")
+        out.append(f"- n={n}: submission {ranking(sub_t, n, servers)}; reference "
+                   f"{ranking(ref_t, n)}")
     return [*out, ""]
 
 
@@ -527,14 +550,14 @@ def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
     return "\n".join(out)
 
 
-def svg_bars(sub: dict, ref: dict, n) -> str:
+def svg_bars(sub: dict, ref: dict, n, servers=SERVERS) -> str:
     """Mean latency per server, submission beside reference, as inline SVG."""
     vals = []
-    for s in SERVERS:
+    for s in servers:
         vals.append((s, sub.get(s, {}).get(str(n), {}).get("mean"),
                      ref.get(s, {}).get(str(n), {}).get("mean")))
     top = max([v for _, a, b in vals for v in (a, b) if v] or [1])
-    w, h, bw = 360, 160, 28
+    w, h, bw = max(360, 30 + 85 * len(vals)), 160, 28
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h + 40}" '
              f'role="img" aria-label="mean latency n={n}">',
              f'<text x="4" y="14" font-size="12">mean latency, n={n} (max {top:.2e} s)</text>']
@@ -545,7 +568,7 @@ def svg_bars(sub: dict, ref: dict, n) -> str:
                 bh = max(1, int(v / top * (h - 30)))
                 parts.append(f'<rect x="{x + j * bw}" y="{h - bh}" width="{bw - 2}" '
                              f'height="{bh}" fill="{colour}"/>')
-        parts.append(f'<text x="{x}" y="{h + 16}" font-size="12">{s}</text>')
+        parts.append(f'<text x="{x}" y="{h + 16}" font-size="12">{html.escape(s)}</text>')
     parts.append(f'<text x="4" y="{h + 34}" font-size="11" fill="#3465a4">submission</text>'
                  f'<text x="90" y="{h + 34}" font-size="11" fill="#888">reference</text></svg>')
     return "".join(parts)
@@ -634,7 +657,7 @@ def html_how(evidence: dict, weights: dict, scored: list) -> list:
 
 def html_tables(evidence: dict, ref: dict | None) -> list:
     e = html.escape
-    sub_t, ref_t, sizes = _table_data(evidence, ref)
+    sub_t, ref_t, sizes, servers = _table_data(evidence, ref)
     if not sub_t:
         return []
     b = []
@@ -642,15 +665,15 @@ def html_tables(evidence: dict, ref: dict | None) -> list:
         b.append(f"<h2>Table {num}: {what} memory access latency (s)</h2>"
                  "<table><tr><th>Server</th>"
                  + "".join(f"<th>n={n}</th><th>reference n={n}</th>" for n in sizes) + "</tr>")
-        for r in table_rows(sub_t, ref_t, key, sizes):
+        for r in table_rows(sub_t, ref_t, key, sizes, servers):
             b.append("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>")
         b.append("</table>")
     b.append("<h2>Ranking (fastest first)</h2><ul>")
     for n in sizes:
-        b.append(f"<li>n={n}: submission {e(ranking(sub_t, n))}; reference "
+        b.append(f"<li>n={n}: submission {e(ranking(sub_t, n, servers))}; reference "
                  f"{e(ranking(ref_t, n))}</li>")
     b.append("</ul><h2>Figures</h2>")
-    return b + [svg_bars(sub_t, ref_t, n) for n in sizes]
+    return b + [svg_bars(sub_t, ref_t, n, servers) for n in sizes]
 
 
 PAGE_STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:60em}"
@@ -683,6 +706,8 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
              f"<p>Grader: {e(N.visible(grader_text(evidence, weights)))}. "
              "<a href='#how'>How the score was made</a>.</p>"
              f"<p>Sandbox: {e(N.visible(sandbox_text(evidence)))}</p>")
+    if lab_text(evidence):
+        b.append(f"<p>Lab: {e(N.visible(lab_text(evidence)))}</p>")
     if evidence.get("error"):
         b.append(f"<p class='fail'>Grading error: {e(N.visible(evidence['error']))}</p>")
     b += html_fix_summary(scored) + html_checks(scored) + html_how(evidence, weights, scored)
@@ -735,6 +760,7 @@ def gradescope_output(evidence: dict, weights: dict, scored: list) -> str:
             f"Settings: {settings_text(evidence)}; grading took "
             f"{_num(evidence.get('seconds', 0), '.0f')} s.",
             f"Sandbox: {sandbox_text(evidence)}.",
+            *([f"Lab: {N.visible(lab_text(evidence))}."] if lab_text(evidence) else []),
             f"Grader: {N.visible(grader_text(evidence, weights))}."]
     return "\n".join(out)
 

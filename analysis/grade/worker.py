@@ -27,10 +27,10 @@ from .. import kernel_sockets as ks
 from .. import ports
 from . import design as D
 from . import kitload as K
+from . import labs, safeio
 from . import launcher as LA
 from . import linearize as L
 from . import packaging as P
-from . import safeio
 from . import sandbox as S
 
 SERVERS = ("main1", "main2", "main3", "main4")
@@ -50,6 +50,22 @@ TITLES = {"build": "Builds with make", "binaries": "main1..main4 exist",
           "design": "Each server uses the lock design of its number (traced and measured)",
           "robustness": "Robustness (main1): empty connection, malformed frames, client "
                         "leaving early"}
+# The titles of a one-server lab (labs.Lab.servers == ("main",)) where they differ.
+ONE_SERVER_TITLES = {
+    "binaries": "main exists",
+    "cmdline": "main n ip port, with the kit's port quirk",
+    "design": "main uses one of the lab's lock designs, named (traced and measured)",
+    "robustness": "Robustness (main): empty connection, malformed frames, client leaving "
+                  "early"}
+
+
+def title(cid: str, lab=None) -> str:
+    """A check's title for this lab (the four-server lab's when none is known yet)."""
+    if lab is not None and len(lab.servers) == 1:
+        return ONE_SERVER_TITLES.get(cid, TITLES.get(cid, cid))
+    return TITLES.get(cid, cid)
+
+
 # What each check after the workload costs, in kit runs of this grading (measured with the
 # default settings on a 2-core machine, 0.2 s a run: consistency 20 s, idle 2 s, speed 5 s,
 # design 3 s, robustness 3 s; half as much again for margin). Under a time budget the kit
@@ -87,6 +103,9 @@ class Ctx:
         self.probe: dict | None = None       # the clock probe's results, once run
         self.out_lock = threading.Lock()
         self.handed_in = False
+        # the lab version: --lab's, else told apart after the first make (labs.detect)
+        self.lab = labs.by_name(cfg["lab"]) if cfg.get("lab") else None
+        self.lab_why = f"--lab {cfg['lab']}" if cfg.get("lab") else ""
 
     def next_port(self) -> int:
         """The next port of ports() whose twin is also free: in container mode the
@@ -245,8 +264,21 @@ def _run(ctx: Ctx, bdir: Path, argv: list, limits: dict, ro=None, env=None) -> t
     return code, out.text(), took
 
 
-def built(bdir: Path) -> list:
-    return [m for m in SERVERS if (bdir / m).is_file() and os.access(bdir / m, os.X_OK)]
+def built(bdir: Path, names=SERVERS) -> list:
+    """The executables of `names` in bdir."""
+    return [m for m in names if (bdir / m).is_file() and os.access(bdir / m, os.X_OK)]
+
+
+def _tell_lab(ctx, bdir: Path) -> None:
+    """The lab version, when --lab did not say: from what the first make built (or what
+    was handed in) and the submission's own common.h."""
+    if ctx.lab is not None:
+        return
+    try:
+        common = safeio.read_bytes(bdir / "common.h", 1 << 16)[0]
+    except (FileNotFoundError, safeio.Unsafe):
+        common = None
+    ctx.lab, ctx.lab_why = labs.detect(built(bdir, labs.CANDIDATES), common)
 
 
 def _steps(ctx, bdir, extra, limits) -> tuple:
@@ -263,15 +295,18 @@ def _steps(ctx, bdir, extra, limits) -> tuple:
             lines += [took, P.FCOMMON_FIX]
             fcommon = True  # -B: objects the failed make compiled are up to date, not fixed
             code, text, took = _make(ctx, bdir, ["-B", *args], limits, fcommon)
-        have = built(bdir)
+        if first is None:
+            _tell_lab(ctx, bdir)
+        servers = ctx.lab.servers
+        have = built(bdir, servers)
         lines.append(took + f"; built so far: {', '.join(have) or 'none'}")
         if code != 0 and not failure:  # the first failure says most
             failure = text.splitlines()[-15:]
         if first is None:
             first = have
-            plan = [[*extra, *step] for step in P.make_steps([m for m in SERVERS
+            plan = [[*extra, *step] for step in P.make_steps([m for m in servers
                                                                if m not in have])]
-        elif len(have) == len(SERVERS):
+        elif len(have) == len(servers):
             break
     return lines, first or [], fcommon, failure
 
@@ -296,11 +331,12 @@ def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
         if (bdir / name).is_file():
             ctx.launcher.call(op="alias", tag=tag, name=server, target=name)
             lines.append(f"layout: {server} is {name}")
-    missing = [m for m in SERVERS if m not in built(bdir)]
+    servers = ctx.lab.servers
+    missing = [m for m in servers if m not in built(bdir, servers)]
     others = sorted(p.name for p in bdir.iterdir() if p.is_file() and not p.is_symlink()
                     and (p.name.endswith(SOURCES) or os.access(p, os.X_OK)
                          and not P.describe_binary(_head(p)))
-                    and p.name not in SERVERS)[:8] if missing and not layout else []
+                    and p.name not in servers)[:8] if missing and not layout else []
     if others:
         lines.append(f"{', '.join(missing)} missing; executables and sources found: "
                      f"{', '.join(others)}. If they are the servers, grade with --layout "
@@ -321,14 +357,14 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
     anything over the size caps are not copied, and said so; with a Makefile the
     handed-in main1..main4 are set aside so make must build them), then make as a TA
     would. Returns (status, evidence lines, bin_dir, fraction)."""
-    copied = ctx.launcher.call(op="copy", dst=tag, set_aside=list(SERVERS))
+    copied = ctx.launcher.call(op="copy", dst=tag, set_aside=list(labs.CANDIDATES))
     notes = [f"not copied: {n}" for n in copied["notes"]]
     for name, head in copied["set_aside"].items():
         what = P.describe_binary(bytes.fromhex(head)) or "a binary"
         notes.append(f"handed-in {name} ({what}) set aside: make must build it")
     bdir = Path(S.SCRATCH) / tag
     if not copied["makefile"]:
-        for m in SERVERS:
+        for m in labs.CANDIDATES:
             try:
                 head, _ = safeio.read_bytes(bdir / m, 64)
             except (FileNotFoundError, safeio.Unsafe):
@@ -337,24 +373,26 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
             if what:
                 notes.append(f"handed-in {m} is {what}: not used")
                 ctx.launcher.call(op="unlink", path=f"{tag}/{m}")
+        _tell_lab(ctx, bdir)
         layout = _layout(ctx, tag, bdir, [], limits)
         return "skip", ["no Makefile: using the binaries as handed in", *layout, *notes], \
             bdir, 0.0
     lines, first, fcommon, failure = _steps(ctx, bdir, extra_make, limits)
     lines += _layout(ctx, tag, bdir, extra_make, limits)
-    have = built(bdir)
+    servers = ctx.lab.servers
+    have = built(bdir, servers)
     lines += notes
-    if len(first) == len(SERVERS) and not fcommon:
+    if len(first) == len(servers) and not fcommon:
         return "pass", lines, bdir, 1.0
-    if len(have) < len(SERVERS):
-        lines.append(f"not built by any step: {', '.join(m for m in SERVERS if m not in have)}"
+    if len(have) < len(servers):
+        lines.append(f"not built by any step: {', '.join(m for m in servers if m not in have)}"
                      "; the first make that failed said:")
         lines += failure
-    elif len(first) < len(SERVERS):
+    elif len(first) < len(servers):
         lines.append("plain `make` built " + (f"only {', '.join(first)}" if first else
-                                              "none of main1..main4")
-                     + ": make the first target (or `all`) build main1 main2 main3 main4")
-    return "fail", lines, bdir, len(first) / len(SERVERS) if not fcommon else 0.0
+                                              f"none of {ctx.lab.names()}")
+                     + f": make the first target (or `all`) build {' '.join(servers)}")
+    return "fail", lines, bdir, len(first) / len(servers) if not fcommon else 0.0
 
 
 # ---- checks -----------------------------------------------------------------------------
@@ -400,8 +438,8 @@ def check_initial(ctx, bin_dir, servers) -> tuple:
         else:
             init_ev.append(f"{name} (n={n}): all {n} strings are 'String i: the initial value'")
         s.stop()
-    return (check("cmdline", "mainN n ip port, with the kit's port quirk",
-                  "pass" if cmd_ok else "fail", cmdline_ev),
+    return (check("cmdline", title("cmdline", ctx.lab), "pass" if cmd_ok else "fail",
+                  cmdline_ev),
             check("initial", "Initial values 'String i: the initial value'",
                   "pass" if init_ok else "fail", init_ev))
 
@@ -540,12 +578,19 @@ def check_workload(wl, runs) -> dict:
                  "pass" if ok else "fail", ev, fraction=good / total if total else 0.0)
 
 
-def parse_timing(line: str):
+def parse_timing(line: str, lab=None):
+    """A timing line's mean latency (s): the number, or for a lab whose lines are sums
+    (2018) the number / 1000; None when it is not a number."""
     try:
         v = float(line.strip())
     except ValueError:
         return None
-    return v
+    return v / 1000 if lab is not None and lab.timing == "sum" else v
+
+
+def _floor(lab) -> float:
+    """The lowest plausible mean: every access sleeps usleep(10), except in the 2018 kit."""
+    return LATENCY_FLOOR_S if lab is None or lab.delay else 0.0
 
 
 AFTER_LOCK_SHARE = 0.25  # main1's probe lines below this share of its lock waiting: left out
@@ -568,20 +613,21 @@ TIMING_FIXES = {
 }
 
 
-def _line_problems(lines, clients) -> list:
+def _line_problems(lines, clients, lab=None) -> list:
     """[(kind, text)] for the lines of one setting, at most 4."""
-    out = []
+    out, floor = [], _floor(lab)
+    sums = lab is not None and lab.timing == "sum"
     for i, line in enumerate(lines):
-        v = parse_timing(line)
+        v = parse_timing(line, lab)
         quoted = repr(line[:40])
         client = clients[i] if i < len(clients) else None
         if v is None or not math.isfinite(v) or v <= 0:
             out.append(("format", f"line {i + 1} {quoted} is not a positive finite number"))
-        elif v < LATENCY_FLOOR_S:
-            out.append(("floor", f"line {i + 1} {quoted} is below {LATENCY_FLOOR_S:g} s, "
+        elif v < floor:
+            out.append(("floor", f"line {i + 1} {quoted} is below {floor:g} s, "
                                  "impossible with usleep(10) per access"))
         elif client is not None and v > client * 1.5:
-            sum_like = LATENCY_FLOOR_S <= v / 1000 <= client * 1.5
+            sum_like = not sums and floor <= v / 1000 <= client * 1.5
             out.append(("sum" if sum_like else "above",
                         f"line {i + 1} {quoted} is above the client's own mean latency "
                         f"{client:.3e} s" + (" (about 1000 times a mean: a sum?)"
@@ -591,7 +637,7 @@ def _line_problems(lines, clients) -> list:
     return out
 
 
-def _setting_problems(e) -> list:
+def _setting_problems(e, lab=None) -> list:
     lines, done = e["timing"], e["runs_done"]
     if lines is None:
         return [("unsafe" if e.get("timing_problem") else "missing",
@@ -599,7 +645,7 @@ def _setting_problems(e) -> list:
     out = [("unsafe", e["timing_problem"])] if e.get("timing_problem") else []
     if len(lines) != done:
         out.append(("count", f"{len(lines)} lines for {done} complete runs of 1000 requests"))
-    return out + _line_problems(lines, e["client_mean_s"])
+    return out + _line_problems(lines, e["client_mean_s"], lab)
 
 
 PROBE_SERVERS = ("main1", "main2", "main4")
@@ -692,20 +738,22 @@ def _probe_problem(probe) -> tuple:
                    "the client saw beyond main2's and main4's: the lock waiting is in")
 
 
-def check_timing(wl, runs, probe=None) -> dict:
+def check_timing(wl, runs, probe=None, lab=None) -> dict:
     """The lab's deliverable, judged against what the grader measured itself: the kit
     workload's lines, and main1's lines under the clock probe. It can cost only this
-    check's points."""
+    check's points. lab: whose lines are means or sums (the 2018 kit's)."""
     ev, kinds, good = [], [], 0
     for name, per_n in wl.items():
         for n, e in per_n.items():
-            problems = _setting_problems(e)
+            problems = _setting_problems(e, lab)
             if problems:
                 ev.append(f"{name} n={n}: " + "; ".join(text for _, text in problems))
                 kinds += [k for k, _ in problems if k not in kinds]
             else:
                 good += 1
-                ev.append(f"{name} n={n}: {len(e['timing'])} plausible %e lines")
+                ev.append(f"{name} n={n}: {len(e['timing'])} plausible %e lines"
+                          + (" (sums of 1000 latencies, as the 2018 kit writes)"
+                             if lab is not None and lab.timing == "sum" else ""))
     total = sum(len(v) for v in wl.values())
     left_out, line = _probe_problem(probe)
     ev.append(line)
@@ -713,7 +761,7 @@ def check_timing(wl, runs, probe=None) -> dict:
         total, good = total + 1, good + (not left_out)
     if left_out:
         kinds.append("after_lock")
-    return check("timing", TITLES["timing"], "fail" if kinds else "pass", ev,
+    return check("timing", title("timing", lab), "fail" if kinds else "pass", ev,
                  fraction=good / total if total else 0.0, fix=[TIMING_FIXES[k] for k in kinds])
 
 
@@ -1036,15 +1084,13 @@ def probe(ctx, bin_dir, name, payload, i) -> tuple:
     return out
 
 
-ROBUSTNESS_TITLE = TITLES["robustness"]
-
-
 def check_robustness(ctx, bin_dir) -> dict:
-    """Each probe on a fresh main1; a probe that could not run is not checked and costs
-    nothing."""
+    """Each probe on a fresh server (main1, or the lab's one server); a probe that could
+    not run is not checked and costs nothing."""
     ev, findings, checked = [], [], 0
+    who, name = title("robustness", ctx.lab), ctx.lab.first
     with ThreadPoolExecutor(len(MALFORMED)) as pool:  # independent fresh servers
-        outs = list(pool.map(lambda a: probe(ctx, bin_dir, "main1", a[1][1], a[0]),
+        outs = list(pool.map(lambda a: probe(ctx, bin_dir, name, a[1][1], a[0]),
                              enumerate(MALFORMED)))
     for (what, _payload), (ok, text) in zip(MALFORMED, outs):
         ev.append(f"{what}: {text}")
@@ -1053,19 +1099,19 @@ def check_robustness(ctx, bin_dir) -> dict:
         if ok is False:
             findings.append(what)
     if not checked:
-        return check("robustness", ROBUSTNESS_TITLE, "undetermined", ev)
-    return check("robustness", ROBUSTNESS_TITLE, "fail" if findings else "pass", ev,
+        return check("robustness", who, "undetermined", ev)
+    return check("robustness", who, "fail" if findings else "pass", ev,
                  findings=findings, fraction=1 - len(findings) / checked)
 
 
-def tables(wl) -> dict:
+def tables(wl, lab=None) -> dict:
     """{name: {n: {"mean", "median" (timing file, s, None if implausible), "client"}}}."""
     out = {}
     for name, per_n in wl.items():
         for n, e in per_n.items():
-            vals = [parse_timing(ln) for ln in (e["timing"] or [])]
+            vals = [parse_timing(ln, lab) for ln in (e["timing"] or [])]
             vals = [v for v in vals if v is not None and math.isfinite(v)
-                    and v >= LATENCY_FLOOR_S]
+                    and v >= _floor(lab)]
             out.setdefault(name, {})[str(n)] = {
                 "mean": statistics.fmean(vals) if vals else None,
                 "median": statistics.median(vals) if vals else None,
@@ -1077,7 +1123,8 @@ def tables(wl) -> dict:
 TRACER = Path(S.REFERENCE) / "liblocktrace.so"
 TRACE_CAP = 8 << 20
 DESIGN_THREADS = 30   # of the kit client's 100, ten requests each
-DESIGN_TITLE = TITLES["design"]
+NO_DELAY = ("this lab's kit has no delay in the accesses, so how long a lock is held cannot "
+            "be timed")
 
 
 def _design_one(ctx, bin_dir, name) -> tuple:
@@ -1091,15 +1138,17 @@ def _design_one(ctx, bin_dir, name) -> tuple:
                wrap=("/usr/bin/env", "LD_PRELOAD=/sub/liblocktrace.so"),
                extra_ro={TRACER: "/sub/liblocktrace.so"}, trace=True)
     why = s.wait_ready(ctx.cfg["ready_timeout_s"])
-    measured = D.Measured(error=why)
+    measured = D.Measured(error=why or NO_DELAY)
     if not why:
         K.drive(s.port, K.kit_plan(n, threads=DESIGN_THREADS), ctx.cfg["request_timeout_s"])
-        measured = _measure_design(ctx, s)
+        if ctx.lab.delay:
+            measured = _measure_design(ctx, s)
         time.sleep(0.2)
     s.stop()
     if why:
         return None, f"{name}: not checked ({why})", ""
-    return D.judge(name, D.traced(_trace_text(s.trace), n), measured)
+    return D.judge(name, D.traced(_trace_text(s.trace), n), measured,
+                   ctx.lab.designs.get(name, ()))
 
 
 def _trace_text(path: Path) -> str | None:
@@ -1148,14 +1197,15 @@ def check_design(ctx, bin_dir, present: list) -> dict:
     """The lock design each mainN really uses: its lock calls traced by an LD_PRELOAD
     interposer under the kit workload at n = 1000, confirmed by the grader's own bursts
     (design.judge). A server neither can judge is undetermined and costs nothing."""
+    who = title("design", ctx.lab)
     if not TRACER.is_file():
-        return check("design", DESIGN_TITLE, "undetermined",
+        return check("design", who, "undetermined",
                      "not checked: the lock tracer (liblocktrace.so) is not built")
     res = [_design_one(ctx, bin_dir, name) for name in present]
     decided = [ok for ok, _, _ in res if ok is not None]
     status = ("fail" if False in decided else
               "pass" if decided and len(decided) == len(res) else "undetermined")
-    return check("design", DESIGN_TITLE, status, [line for _, line, _ in res],
+    return check("design", who, status, [line for _, line, _ in res],
                  fraction=sum(decided) / len(decided) if decided else 0.0,
                  fix=[f for _, _, f in res if f])
 
@@ -1210,16 +1260,10 @@ def race_check(ctx, servers) -> dict:
 # ---- the whole submission ---------------------------------------------------------------
 
 # Checks that judge each server: a server that is missing fails them, for its share.
-PER_SERVER = {"cmdline": "mainN n ip port, with the kit's port quirk",
-              "initial": "Initial values 'String i: the initial value'",
-              "workload": "The kit workload (like test.sh): errors, crashes, hangs",
-              "consistency": "Correctness under concurrency (per-slot linearizability)",
-              "idle": "A silent client does not block the others",
-              "design": DESIGN_TITLE,
-              "timing": f"The timing file {TIMING}"}
+PER_SERVER = ("cmdline", "initial", "workload", "consistency", "idle", "design", "timing")
 
 
-def charge_missing(checks: list, missing: list) -> None:
+def charge_missing(checks: list, missing: list, lab) -> None:
     """A missing server fails every check that needed it: each per-server check keeps only
     the present servers' share of its points and names the missing ones; a check that is
     absent because nothing could run is added as a failure, so every page has the same
@@ -1227,24 +1271,25 @@ def charge_missing(checks: list, missing: list) -> None:
     if not missing:
         return
     have = {c["id"] for c in checks}
-    for cid, title in PER_SERVER.items():
+    for cid in PER_SERVER:
         if cid not in have:
-            checks.append(check(cid, title, "fail", [], fraction=0.0))
+            checks.append(check(cid, title(cid, lab), "fail", [], fraction=0.0))
     for c in checks:
         if c["id"] in PER_SERVER:
             base = c.get("fraction", 1.0 if c["status"] == "pass" else 0.0)
-            c["fraction"] = base * (len(SERVERS) - len(missing)) / len(SERVERS)
+            c["fraction"] = base * (len(lab.servers) - len(missing)) / len(lab.servers)
             c["status"] = "fail"
             c["evidence"] = [f"{m}: missing, so it fails this check" for m in missing] + \
                 c["evidence"]
-    for cid, title, need in (("speed", "main2 and main4 clearly faster than main1 (measured "
-                              "by the grader)", ("main1", "main2", "main4")),
-                             ("robustness", ROBUSTNESS_TITLE, ("main1",))):
+    needs = [("robustness", (lab.first,))]
+    if lab.speed:
+        needs.append(("speed", ("main1", "main2", "main4")))
+    for cid, need in needs:
         gone = [m for m in need if m in missing]
         if gone:
             checks[:] = [c for c in checks if c["id"] != cid]
-            checks.append(check(cid, title, "fail", f"needs {', '.join(gone)}, which is "
-                                "missing", fraction=0.0))
+            checks.append(check(cid, title(cid, lab), "fail", f"needs {', '.join(gone)}, "
+                                "which is missing", fraction=0.0))
 
 
 def _over_budget(ctx: Ctx, cid: str) -> str:
@@ -1263,7 +1308,8 @@ def within_budget(ctx: Ctx, cid: str, run) -> dict:
     the check undetermined (not scored): the grader's budget never costs a point."""
     why = _over_budget(ctx, cid)
     if why:
-        return check(cid, TITLES[cid], "undetermined", f"not checked: {why}; not scored")
+        return check(cid, title(cid, ctx.lab), "undetermined",
+                     f"not checked: {why}; not scored")
     ctx.log(cid)
     return run()
 
@@ -1288,35 +1334,50 @@ def grade(ctx: Ctx) -> dict:
     t0 = time.monotonic()
     ctx.log("build")
     status, lines, bin_dir, frac = build(ctx, "build", [], ctx.limits)
-    checks.append(check("build", "Builds with make", status, lines, fraction=frac))
-    present = built(bin_dir)
-    missing = [m for m in SERVERS if m not in present]
-    checks.append(check("binaries", "main1..main4 exist", "fail" if missing else "pass",
-                        f"missing: {', '.join(missing)}" if missing else "all four present"))
+    lab = ctx.lab
+    ev["lab"] = {"name": lab.name, "servers": list(lab.servers), "what": lab.what,
+                 "why": ctx.lab_why}
+    checks.append(check("build", title("build", lab), status, lines, fraction=frac))
+    present = built(bin_dir, lab.servers)
+    missing = [m for m in lab.servers if m not in present]
+    checks.append(check("binaries", title("binaries", lab), "fail" if missing else "pass",
+                        f"missing: {', '.join(missing)}" if missing else
+                        f"{lab.names()} present"))
     wl: dict = {}
     if present:
-        ctx.log("command line, port quirk, initial values")
-        checks.extend(check_initial(ctx, bin_dir, present))
-        ctx.log(f"kit workload: {cfg['runs']} runs x n={cfg['sizes']}")
-        wl = workload(ctx, bin_dir, present, cfg["sizes"], cfg["runs"])
-        ctx.wl = wl
-        checks.append(check_workload(wl, cfg["runs"]))
-        later = [("consistency", lambda: check_consistency(ctx, bin_dir, present, wl)),
-                 ("idle", lambda: check_idle(ctx, bin_dir, present)),
-                 ("speed", lambda: check_speed(ctx, bin_dir, present)),
-                 ("design", lambda: check_design(ctx, bin_dir, present))]
-        if "main1" in present:
-            later.append(("robustness", lambda: check_robustness(ctx, bin_dir)))
-        checks.extend(within_budget(ctx, cid, run) for cid, run in later)
-        ctx.probe = probe_within_budget(ctx, bin_dir, present)
-        checks.append(check_timing(wl, cfg["runs"], ctx.probe))
-    charge_missing(checks, missing)
+        wl = _kit_checks(ctx, bin_dir, present, checks)
+    charge_missing(checks, missing, lab)
     if cfg.get("race"):
         ctx.log("race detector")
         checks.append(race_check(ctx, present))
-    ev["tables"] = tables(wl)
+    ev["tables"] = tables(wl, lab)
     ev["seconds"] = time.monotonic() - t0
     return ev
+
+
+def _kit_checks(ctx: Ctx, bin_dir: Path, present: list, checks: list) -> dict:
+    """Every check that runs the servers, in page order, appended to checks; returns the
+    kit workload's results."""
+    cfg, lab = ctx.cfg, ctx.lab
+    ctx.log("command line, port quirk, initial values")
+    checks.extend(check_initial(ctx, bin_dir, present))
+    ctx.log(f"kit workload: {cfg['runs']} runs x n={cfg['sizes']}")
+    wl = workload(ctx, bin_dir, present, cfg["sizes"], cfg["runs"])
+    ctx.wl = wl
+    checks.append(check_workload(wl, cfg["runs"]))
+    later = [("consistency", lambda: check_consistency(ctx, bin_dir, present, wl)),
+             ("idle", lambda: check_idle(ctx, bin_dir, present))]
+    if lab.speed:
+        later.append(("speed", lambda: check_speed(ctx, bin_dir, present)))
+    later.append(("design", lambda: check_design(ctx, bin_dir, present)))
+    if lab.first in present:
+        later.append(("robustness", lambda: check_robustness(ctx, bin_dir)))
+    checks.extend(within_budget(ctx, cid, run) for cid, run in later)
+    ctx.probe = (probe_within_budget(ctx, bin_dir, present) if lab.speed else
+                 {"why": "the probe compares main1 with main2 and main4, servers of the "
+                         "four-server lab"})
+    checks.append(check_timing(wl, cfg["runs"], ctx.probe, lab))
+    return wl
 
 
 def reference(ctx: Ctx) -> dict:
@@ -1346,13 +1407,15 @@ def out_of_time(ctx: Ctx) -> None:
     checks = list(ev.get("checks", []))
     have = {c["id"] for c in checks}
     if "timing" not in have and ctx.wl:
-        checks.append(check_timing(ctx.wl, ctx.cfg["runs"], ctx.probe))
+        checks.append(check_timing(ctx.wl, ctx.cfg["runs"], ctx.probe, ctx.lab))
         have.add("timing")
-    checks += [check(cid, TITLES.get(cid, cid), "undetermined",
+    left = [cid for cid in ORDER if cid not in have
+            and (cid != "speed" or ctx.lab is None or ctx.lab.speed)]
+    checks += [check(cid, title(cid, ctx.lab), "undetermined",
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "
-                     "not scored") for cid in ORDER if cid not in have]
-    ev.update(checks=checks, tables=tables(ctx.wl), seconds=time.monotonic() - ctx.t0)
-    ctx.log(f"time budget: handed in with {len(ORDER) - len(have)} check(s) unfinished")
+                     "not scored") for cid in left]
+    ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - ctx.t0)
+    ctx.log(f"time budget: handed in with {len(left)} check(s) unfinished")
     if hand_in(ctx, ev):
         os._exit(0)
 

@@ -80,7 +80,7 @@ def kit_fixture(name: str, into: Path, folder: str | None = None) -> Path:
     left out."""
     d = into / (folder or Path(name).name)
     shutil.copytree(KIT_FIXTURES / name, d, ignore=shutil.ignore_patterns(
-        "main1", "main2", "main3", "main4", "server_output_time_aggregated"))
+        "main", "main1", "main2", "main3", "main4", "server_output_time_aggregated"))
     shutil.copy(KIT_HEADER, d)
     if not (d / "Makefile").exists():
         shutil.copy(KIT_MAKEFILE, d)

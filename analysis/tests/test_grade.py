@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from analysis.grade import design as D
 from analysis.grade import render, sandbox
+from analysis.tests.helpers import kit_fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
@@ -33,13 +35,29 @@ def grade(*args, cwd=REPO, timeout=600):
                           capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
+# The other versions of the lab: one server `main` of each lock design (2024+), and one on
+# the 2018 kit (no delay in the accesses, timing lines that are sums).
+LAB_SUBS = {f"main_design{k}": k for k in (1, 2, 3, 4)}
+
+
+def lab_subs(root: Path) -> list:
+    subs = []
+    for name, k in LAB_SUBS.items():
+        d = kit_fixture("lab2024_main", root, name)
+        mk = d / "Makefile"
+        mk.write_text(mk.read_text().replace("DESIGN ?= 4", f"DESIGN ?= {k}"))
+        subs.append(d)
+    return [*subs, kit_fixture("lab2018_main", root, "lab2018")]
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, kit_fixtures):
     if NO_SANDBOX:
         pytest.skip(f"no sandbox: {NO_SANDBOX} (./lockbench setup installs bubblewrap)")
     out = tmp_path_factory.mktemp("grades")
-    p = grade(*[kit_fixtures / n for n in NAMES], "--quick", "--runs", "2", "--no-reference",
-              "--jobs", "2", "--no-progress", "--out", out)
+    subs = [kit_fixtures / n for n in NAMES] + lab_subs(tmp_path_factory.mktemp("labs"))
+    p = grade(*subs, "--quick", "--runs", "2", "--no-reference", "--jobs", "2",
+              "--no-progress", "--out", out)
     assert p.returncode == 0, p.stderr[-2000:]
     return out
 
@@ -53,6 +71,34 @@ def statuses(out, name):
     return {k: c["status"] for k, c in checks(out, name).items()}
 
 
+def evidence(out: Path, name: str) -> dict:
+    return json.loads((out / name / "evidence.json").read_text())
+
+
+def test_one_server_main_is_the_2024_lab_and_each_design_passes_named(graded):
+    for name, k in LAB_SUBS.items():
+        ev, c = evidence(graded, name), checks(graded, name)
+        assert ev["lab"]["name"] == "2024+" and "one server main" in ev["lab"]["why"]
+        assert "speed" not in c and c["binaries"]["title"] == "main exists"
+        assert render.verdict(ev)[0] == "PASS", {i: x["status"] for i, x in c.items()}
+        design = c["design"]
+        line = design["evidence"][0]
+        # named even when the measurement could not confirm it (not scored then)
+        assert design["status"] in ("pass", "undetermined"), line
+        assert f"main behaves as {D.EXPECTED[f'main{k}']}, one of the lab's designs" in line
+        assert "Lab: graded as the 2024+ lab" in (graded / name / "verdict.html").read_text()
+
+
+def test_main_on_the_2018_kit_writes_sums_and_its_design_is_not_timed(graded):
+    ev, c = evidence(graded, "lab2018"), checks(graded, "lab2018")
+    assert ev["lab"]["name"] == "2018" and "no usleep" in ev["lab"]["why"]
+    assert c["timing"]["status"] == "pass" and "sums of 1000" in c["timing"]["evidence"][0]
+    assert c["design"]["status"] == "undetermined"
+    assert "a mutex per string" in c["design"]["evidence"][0]
+    assert "no delay in the accesses" in c["design"]["evidence"][0]
+    assert render.verdict(ev)[0] == "PASS"
+
+
 def test_every_fixture_has_its_pages_and_gradescope_results(graded):
     for name in NAMES:
         d = graded / name
@@ -62,7 +108,8 @@ def test_every_fixture_has_its_pages_and_gradescope_results(graded):
         assert 0 <= res["score"] <= res["max_score"] and res["tests"]
         assert all(t["status"] in ("passed", "failed") for t in res["tests"])
     rows = (graded / "summary.csv").read_text().splitlines()
-    assert rows[0].startswith("submission,source,verdict,score") and len(rows) == 1 + len(NAMES)
+    assert rows[0].startswith("submission,source,verdict,score")
+    assert len(rows) == 1 + len(NAMES) + len(LAB_SUBS) + 1
     assert all(f"{n}/verdict.html" in (graded / "index.html").read_text() for n in NAMES)
 
 

@@ -98,3 +98,27 @@ def test_describe_says_what_was_measured_with_the_ratios():
     assert D.Measured(True, False).kind() == D.MUTEX_PER_STRING
     assert "not clear" in D.Measured().describe()
     assert D.Measured(error="a burst failed").describe() == "not measured (a burst failed)"
+
+
+ANY = (D.ONE_MUTEX, D.MUTEX_PER_STRING, D.ONE_RWLOCK, D.RWLOCK_PER_STRING)
+
+
+@pytest.mark.parametrize("kind", ANY)
+def test_a_server_free_to_choose_passes_with_its_design_named(kind):
+    # the lab of one server `main`: any of the four designs earns the check
+    ok, line, fix = D.judge("main", D.Design(kind, "300 requests traced", 300), measured(kind),
+                            ANY)
+    assert ok is True and "one of the lab's designs" in line and kind in line and fix == ""
+
+
+def test_a_server_free_to_choose_still_needs_a_lock_and_an_agreeing_measurement():
+    ok, line, fix = D.judge("main", D.Design(D.NO_LOCK, "none took a lock", 300),
+                            measured(D.ONE_MUTEX), ANY)
+    assert ok is False and "expected one of one mutex" in line and fix.startswith("main must")
+    forged = D.Design(D.RWLOCK_PER_STRING, "forged", 300)
+    ok, line, _ = D.judge("main", forged, measured(D.ONE_MUTEX), ANY)
+    assert ok is False and "the lock calls traced say an rwlock per string" in line
+    # not traced: any design measured is one the lab accepts, so never failed, never passed
+    ok, line, _ = D.judge("main", D.Design(D.UNDETERMINED, "no trace"), measured(D.ONE_MUTEX),
+                          ANY)
+    assert ok is None and "undetermined" in line

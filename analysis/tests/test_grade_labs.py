@@ -1,0 +1,48 @@
+"""The versions of Lab 2 (analysis/grade/labs.py): each one record, told apart from what a
+submission built and its own common.h, or named with --lab (a year names its version, the
+2017 lab is refused with one line)."""
+
+import pytest
+
+from analysis.grade import design as D
+from analysis.grade import labs
+
+KIT_2019 = b"#define ART_DELAY 10\nvoid getContent(char *dst, int pos) { usleep(ART_DELAY); }\n"
+KIT_2018 = b"void getContent(char *dst, int pos) { strcpy(dst, theArray[pos]); }\n"
+
+
+def test_four_servers_are_the_2019_2023_lab_whatever_else_was_built():
+    lab, why = labs.detect(["main1", "main2", "main", "main4"], KIT_2018)
+    assert lab.name == "2019-2023" and "main1, main2, main4 built" in why
+    assert lab.servers == labs.FOUR and lab.speed
+    assert lab.designs["main3"] == (D.ONE_RWLOCK,)
+
+
+def test_one_server_main_is_the_2024_lab_or_2018_by_its_common_h():
+    lab, why = labs.detect(["main"], KIT_2019)
+    assert lab.name == "2024+" and lab.servers == ("main",) and "2024+" in why
+    assert set(lab.designs["main"]) == set(D.EXPECTED.values()) and not lab.speed
+    assert labs.detect(["main"], None)[0].name == "2024+"  # no common.h: the kit of today
+    old, why = labs.detect(["main"], KIT_2018)
+    assert old.name == "2018" and old.timing == "sum" and not old.delay and "2018" in why
+
+
+def test_nothing_built_is_graded_as_the_default_lab_and_says_so():
+    lab, why = labs.detect([], None)
+    assert lab.name == labs.DEFAULT and "neither" in why
+
+
+@pytest.mark.parametrize("name, want", [("2019-2023", "2019-2023"), ("2021", "2019-2023"),
+                                        ("2024+", "2024+"), ("2026", "2024+"),
+                                        ("2018", "2018")])
+def test_a_version_or_a_year_names_a_lab(name, want):
+    assert labs.by_name(name).name == want
+
+
+@pytest.mark.parametrize("name", ["2017", "1999", "", "main"])
+def test_the_2017_lab_and_unknown_names_are_refused_with_one_line(name):
+    with pytest.raises(ValueError) as e:
+        labs.by_name(name)
+    assert "\n" not in str(e.value)
+    if name == "2017":
+        assert "no kit protocol" in str(e.value)
