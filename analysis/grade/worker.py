@@ -59,6 +59,32 @@ ONE_SERVER_TITLES = {
                   "early"}
 
 
+# What to fix, for a one-server lab, where the page's default names main1..main4.
+ONE_SERVER_FIX = {
+    "build": "make sure `make` with no arguments, run in the submission's top folder, "
+             "builds `main` there: its first target must be main, every source file it "
+             "needs must be handed in, and it must link with `-lpthread`; the make output "
+             "quoted in this check's evidence shows the first error",
+    "binaries": "build (or hand in) one executable named exactly main in the top folder of "
+                "the submission",
+    "cmdline": "start as the kit does, `./main n ip port` (the array size, the IP address, "
+               "the port), and listen on the port given without htons, like the kit's "
+               "server: `sock_var.sin_port = atoi(argv[3])`",
+    "design": "lock the array with one of the lab's designs (one mutex, a mutex per string, "
+              "one read/write lock, a read/write lock per string), each string's lock held "
+              "across its whole access",
+}
+
+
+def one_server_fixes(checks: list, lab) -> None:
+    """A one-server lab's own fix for a check that did not pass and has none of its own."""
+    if len(lab.servers) != 1:
+        return
+    for c in checks:
+        if c["status"] != "pass" and not c.get("fix") and c["id"] in ONE_SERVER_FIX:
+            c["fix"] = [ONE_SERVER_FIX[c["id"]]]
+
+
 def title(cid: str, lab=None) -> str:
     """A check's title for this lab (the four-server lab's when none is known yet)."""
     if lab is not None and len(lab.servers) == 1:
@@ -1350,6 +1376,7 @@ def grade(ctx: Ctx) -> dict:
     if cfg.get("race"):
         ctx.log("race detector")
         checks.append(race_check(ctx, present))
+    one_server_fixes(checks, lab)
     ev["tables"] = tables(wl, lab)
     ev["seconds"] = time.monotonic() - t0
     return ev
