@@ -61,6 +61,22 @@ def test_markdown_has_both_tables_and_the_ranking():
     assert "n=10: submission main1" in md
 
 
+def test_a_one_server_lab_shows_main_beside_the_reference_designs_and_names_the_lab():
+    e = ev(build="pass")
+    e["tables"] = {"main": {"10": {"mean": 4e-3, "median": 3e-3, "client": 5e-3}}}
+    e["lab"] = {"name": "2024+", "servers": ["main"], "what": "one server main",
+                "why": "one server main built"}
+    ref = {"tables": {s: {"10": {"mean": 1e-3 * k, "median": 1e-3, "client": 2e-3}}
+                      for k, s in enumerate(render.SERVERS, 1)}}
+    md = render.markdown("x", e, ref, W)
+    rows = [ln.split(" | ")[0] for ln in md.splitlines() if ln.startswith("| main")]
+    assert rows[:5] == ["| main", "| main1", "| main2", "| main3", "| main4"], rows
+    assert "Lab: graded as the 2024\\+ lab" in md  # Markdown-escaped
+    page = render.html_page("x", e, ref, W)
+    assert "Lab: graded as the 2024+ lab; one server main; one server main built" in page
+    assert render.lab_text({"lab": "not a record"}) == "" and render.lab_text({}) == ""
+
+
 def test_a_crash_names_its_signal_and_the_first_request_left_without_reply():
     from analysis.grade import kitload as K
     from analysis.grade import worker
