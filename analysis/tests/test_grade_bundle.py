@@ -209,7 +209,9 @@ def test_when_grading_cannot_run_the_results_say_why_and_blame_the_grader(
 @pytest.fixture(scope="module")
 def pl_bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("plbundle")
-    p = grade("--bundle", "prairielearn", "--out", out, "--quick", "--budget", "150")
+    # the course of today: every hand-in graded as the 2024+ lab (one server main)
+    p = grade("--bundle", "prairielearn", "--out", out, "--quick", "--budget", "150",
+              "--lab", "2024")
     assert p.returncode == 0, p.stderr
     dst = out / "prairielearn"
     p = subprocess.run([str(dst / "lockbench" / "setup.sh")], capture_output=True, text=True,
@@ -239,12 +241,13 @@ def test_the_prairielearn_bundle_has_its_image_and_question_settings(pl_bundle):
 
 @pytest.mark.root
 @pytest.mark.skipif(bool(NOT_ROOT), reason=NOT_ROOT)
-def test_prairielearn_grades_an_honest_submission(pl_bundle, tmp_path, kit_fixtures):
-    res = run_prairielearn(pl_bundle, tmp_path, kit_fixtures / "correct",
+def test_prairielearn_grades_an_honest_submission(pl_bundle, tmp_path):
+    sub = kit_fixture("lab2024_main", tmp_path / "subs", "student")
+    res = run_prairielearn(pl_bundle, tmp_path, sub,
                            path=None if not NO_SANDBOX else fake_path(tmp_path))
     check_prairielearn(res)
     assert res["gradable"] is True and res["score"] == 1.0, res["output"][:2000]
-    assert len(res["tests"]) >= 10
+    assert len(res["tests"]) >= 10 and "graded as the 2024+ lab" in res["output"]
 
 
 @pytest.mark.root
