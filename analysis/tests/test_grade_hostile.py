@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 
 from analysis.grade import sandbox
-from analysis.tests.helpers import kit_fixture
+from analysis.tests.helpers import honest_statuses_problems, kit_fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
@@ -375,7 +375,7 @@ def test_a_process_holder_does_not_starve_a_submission_graded_beside_it(tmp_path
     assert g.code == 0, g.stderr[-3000:]
     assert marker("process_holder") in g.marks, "no holder process seen: the test is void"
     st = {k: c["status"] for k, c in checks(g.out, "correct").items()}
-    assert set(st.values()) == {"pass"}, st
+    assert not honest_statuses_problems(st), st
     assert not left, f"{len(left)} of the holder's processes outlived grading"
 
 
@@ -394,7 +394,7 @@ def test_a_process_holder_in_another_grade_command_does_not_starve_this_one(tmp_
     assert g.code == 0 and h.code == 0, (g.stderr[-2000:], h.stderr[-2000:])
     assert marker("process_holder") in h.marks, "no holder process seen: the test is void"
     st = {k: c["status"] for k, c in checks(g.out, "correct").items()}
-    assert set(st.values()) == {"pass"}, st
+    assert not honest_statuses_problems(st), st
     assert not survivors(marker("process_holder"))
 
 
