@@ -1,7 +1,7 @@
 """Which TCP ports listen, read from the kernel's socket table (never by connecting).
 
 A kit-style server prints nothing when it is ready and may crash on an empty connection
-(KIT.md, "How kit-style servers behave"), so readiness is seen the only way that does not
+(a kit-style server prints nothing when it listens), so readiness is seen the only way that does not
 touch it: a socket in LISTEN state in /proc/net/tcp or /proc/net/tcp6.
 
 With `pids`, only sockets held by those processes or their descendants count (matched by

@@ -1,5 +1,5 @@
 """Ports for servers under test, by one rule: a port P and its byte-swapped twin (where a
-kit-style server listens, KIT.md "the port quirk") are distinct and both lie in
+kit-style server listens, "the port quirk" of docs/server.md) are distinct and both lie in
 1024..32767, below Linux's ephemeral range, so the clients' own connections (and their
 TIME_WAIT) never take them. Every picker in lockbench (the runner here and across
 machines, the benchmarks, the grader) draws from this module; only what counts as

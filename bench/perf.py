@@ -51,7 +51,7 @@ from analysis.runner import server_spec as SS  # noqa: E402
 from analysis.runner.experiment import cpu_model  # noqa: E402
 
 N = 1000            # array size of every run
-CONNS = 100         # client threads / connections, as the kit and PERF.md
+CONNS = 100         # client threads / connections, as the kit's client
 LAB_DELAY = 10      # the kit's ART_DELAY
 YARDSTICK_SRC = Path("/work/shared/yardstick")
 

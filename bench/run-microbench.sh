@@ -32,7 +32,7 @@ mkdir -p "$(dirname "$out")"
 sha=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git diff --quiet HEAD -- common bench 2>/dev/null && echo clean || echo dirty)
 echo "kv_bench -> $out (git $sha, $dirty)" >&2
-# REPS (default 7) repetitions in random order (shared/PERF.md: compare only
+# REPS (default 7) repetitions in random order (a noisy machine: compare only
 # interleaved runs); the analysis takes their median and min-max spread. Seven,
 # not three: a lock whose cost vanishes beside the 10 us delay ties with the
 # floor, and with 3 repetitions 1 tie in 20 lands wholly above it by chance

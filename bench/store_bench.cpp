@@ -282,7 +282,7 @@ void RegisterStoreBenchmarks(bool quick) {
     }
   }
   // Strategies innermost: all strategies of one setting run back to back, so
-  // the machine's slow drifts (shared/PERF.md) hit them alike.
+  // the machine's slow drifts hit them alike.
   for (const Setting& g : grid) {
     for (std::size_t s = 0; s < g_names.size(); ++s) {
       Add(s, g.read_pct, g.n, g.delay_us, g.threads);

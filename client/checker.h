@@ -1,5 +1,5 @@
 // Checker: a consistency check of a lab server, stronger than the kit's
-// attacker (shared/KIT.md "The attacker"). `client --check` runs it.
+// attacker (docs/client.md). `client --check` runs it.
 //
 // Before anything is written, every position the check touches is read once
 // (its "baseline": the initial value on a fresh server). Then three phases

@@ -1,7 +1,7 @@
 // Exchange: one request/reply exchange of the lab protocol, with no I/O.
 //
-// Sans-I/O, the client's twin of common/connection_core.h (STYLE.md section
-// 9): the exchange is told what its driver's system calls did (bytes sent,
+// Sans-I/O, the client's twin of common/connection_core.h (after
+// python-hyper/h11): the exchange is told what its driver's system calls did (bytes sent,
 // bytes received, the peer's close, an errno, the time) and answers what to
 // send next and, once done, exactly one outcome. The rules of a request, and
 // above all which failure is which kind, live here once, so every driver

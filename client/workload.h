@@ -4,7 +4,7 @@
 // text length); a Workload is one thread's deterministic stream of operations
 // drawn from it. Same spec + same seed + same thread index => same stream.
 //
-// The kit workload (shared/KIT.md "The client's workload") is the special case
+// The kit workload (the kit client's, docs/client.md) is the special case
 // uniform + kit text: thread t seeds rand_r with t (when seed == 0) and per
 // request draws pos = rand_r() % n, then is_read = rand_r() % 100 < 70, and
 // writes "String[pos] has been modified by thread t". We call the libc rand_r

@@ -6,7 +6,7 @@
 //
 //  - kUsleep (default, the kit's semantics): one relative nanosleep of the
 //    nominal delay. On Linux a 10 us sleep really lasts about 60 us because of
-//    the default 50 us timer slack (shared/PERF.md), and far longer when the
+//    the default 50 us timer slack, and far longer when the
 //    woken thread then waits for a CPU.
 //  - kPrecise: the calling thread's timer slack is set to 1 ns (once per
 //    thread, prctl(PR_SET_TIMERSLACK, 1)); the thread sleeps with

@@ -1,6 +1,6 @@
 // ConnectionCore: the policy of one client connection, with no I/O at all.
 //
-// Sans-I/O (after python-hyper/h11 and httpaf, STYLE.md section 9): the core
+// Sans-I/O (after python-hyper/h11 and httpaf): the core
 // is fed the bytes that arrived, the peer's half-close, the server's stop and
 // the current time, and answers with the next thing its driver must do.
 // Framing, the idle/frame/write deadlines, the half-close and the shutdown

@@ -26,7 +26,7 @@
 //
 // Thread safety: each lock is safe for concurrent use, as its std::
 // counterpart; a guard belongs to the thread that made it. Lock()/Unlock()
-// exist for the guards: code takes locks through guards only (STYLE.md 5).
+// exist for the guards: code takes locks through guards only.
 #ifndef KV_COMMON_MUTEX_H_
 #define KV_COMMON_MUTEX_H_
 

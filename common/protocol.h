@@ -1,4 +1,4 @@
-// The lab's wire protocol (see shared/KIT.md): one request frame, one reply frame.
+// The lab's wire protocol (docs/server.md): one request frame, one reply frame.
 //
 // A request frame is exactly kFrameSize (100) bytes holding a NUL-terminated text
 // `pos-is_read-text`; bytes after the NUL are garbage and ignored. A frame cut

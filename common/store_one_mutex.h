@@ -1,7 +1,7 @@
 // main1's strategy: ONE mutex for the whole array.
 //
-// Thread safety: one Mutex (array_mu_ in STYLE.md's words: the lock of the
-// table's single record) guards every slot; its values are GUARDED_BY it.
+// Thread safety: one Mutex (array_mu_: the lock of the table's single
+// record) guards every slot; its values are GUARDED_BY it.
 // Reads and writes are fully serialised, so with the lab's delay the array
 // serves one access at a time (about 1.3 delays per request at 70% reads):
 // simple, and the slowest.

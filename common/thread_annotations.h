@@ -112,8 +112,8 @@
 #define NO_THREAD_SAFETY_ANALYSIS KV_THREAD_ANNOTATION_(no_thread_safety_analysis)
 #endif
 
-// LevelDB's names for the same (port/thread_annotations.h), used by
-// STYLE.md: EXCLUSIVE_LOCKS_REQUIRED is REQUIRES, and so on.
+// LevelDB's names for the same (port/thread_annotations.h):
+// EXCLUSIVE_LOCKS_REQUIRED is REQUIRES, and so on.
 #ifndef EXCLUSIVE_LOCKS_REQUIRED
 #define EXCLUSIVE_LOCKS_REQUIRED(...) REQUIRES(__VA_ARGS__)
 #endif

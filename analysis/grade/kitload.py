@@ -1,5 +1,5 @@
 """The kit's wire protocol and workloads, driven from Python over raw sockets, recording a
-history of every request (KIT.md: one connection per request, 100-byte frames).
+history of every request (the kit's: one connection per request, 100-byte frames).
 
 A Request records what was sent, when (time.monotonic, seconds), and what came back or what
 went wrong. Nothing here opens a connection the kit would not open, except the probes that

@@ -1,6 +1,6 @@
 """How submissions really arrive, told apart: what a handed-in binary is, which build step
 to try next, and what a failed link means. Pure functions of bytes and text; the worker
-runs the steps (KIT.md, "How submissions arrive").
+runs the steps (docs/grading.md, "build").
 """
 
 import os

@@ -35,7 +35,7 @@ from . import sandbox as S
 
 SERVERS = ("main1", "main2", "main3", "main4")
 TIMING = "server_output_time_aggregated"
-LATENCY_FLOOR_S = 5e-6   # every access sleeps usleep(10) (KIT.md), so a mean below this is garbage
+LATENCY_FLOOR_S = 5e-6   # every kit access sleeps usleep(10), so a mean below this is garbage
 SERVER_OUTPUT_KEEP = 16 << 10
 
 

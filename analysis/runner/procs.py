@@ -257,7 +257,7 @@ KIT_TIME_FILE = "server_output_time_aggregated"   # the kit's, in the working di
 
 
 class KitServer(Server):
-    """A kit-style server (anyone's lab, KIT.md "How kit-style servers behave"): `argv`
+    """A kit-style server (anyone's lab, docs/analysis.md): `argv`
     is the expanded --server-cmd template, run in `cwd` with nothing added. Ready when it
     (or a child) listens on `port` or its byte-swapped twin, seen in the kernel's socket
     table, never by connecting (many crash on an empty connection). Its timing lines are

@@ -5,7 +5,7 @@ Two kinds, and only two rules each for ready and stopped (procs.py, remote.py):
   lockbench  one of our binaries, given our options (--delay-us, --time-file, -q, ...);
              ready when it prints its listening line; a normal stop is exit 0 after
              SIGTERM, with a summary line;
-  kit        anyone's server (KIT.md): its command line and nothing else; ready when it
+  kit        anyone's server (the kit's contract): its command line and nothing else; ready when it
              listens on the port or its byte-swapped twin (the kernel's socket table,
              never a connection); death by SIGTERM is a normal stop; no summary.
 The runner, bench/perf.py and bench/soak.py all start servers through launch().

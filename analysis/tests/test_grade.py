@@ -1,5 +1,5 @@
 """`python -m analysis grade` end to end: every fixture under tests/fixtures/ (student-like
-kit servers written from KIT.md, each copied with kitserver.h beside its main.c) is built
+kit servers written from the kit's contract, each copied with kitserver.h beside main.c) is built
 and run in the bubblewrap sandbox and gets its expected verdict; the pages and results.json
 are written; the HTML page renders in headless Chromium with the verdict on it. One grading
 of all fixtures (--quick --runs 2, about two minutes, two at a time) is shared by the tests

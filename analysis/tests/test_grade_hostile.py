@@ -1,5 +1,5 @@
 """`python -m analysis grade` against hostile submissions: student-like kit servers written
-from KIT.md (tests/fixtures/hostile/<case>/, on tests/fixtures/common/kitserver.h) that
+from the kit's contract (tests/fixtures/hostile/<case>/, on tests/fixtures/common/kitserver.h) that
 attack the grader instead of the lab, and folders the tests make (symbolic links, odd
 names). Each test asserts the safe outcome and says, in a comment, what the grader of
 commit 6bef42e did wrong. A case is copied into tmp_path with kitserver.h and a generated

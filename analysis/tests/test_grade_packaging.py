@@ -1,5 +1,5 @@
-"""`python -m analysis grade` on submissions as a class really hands them in (KIT.md, "How
-submissions arrive"): made by the test from the honest fixtures (tests/fixtures/correct and
+"""`python -m analysis grade` on submissions as a class really hands them in (docs/grading.md,
+the build check): made by the test from the honest fixtures (tests/fixtures/correct and
 the timing patterns of tests/fixtures/hostile, each with kitserver.h beside its main.c),
 graded once together (--quick --runs 2 --jobs 2), each with its expected per-check
 verdicts."""
