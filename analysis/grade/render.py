@@ -318,13 +318,13 @@ def rich_html(text) -> str:
 
 # How a check's share of its points is counted, when the check reports a fraction.
 PARTIAL_RULE = {
-    "build": "the share of main1..main4 that a plain `make` built (none when the link "
+    "build": "the share of the lab's servers that a plain `make` built (none when the link "
              "needed -fcommon)",
     "workload": "the share of (server, n) settings whose runs all went without an error, "
                 "crash or hang",
     "timing": "the share of (server, n) settings whose timing lines were plausible, with "
               "main1's lines under the clock probe as one more when the probe judged them",
-    "robustness": "the share of the probes main1 survived, answering the next request (a "
+    "robustness": "the share of the probes the server survived, answering the next request (a "
                   "probe that could not run costs nothing)",
     "design": "the share of the servers the tracer could judge that use the lock design "
               "the lab asks of their number",

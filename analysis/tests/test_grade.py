@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import design as D
-from analysis.grade import render, sandbox
+from analysis.grade import labs, render, sandbox
 from analysis.tests.helpers import honest_statuses_problems, kit_fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
@@ -85,7 +85,9 @@ def test_one_server_main_is_the_2024_lab_and_each_design_passes_named(graded):
         line = design["evidence"][0]
         # named even when the measurement could not confirm it (not scored then)
         assert design["status"] in ("pass", "undetermined"), line
-        assert f"main behaves as {D.EXPECTED[f'main{k}']}, one of the lab's designs" in line
+        kind = D.EXPECTED[f"main{k}"]
+        named = D.verdict_line("main", D.Design(kind, ""), labs.ANY_DESIGN)[1]
+        assert line.startswith(named) and "one of the lab's designs" in named, line
         assert "Lab: graded as the 2024+ lab" in (graded / name / "verdict.html").read_text()
 
 
@@ -147,8 +149,8 @@ def test_servers_built_with_the_wrong_design_for_their_number_are_named(graded):
     assert "main4 behaves as a mutex per string" in text
     assert c["fraction"] == 0.25  # main1 conforms
     hand = checks(graded, "handmade_rwlock")
-    assert hand["design"]["status"] == "pass" and "hand-made" in "\n".join(
-        hand["design"]["evidence"])
+    assert not honest_statuses_problems({"design": hand["design"]["status"]})
+    assert "hand-made" in "\n".join(hand["design"]["evidence"])
 
 
 def test_a_static_binary_the_tracer_cannot_see_is_measured_but_never_passed(graded):

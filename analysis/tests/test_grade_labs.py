@@ -46,3 +46,15 @@ def test_the_2017_lab_and_unknown_names_are_refused_with_one_line(name):
     assert "\n" not in str(e.value)
     if name == "2017":
         assert "no kit protocol" in str(e.value)
+
+
+def test_a_build_failure_is_not_charged_on_a_platform_for_either_lab():
+    from analysis.grade import hosted
+    for servers in (["main1", "main2", "main3", "main4"], ["main"]):
+        ev = {"lab": {"servers": servers},
+              "checks": [{"id": "build", "status": "fail", "evidence": []},
+                         {"id": "binaries", "status": "fail",
+                          "evidence": [f"missing: {', '.join(servers)}"]}]}
+        assert hosted.build_failed(ev), servers
+        ev["checks"][1]["evidence"] = ["missing: main2"]
+        assert not hosted.build_failed(ev)
