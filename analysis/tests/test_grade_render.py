@@ -526,8 +526,8 @@ def test_gradescope_top_level_output_gives_the_verdict_and_how_it_was_made():
     out = render.gradescope(partial_ev(), FULL_W)["output"].split("\n")
     assert out[0] == "Verdict: FAIL; score 40.65 / 50"
     assert out[1].startswith("Why: FAIL because build, workload, cmdline failed")
-    assert "- Robustness: FAIL, 5 x 5/7 (71 %) = 3.57 / 5; the share of the probes main1 " \
-           "survived, answering the next request (a probe that could not run costs " \
+    assert "- Robustness: FAIL, 5 x 5/7 (71 %) = 3.57 / 5; the share of the probes the " \
+           "server survived, answering the next request (a probe that could not run costs " \
            "nothing)" in out
     assert f"Verdict rule: {render.VERDICT_RULE}" in out
 
