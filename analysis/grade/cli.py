@@ -236,7 +236,7 @@ def _in_bubblewrap(wcfg, out, cg, submission, refbin, budget) -> dict:
         binds[refbin.resolve()] = (sandbox.REFERENCE, False)
     inside = [f"{sandbox.CGROUPS}/{i}" for i in range(len(cg.dirs))]
     binds.update({d: (c, True) for d, c in zip(cg.dirs, inside)})
-    env = {"PATH": "/usr/bin:/bin", "HOME": sandbox.HOME,
+    env = {"PATH": "/usr/bin:/bin", "HOME": sandbox.HOME, "TMPDIR": sandbox.HOME,
            "LOCKBENCH_GRADE": json.dumps({**wcfg, "cgroups": inside})}
     cmd = sandbox.outer(binds, sandbox.python_argv(_python(), "analysis.grade.launcher"), env,
                         budget)
@@ -265,7 +265,7 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
         for d in (root / "code", root / "ref", root / "home", scratch):
             os.chmod(d, 0o755)
         own_tmp = not root.is_relative_to("/tmp") and sandbox.private_tmp_ready()
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(root / "home"),
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(root / "home"), "TMPDIR": str(root / "home"),
                "LOCKBENCH_GRADE_ROOT": str(root),
                "LOCKBENCH_GRADE": json.dumps({**wcfg, "own_tmp": own_tmp,
                                               "cgroups": [str(d) for d in cg.dirs]})}

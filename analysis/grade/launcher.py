@@ -262,7 +262,9 @@ def main() -> int:
     cfg = json.loads(os.environ.pop("LOCKBENCH_GRADE"))
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     uid = cfg["worker_uid"]
-    env = {"PATH": "/usr/bin:/bin", "HOME": S.HOME, "LOCKBENCH_GRADE": json.dumps(cfg),
+    # TMPDIR: the same empty root-owned folder, never a /tmp a submission shares
+    env = {"PATH": "/usr/bin:/bin", "HOME": S.HOME, "TMPDIR": S.HOME,
+           "LOCKBENCH_GRADE": json.dumps(cfg),
            "LOCKBENCH_GRADE_ROOT": S.ROOT, "LOCKBENCH_LAUNCHER_FD": str(theirs.fileno())}
     worker = subprocess.Popen(
         ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
