@@ -77,15 +77,21 @@ def by_name(name: str) -> Lab:
 _DELAY = re.compile(rb"usleep\s*\(\s*ART_DELAY\s*\)|usleep\s*\(\s*10\s*\)")
 
 
-def detect(built: list, common_h: bytes | None) -> tuple:
-    """(Lab, why) from the executables a plain make built (names) and the submission's own
-    common.h (its first bytes, None when there is none)."""
+_NAMES_FOUR = re.compile(rb"\bmain[1-4]\b")
+
+
+def detect(built: list, common_h: bytes | None, makefile: bytes | None = None) -> tuple:
+    """(Lab, why) from the executables a plain make built (names), the submission's own
+    common.h and its Makefile (their first bytes, None when there is none)."""
     four = [s for s in FOUR if s in built]
     if four:
         return LABS["2019-2023"], f"{', '.join(four)} built: the four-server lab"
     if "main" not in built:
         return LABS[DEFAULT], f"neither main1..main4 nor main built: graded as the " \
                               f"{DEFAULT} lab"
+    if makefile is not None and _NAMES_FOUR.search(makefile):
+        return LABS["2019-2023"], "main built, and the Makefile names main1..main4 " \
+                                  "targets: the four-server lab"
     if common_h is not None and not _DELAY.search(common_h):
         return LABS["2018"], "one server main, and its common.h has no usleep in the " \
                              "accesses: the 2018 lab"

@@ -300,11 +300,18 @@ def _tell_lab(ctx, bdir: Path) -> None:
     was handed in) and the submission's own common.h."""
     if ctx.lab is not None:
         return
+    common, makefile = (_first_bytes(bdir / name) for name in ("common.h", "Makefile"))
+    if makefile is None:
+        makefile = _first_bytes(bdir / "makefile")
+    ctx.lab, ctx.lab_why = labs.detect(built(bdir, labs.CANDIDATES), common, makefile)
+
+
+def _first_bytes(path: Path) -> bytes | None:
+    """Up to 64 KiB of a file the submission wrote (never through a link), or None."""
     try:
-        common = safeio.read_bytes(bdir / "common.h", 1 << 16)[0]
+        return safeio.read_bytes(path, 1 << 16)[0]
     except (FileNotFoundError, safeio.Unsafe):
-        common = None
-    ctx.lab, ctx.lab_why = labs.detect(built(bdir, labs.CANDIDATES), common)
+        return None
 
 
 def _steps(ctx, bdir, extra, limits) -> tuple:

@@ -27,6 +27,15 @@ def test_one_server_main_is_the_2024_lab_or_2018_by_its_common_h():
     assert old.name == "2018" and old.timing == "sum" and not old.delay and "2018" in why
 
 
+def test_main_built_first_by_a_makefile_of_four_servers_is_the_four_server_lab():
+    # `main: ...` first, `all: main main2 main3 main4`: main is main1 (--layout main1=main)
+    makefile = b"main: main.c\n\tcc -o main main.c\nall: main main2 main3 main4\n"
+    lab, why = labs.detect(["main"], KIT_2019, makefile)
+    assert lab.name == "2019-2023" and "names main1..main4" in why
+    assert labs.detect(["main"], KIT_2019, b"main: server.c\n\tcc -o main server.c\n")[0] \
+        .name == "2024+"
+
+
 def test_nothing_built_is_graded_as_the_default_lab_and_says_so():
     lab, why = labs.detect([], None)
     assert lab.name == labs.DEFAULT and "neither" in why
