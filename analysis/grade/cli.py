@@ -30,7 +30,7 @@ DEFAULT = {"runs": 100, "sizes": [10, 100, 1000], "init_n": 100, "attack_rounds"
            "request_timeout_s": 5.0, "idle_timeout_s": 5.0}
 
 
-SERVERS = ("main1", "main2", "main3", "main4")
+SERVERS = labs.FOUR  # the four-server lab's
 EVIDENCE_CAP = 32 << 20  # bytes of evidence a worker may hand back
 RUNNING: set = set()  # the outer sandboxes now running (killed on Ctrl-C)
 

@@ -5,7 +5,6 @@ runs the steps (docs/grading.md, "build").
 
 import os
 
-SERVERS = ("main1", "main2", "main3", "main4")
 ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "i686": 3, "riscv64": 243}
 MACHO = (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe",
          b"\xca\xfe\xba\xbe")

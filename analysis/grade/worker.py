@@ -33,7 +33,7 @@ from . import linearize as L
 from . import packaging as P
 from . import sandbox as S
 
-SERVERS = ("main1", "main2", "main3", "main4")
+SERVERS = labs.FOUR  # the four-server lab's
 TIMING = "server_output_time_aggregated"
 LATENCY_FLOOR_S = 5e-6   # every kit access sleeps usleep(10), so a mean below this is garbage
 SERVER_OUTPUT_KEEP = 16 << 10
