@@ -1,5 +1,6 @@
 """pytest fixtures shared by the analysis tests."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -25,3 +26,11 @@ def kit_fixtures(tmp_path_factory) -> Path:
     for name in KIT_NAMES:
         kit_fixture(name, root)
     return root
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """The gate names the test that was running when pytest died without a report (killed by
+    a signal, out of memory): its output is block-buffered and says nothing then."""
+    current = os.environ.get("LOCKBENCH_PYTEST_CURRENT")
+    if current:
+        Path(current).write_text(nodeid + "\n")
