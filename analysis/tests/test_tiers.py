@@ -51,9 +51,13 @@ def test_not_slow_leaves_out_the_slow_tests_and_runs_the_rest(tmp_path):
     assert "1 passed, 1 deselected" in p.stdout
 
 
-def lockbench_test(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+def lockbench_test(*args: str, timeout: float = 30, logs: Path | None = None
+                   ) -> subprocess.CompletedProcess:
+    """`./lockbench test ARGS` in this checkout. A gate run inside the gate keeps pytest's
+    logs in LOGS, not in build/, where the outer run's failed lines are kept."""
+    env = {**os.environ, "LOCKBENCH_PYTEST_LOGS": str(logs)} if logs else None
     return subprocess.run([str(LOCKBENCH), "test", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+                          timeout=timeout, cwd=REPO, env=env)
 
 
 @pytest.mark.parametrize("args,message", [
@@ -80,17 +84,19 @@ def test_lockbench_test_help_says_what_each_tier_runs():
 
 
 @pytest.mark.slow
-def test_only_passes_its_pattern_to_ctest_and_to_pytest():
+def test_only_passes_its_pattern_to_ctest_and_to_pytest(tmp_path):
     # A C++ suite no Python test is named after: ctest runs it, pytest selects nothing.
-    p = lockbench_test("--only", "ParseUnsignedTest", timeout=600)
+    p = lockbench_test("--only", "ParseUnsignedTest", timeout=600, logs=tmp_path)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "ParseUnsignedTest." in p.stdout and "% tests passed" in p.stdout
     summary = [ln for ln in p.stdout.splitlines() if "deselected" in ln]
     assert summary and "passed" not in summary[-1], summary
     # A Python test no C++ test is named after: pytest runs exactly it.
-    p = lockbench_test("--only", "test_every_tier_marker_is_registered", timeout=600)
+    p = lockbench_test("--only", "test_every_tier_marker_is_registered", timeout=600,
+                       logs=tmp_path)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "1 passed" in p.stdout and "% tests passed" not in p.stdout
-    p = lockbench_test("--only", "NoTestIsCalledThis", timeout=600)
+    assert "1 passed" in (tmp_path / "pytest.log").read_text()
+    p = lockbench_test("--only", "NoTestIsCalledThis", timeout=600, logs=tmp_path)
     assert p.returncode == 1
     assert "no test matches 'NoTestIsCalledThis'" in p.stderr
