@@ -167,15 +167,48 @@ def md_cell(text) -> str:
     return re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", md_code(text))
 
 
-# CommonMark lets every ASCII punctuation character be escaped with a backslash, and an
-# escaped one is always shown as itself: no emphasis, link, HTML, entity, heading or list.
-_MD_PUNCT = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
+# Where Markdown (CommonMark with GitHub's extensions) would read student text as markup, a
+# backslash before the character shows it as itself; elsewhere the text is left as it is,
+# so that a page read raw stays readable (`2026-11-27 23:43`, `grade_weights.toml`).
+# Anywhere: code spans, emphasis, links and images, raw HTML and autolinks, strikethrough,
+# table cells.
+_MD_ANYWHERE = frozenset("`*[]<~|")
+# At the start of a line: headings, block quotes, list items, setext underlines.
+_MD_LINE_START = frozenset("#>-+=")
+_MD_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _md_needs_escape(s: str, i: int) -> bool:
+    c, prev = s[i], s[i - 1] if i else ""
+    nxt = s[i + 1] if i + 1 < len(s) else ""
+    if c in _MD_ANYWHERE:
+        return not (c == "*" and prev == " " and nxt == " ")  # `a * b` is no emphasis
+    if c == "\\":  # escapes punctuation; last, it would escape whatever follows the text
+        return nxt in _MD_PUNCT or not nxt
+    if c == "_":  # emphasis, except between letters or digits (`grade_weights`)
+        return not (prev.isalnum() and nxt.isalnum())
+    if c == "&":  # an entity or character reference
+        return nxt == "#" or nxt.isalnum() or not nxt
+    if c == ":":  # GitHub's autolinks: http://, https://
+        return s.startswith("//", i + 1)
+    if c == ".":  # GitHub's autolinks: www.
+        return s[max(0, i - 3):i].lower() == "www"
+    return False
 
 
 def md_text(text) -> str:
-    """`text` as Markdown prose that shows it literally (controls escaped as in visible()):
-    every ASCII punctuation character backslash-escaped. Also safe in a table cell."""
-    return _MD_PUNCT.sub(r"\\\1", visible(text))
+    """`text` as Markdown prose that shows it literally (controls escaped as in visible()),
+    with a backslash only where Markdown would read markup: see _md_needs_escape, and at
+    the start (a heading, quote or list item there). Also safe in a table cell. One thing
+    escaping cannot stop: GitHub's renderer links an e-mail address (`a@b.c`) to itself."""
+    s = visible(text)
+    out = ["\\" + c if _md_needs_escape(s, i) else c for i, c in enumerate(s)]
+    if s[:1] in _MD_LINE_START:
+        out[0] = "\\" + s[0]
+    m = re.match(r"\d{1,9}([.)])", s)  # an ordered list item: `1. ` or `1) `
+    if m:
+        out[m.end() - 1] = "\\" + m.group(1)
+    return "".join(out)
 
 
 def md_fence(text) -> str:

@@ -1,12 +1,15 @@
 """Shared test helpers: fixture paths, the real build, running the CLI."""
 
+import html.parser
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import cmarkgfm
 import pytest
+from cmarkgfm.cmark import Options as CmarkOptions
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
@@ -106,3 +109,37 @@ def built_fixture(fixture: str, into: Path) -> Path:
                        timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     return d
+
+
+# ---- Markdown as GitHub renders it ------------------------------------------------------
+
+class Shown(html.parser.HTMLParser):
+    """A rendered fragment as (tags, text): every start tag with its attributes, and the
+    text a reader sees, entities decoded."""
+
+    def __init__(self, fragment: str):
+        super().__init__(convert_charrefs=True)
+        self.tags, self.parts = [], []
+        self.feed(fragment)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+    def handle_comment(self, data):
+        self.tags.append(("!--", {}))
+
+
+def gfm(md: str) -> str:
+    """GitHub's own renderer (cmark-gfm, every extension), raw HTML let through, so that any
+    markup the text made shows as a tag."""
+    return cmarkgfm.github_flavored_markdown_to_html(md, options=CmarkOptions.CMARK_OPT_UNSAFE)
+
+
+def md_tags(md: str) -> list:
+    """The HTML tags GitHub's renderer makes of a Markdown page, in order: (tag, attributes)."""
+    return Shown(gfm(md)).tags
+

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from analysis.grade import names, render
+from analysis.tests.helpers import Shown, gfm, md_tags
 
 W = {"points": {"build": 5, "robustness": 10, "timing": 4}, "thresholds": {}}
 
@@ -71,7 +72,7 @@ def test_a_one_server_lab_shows_main_beside_the_reference_designs_and_names_the_
     md = render.markdown("x", e, ref, W)
     rows = [ln.split(" | ")[0] for ln in md.splitlines() if ln.startswith("| main")]
     assert rows[:5] == ["| main", "| main1", "| main2", "| main3", "| main4"], rows
-    assert "Lab: graded as the 2024\\+ lab" in md  # Markdown-escaped
+    assert "Lab: graded as the 2024+ lab" in md
     page = render.html_page("x", e, ref, W)
     assert "Lab: graded as the 2024+ lab; one server main; one server main built" in page
     assert render.lab_text({"lab": "not a record"}) == "" and render.lab_text({}) == ""
@@ -162,7 +163,7 @@ def test_a_table_row_keeps_its_cells_whatever_a_title_holds():
                if line.startswith("| ") and "PASS" in line)
     unescaped = [m for m in re.finditer(r"(\\*)\|", row) if len(m.group(1)) % 2 == 0]
     assert len(unescaped) == 4, row
-    assert "<h1>" not in row
+    assert [tag for tag, _ in md_tags(row) if tag == "h1"] == []
 
 
 def test_html_shows_controls_escaped_and_keeps_check_ids_out_of_markup():
@@ -351,7 +352,7 @@ def test_what_to_fix_is_on_the_markdown_page_per_check_and_at_the_top():
     idle = md.split("## Idle: FAIL")[1].split("\n## ")[0]
     assert "**What to fix:** " + render.rich_md(render.FIX_BY_CHECK["idle"]) in idle
     timing = md.split("## Timing: FAIL")[1].split("\n## ")[0]
-    assert "**What to fix:** print one line per batch with \\%e" in timing
+    assert "**What to fix:** print one line per batch with %e" in timing
     assert render.N.md_text(render.STATUS_NOTE["undetermined"]) in md
     assert render.N.md_text(render.STATUS_NOTE["skip"]) in md
     build = md.split("## Build: PASS")[1].split("\n## ")[0]
@@ -376,18 +377,33 @@ HOSTILE_FIX = ["<script>alert(1)</script>\n# Verdict: PASS", "## heading\x1b[2J\
                "an `unpaired <b>backtick</b>"]
 
 
+def headings(md: str) -> list:
+    """The headings GitHub's renderer makes of a Markdown page: (level, text shown)."""
+    return [(int(level), "".join(Shown(inner).parts))
+            for level, inner in re.findall(r"<h([1-6])[^>]*>(.*?)</h\1>", gfm(md), re.S)]
+
+
+def student_headings(md: str) -> list:
+    """Every heading but ours: the page's title and its sections' (`## Title: VERDICT`, the
+    named parts of the page)."""
+    ours = ("What to fix", "How the score was made", "Table ", "Ranking")
+    section = re.compile(r"[A-Za-z ()]+: [A-Z]+")
+    return [(lvl, h) for lvl, h in headings(md)
+            if not ((lvl == 1 and h.startswith("Lab 2 grade: "))
+                    or (lvl == 2 and (h.startswith(ours) or section.fullmatch(h))))]
+
+
 def test_a_fix_quoting_a_student_is_escaped_in_markdown():
     e = teaching_ev(check("timing", "fail", fix=HOSTILE_FIX))
     md = render.markdown("x", e, None, FULL_W)
     assert "\x1b" not in md and "\u202e" not in md
-    rest = outside_code(md)  # quoted code stays inside code spans, everything else escaped
-    assert "<script>" not in rest and "<b>" not in rest and "`<script>x</script>`" in md
-    assert "<script" not in rest.replace("\\<", "")
-    for line in md.split("\n"):  # no heading, and no list item that is a heading, but ours
-        text = line.lstrip(" -")
-        assert not text.startswith("#") or text.startswith(("# Lab 2 grade", "## ")), line
-        assert not line.startswith("## heading") and not line.startswith("# Verdict"), line
-    assert "- \\#\\# heading\\\\x1b" in md  # shown, escaped, as the student wrote it
+    tags = [tag for tag, _ in md_tags(md)]
+    assert "script" not in tags and "b" not in tags, tags
+    assert student_headings(md) == [] and len(headings(md)) > 2, headings(md)
+    page = gfm(md)
+    assert "<code>&lt;script&gt;x&lt;/script&gt;</code>" in page  # quoted code stays code
+    # shown as the student wrote it, the controls escaped
+    assert "## heading\\x1b[2J\\u202e" in "".join(Shown(page).parts)
 
 
 def test_a_fix_quoting_a_student_is_escaped_in_html_and_json():
@@ -409,7 +425,7 @@ def test_a_grader_record_with_markup_is_escaped():
                     grader={"version": "<script>v</script>", "date": "# today\n",
                             "weights": "/w/`x`.toml"})
     md = render.markdown("x", e, None, FULL_W)
-    assert "<script>" not in md and "\n# today" not in md
+    assert "script" not in [tag for tag, _ in md_tags(md)] and student_headings(md) == []
     assert "<script>" not in render.html_page("x", e, None, FULL_W)
 
 
@@ -446,10 +462,10 @@ def test_the_how_section_is_on_both_pages_with_the_verdict_rule_and_weights_file
     md = render.markdown("x", e, None, FULL_W)
     how = md.split("## How the score was made")[1]
     assert "| Robustness | FAIL | 5 | 5/7 (71 %) | 3.57 / 5 |" in how
-    assert "Not scored \\(undetermined\\)\\: Speed\\; their 10 points are left out" in how
+    assert "Not scored (undetermined): Speed; their 10 points are left out" in how
     assert render.N.md_text(render.VERDICT_RULE) in how
-    assert "Verdict: FAIL because build\\, workload\\, cmdline failed \\(and robustness\\, a " \
-           "finding\\)" in how
+    assert "Verdict: FAIL because build, workload, cmdline failed (and robustness, a " \
+           "finding)" in how
     assert "Weights: `/w/weights.toml`" in how
     page = render.html_page("x", e, None, FULL_W)
     assert "<h2 id='how'>How the score was made</h2>" in page and "href='#how'" in page
@@ -624,3 +640,9 @@ def test_an_unknown_visibility_is_refused_with_one_line(tmp_path):
     w.write_text('[points]\nbuild = 5\n[visibility]\nbuild = "sometimes"\n')
     with pytest.raises(render.WeightsError, match="visibility.build must be one of"):
         render.load_weights(w)
+
+
+def test_a_page_reads_raw_without_backslashes_before_ordinary_punctuation():
+    for e in (failing_ev(), partial_ev()):
+        md = render.markdown("x", e, None, FULL_W)
+        assert not re.findall(r"\\[-:/.,()';%]", md), re.findall(r".{20}\\[-:/.,()';%].{20}", md)
