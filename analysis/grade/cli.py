@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..numbers import float_above, int_in, list_of
 from ..progress import Progress
-from . import bundle, isolation, labs, names, render, safeio, sandbox
+from . import bundle, handin, isolation, labs, names, render, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                "Gradescope\n"
                "docs: docs/grading.md")
     ap.add_argument("submissions", nargs="*", type=Path, metavar="SUBMISSION",
-                    help="a folder with the sources and a Makefile, or with built main1..main4")
+                    help="a folder with the sources and a Makefile (or with the built "
+                         "servers), a .zip of one, or a folder holding only such a zip")
     ap.add_argument("--out", type=Path, default=Path("grades"),
                     help="output folder (default: %(default)s); one subfolder per submission")
     ap.add_argument("--quick", action="store_true",
@@ -438,6 +439,21 @@ def _similarity(a, out: Path, out_names: list) -> dict | None:
     return similarity.flagged(result)
 
 
+def _one_zip(folder: Path) -> Path:
+    """The zip a folder holds when it holds nothing else (a course site's download of one
+    student's hand-in), else the folder itself."""
+    if not folder.is_dir():
+        return folder
+    try:
+        entries = [e for e in folder.iterdir() if not e.name.startswith(".")][:2]
+    except OSError:
+        return folder
+    if (len(entries) == 1 and not entries[0].is_symlink() and entries[0].is_file()
+            and handin.is_zip(entries[0])):
+        return entries[0]
+    return folder
+
+
 def _checked(ap, argv) -> argparse.Namespace:
     """The command line, every value refused here (exit 2) before anything starts."""
     a = ap.parse_args(argv)
@@ -449,8 +465,11 @@ def _checked(ap, argv) -> argparse.Namespace:
     if not a.submissions:
         ap.error("give at least one SUBMISSION folder (or --bundle PLATFORM)")
     for s in a.submissions:
-        if not s.is_dir():
-            ap.error(f"submission {names.console(str(s))} is not a folder")
+        if not (s.is_dir() or (s.is_file() and handin.is_zip(s))):
+            ap.error(f"submission {names.console(str(s))} is neither a folder nor a zip file")
+    # a page's name: the folder's, or the zip's without .zip
+    a.named = [s.with_suffix("") if s.is_file() else s for s in a.submissions]
+    a.submissions = [_one_zip(s) for s in a.submissions]
     if a.bin_dir is not None and not a.bin_dir.is_dir():
         ap.error(f"--bin-dir {names.console(str(a.bin_dir))} is not a folder")
     a.bin_dir = a.bin_dir or REPO / "build" / "release"
@@ -477,7 +496,7 @@ def _grade_all(a, cfg, weights) -> list:
     """Every submission (J at a time), then the class pages; the class's summary rows."""
     a.out.mkdir(parents=True, exist_ok=True)
     ref = reference(cfg, a.out, a)
-    out_names = names.assign(a.submissions)
+    out_names = names.assign(a.named)
     source = dict(zip(out_names, a.submissions))
     per = a.budget or (40.0 if a.quick else 600.0)
     prog = Progress(per * len(out_names), len(out_names), enabled=not a.no_progress)

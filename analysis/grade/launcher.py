@@ -29,6 +29,7 @@ MAX_MSG = 1 << 20
 MAX_ENTRIES = 20_000         # files and folders copied at most
 MAX_DEPTH = 32
 TRACES = "traces"            # under the scratch space: trace files, the launcher's folder
+UNPACK_S = 120               # seconds a zip handed in may take to unpack
 
 
 # ---- the privileged side -----------------------------------------------------------------
@@ -92,6 +93,28 @@ class Copier:
             self.note(rel, "not a regular file, folder or link")
 
 
+def _unpack_reply(reply, set_aside: list) -> dict:
+    """op_copy's answer for a zip, from what the unpacking process printed, each field
+    checked (that process ran as the submission's uid): an error becomes a note."""
+    def text(v) -> str:
+        return str(v)[:300]
+    r = reply if isinstance(reply, dict) else {}
+    ok = (isinstance(r.get("files"), int) and isinstance(r.get("bytes"), int)
+          and isinstance(r.get("notes"), list) and isinstance(r.get("set_aside"), dict)
+          and isinstance(r.get("makefile"), bool))
+    if "error" in r or not ok:
+        why = text(r.get("error", "the unpacking process gave no answer"))
+        return {"notes": [f"the zip was not unpacked: {why}"], "bytes": 0, "makefile": False,
+                "set_aside": {}, "unpacked": ""}
+    aside = {k: v for k, v in r["set_aside"].items() if k in set_aside and isinstance(v, str)
+             and len(v) <= 128 and all(c in "0123456789abcdef" for c in v) and len(v) % 2 == 0}
+    top = f", from its top folder {text(r.get('top'))!r}" if r.get("top") else ""
+    return {"notes": [text(n) for n in r["notes"][:21]], "bytes": r["bytes"],
+            "makefile": r["makefile"], "set_aside": aside,
+            "unpacked": f"unpacked the zip handed in: {r['files']} files, {r['bytes']} "
+                        f"bytes{top}"}
+
+
 def _nofollow(path, flags):
     return os.open(path, flags | os.O_NOFOLLOW)
 
@@ -117,6 +140,8 @@ class Launcher:
         dst = self._inside(os.path.join(S.SCRATCH, msg["dst"]))
         if os.path.lexists(dst):
             shutil.rmtree(dst)
+        if os.path.isfile(S.SUBMISSION):
+            return self._unpack(dst, msg.get("set_aside", []))
         makefile = any(os.path.isfile(os.path.join(S.SUBMISSION, m))
                        for m in ("Makefile", "makefile", "GNUmakefile"))
         aside = {}
@@ -132,6 +157,27 @@ class Launcher:
         except OSError as e:  # a full scratch tmpfs, an unreadable file
             c.notes.append(f"the copy stopped: {e.strerror or e}")
         return {"notes": c.notes, "bytes": c.bytes, "makefile": makefile, "set_aside": aside}
+
+    def _unpack(self, dst: str, set_aside: list) -> dict:
+        """A zip handed in: unpacked into dst by a process of the submission's uid, with no
+        capabilities (analysis.grade.handin), reading the zip from a descriptor opened
+        here; its answer is read with a cap. The launcher itself parses nothing of it."""
+        os.mkdir(dst, 0o755)
+        os.chown(dst, self.uid, self.uid)
+        argv = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+                *S.python_argv(sys.executable, "analysis.grade.handin"),
+                dst, str(self.budget.copy), ",".join(set_aside)]
+        with open(S.SUBMISSION, "rb") as f:
+            try:
+                p = subprocess.run(argv, stdin=f, capture_output=True, timeout=UNPACK_S,
+                                   env={"PATH": "/usr/bin:/bin", "HOME": S.HOME}, cwd=dst)
+                reply = json.loads(p.stdout[:MAX_MSG] or b"{}")
+            except subprocess.TimeoutExpired:
+                reply = {"error": f"unpacking took over {UNPACK_S} s"}
+            except ValueError:
+                reply = {}
+        return _unpack_reply(reply, set_aside)
 
     def op_unlink(self, msg, fds) -> dict:
         """Removes one file of the copy (a handed-in binary that cannot run here)."""

@@ -27,6 +27,7 @@ import resource
 import stat
 import time
 import unicodedata
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -35,8 +36,8 @@ import numpy as np
 from copydetect import CodeFingerprint
 from copydetect.utils import get_copied_slices, get_token_coverage
 
+from . import handin, safeio
 from . import names as N
-from . import safeio
 
 # Winnowing parameters, in characters of copydetect's filtered code, where an identifier is
 # one letter, a keyword its word, and punctuation one character each: 25 characters are about
@@ -226,10 +227,37 @@ def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
 
 
+def _read_zip(path: Path, r: _Reading) -> None:
+    """The sources of a zip handed in, its members as the grader unpacks them (handin)."""
+    with open(path, "rb") as f:
+        handin.entry_count(f)
+        with zipfile.ZipFile(f) as zf:
+            for m in handin.listing(zf).members:
+                if (m.is_dir or SKIP_DIRS & set(m.parts[:-1])
+                        or os.path.splitext(m.parts[-1])[1].lower() not in EXTENSIONS):
+                    continue
+                if len(r.sources) >= MAX_FILES or r.budget <= 0:
+                    r.skip("sources past the caps not read")
+                    continue
+                with zf.open(m.info) as g:
+                    data = g.read(min(FILE_CAP, r.budget))
+                r.budget -= len(data)
+                if m.info.file_size > len(data):
+                    r.cut.append((m.rel, len(data), m.info.file_size))
+                r.sources.append(Source(m.rel, data.decode("utf-8", errors="replace")))
+
+
 def read_sources(root: Path) -> tuple[list[Source], list[str]]:
-    """The C/C++ sources of a submission folder and notes on what was left out. The folder
-    itself is the TA's path and may be a link; nothing inside it is followed."""
+    """The C/C++ sources of a submission folder (or of a zip handed in) and notes on what
+    was left out. The folder itself is the TA's path and may be a link; nothing inside it
+    is followed."""
     r = _Reading(budget=SUBMISSION_CAP)
+    if root.is_file():
+        try:
+            _read_zip(root, r)
+        except (handin.NotAZipError, *handin.READ_ERRORS) as e:
+            return r.sources, [f"not a readable zip ({str(e) or type(e).__name__})"]
+        return r.sources, _notes(r)
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as e:
@@ -238,12 +266,16 @@ def read_sources(root: Path) -> tuple[list[Source], list[str]]:
         _walk(fd, "", 0, r)
     finally:
         os.close(fd)
+    return r.sources, _notes(r)
+
+
+def _notes(r: _Reading) -> list:
     notes = [f"{why}: {n}" for why, n in sorted(r.skipped.items())]
     notes += [f"{N.visible(p)} cut: only the first {got} of its {size} bytes read"
               for p, got, size in r.cut]
     if r.budget <= 0:
         notes.append(f"reading stopped at {_size(SUBMISSION_CAP)} of sources")
-    return r.sources, notes
+    return notes
 
 
 # ---- fingerprints and comparison ----------------------------------------------------------

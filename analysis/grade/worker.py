@@ -386,12 +386,14 @@ def _head(path: Path) -> bytes:
 
 
 def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
-    """The submission copied into scratch/`tag` by the launcher (links that leave it and
-    anything over the size caps are not copied, and said so; with a Makefile the
-    handed-in main1..main4 are set aside so make must build them), then make as a TA
-    would. Returns (status, evidence lines, bin_dir, fraction)."""
+    """The submission copied into scratch/`tag` by the launcher, or unpacked there when it
+    is a zip (links that leave it and anything over the size caps are not copied, and said
+    so; with a Makefile the handed-in servers are set aside so make must build them), then
+    make as a TA would. Returns (status, evidence lines, bin_dir, fraction)."""
     copied = ctx.launcher.call(op="copy", dst=tag, set_aside=list(labs.CANDIDATES))
-    notes = [f"not copied: {n}" for n in copied["notes"]]
+    unpacked = copied.get("unpacked")  # a zip handed in: its notes say what was left out
+    notes = [*([unpacked] if unpacked else []),
+             *(n if unpacked is not None else f"not copied: {n}" for n in copied["notes"])]
     for name, head in copied["set_aside"].items():
         what = P.describe_binary(bytes.fromhex(head)) or "a binary"
         notes.append(f"handed-in {name} ({what}) set aside: make must build it")

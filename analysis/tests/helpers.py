@@ -143,3 +143,41 @@ def md_tags(md: str) -> list:
     """The HTML tags GitHub's renderer makes of a Markdown page, in order: (tag, attributes)."""
     return Shown(gfm(md)).tags
 
+
+
+# ---- hand-ins as zips -------------------------------------------------------------------------
+
+# Members a hostile zip adds beside the sources: a path out of its folder, a link to a file
+# of the grader's machine, Mac OS's litter.
+HOSTILE_MEMBERS = {"../escaped.c": b"int pwned;\n", "link_to_passwd": b"/etc/passwd",
+                   "__MACOSX/._main.c": b"\0"}
+
+
+def zip_fixture(folder: Path, zip_path: Path, top: str = "", hostile: bool = False) -> Path:
+    """The files of `folder` as a student zips them: under one `top` folder (or flat), with
+    their execute bits; with `hostile`, HOSTILE_MEMBERS too (the link as a symbolic link)."""
+    import stat
+    import zipfile
+
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f"{top}/" if top else ""
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file() and not p.is_symlink():
+                z.write(p, prefix + str(p.relative_to(folder)))
+        for name, data in (HOSTILE_MEMBERS.items() if hostile else ()):
+            info = zipfile.ZipInfo(name if name.startswith(("..", "__")) else prefix + name)
+            mode = stat.S_IFLNK | 0o777 if name.startswith("link") else stat.S_IFREG | 0o644
+            info.external_attr = mode << 16
+            z.writestr(info, data)
+    return zip_path
+
+
+def assert_hostile_zip_unpacked_inside(build: dict) -> None:
+    """A zip_fixture(hostile=True) graded: built, and its page says what was unpacked and
+    what was not (the path out of its folder, the link)."""
+    lines = "\n".join(build["evidence"])
+    assert build["status"] == "pass", lines
+    assert "unpacked the zip handed in: " in lines, lines
+    assert "'../escaped.c': a path outside the hand-in, not unpacked" in lines, lines
+    assert "link_to_passwd': a symbolic link, not unpacked" in lines, lines

@@ -17,7 +17,12 @@ import pytest
 
 from analysis.grade import design as D
 from analysis.grade import labs, render, sandbox
-from analysis.tests.helpers import honest_statuses_problems, kit_fixture
+from analysis.tests.helpers import (
+    assert_hostile_zip_unpacked_inside,
+    honest_statuses_problems,
+    kit_fixture,
+    zip_fixture,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
@@ -56,10 +61,17 @@ def graded(tmp_path_factory, kit_fixtures):
         pytest.skip(f"no sandbox: {NO_SANDBOX} (./lockbench setup installs bubblewrap)")
     out = tmp_path_factory.mktemp("grades")
     subs = [kit_fixtures / n for n in NAMES] + lab_subs(tmp_path_factory.mktemp("labs"))
+    # a hand-in as a course site gives it: a folder holding one zip, with a top folder
+    subs.append(zip_fixture(kit_fixtures / "correct",
+                            tmp_path_factory.mktemp("zips") / ZIPPED / "lab2.zip",
+                            top="alice", hostile=True).parent)
     p = grade(*subs, "--quick", "--runs", "2", "--no-reference", "--jobs", "2",
               "--no-progress", "--out", out)
     assert p.returncode == 0, p.stderr[-2000:]
     return out
+
+
+ZIPPED = "zipped_correct"
 
 
 def checks(out: Path, name: str) -> dict:
@@ -111,8 +123,16 @@ def test_every_fixture_has_its_pages_and_gradescope_results(graded):
         assert all(t["status"] in ("passed", "failed") for t in res["tests"])
     rows = (graded / "summary.csv").read_text().splitlines()
     assert rows[0].startswith("submission,source,verdict,score")
-    assert len(rows) == 1 + len(NAMES) + len(LAB_SUBS) + 1
+    assert len(rows) == 1 + len(NAMES) + len(LAB_SUBS) + 1 + 1  # the lab 2018 one, the zip
     assert all(f"{n}/verdict.html" in (graded / "index.html").read_text() for n in NAMES)
+
+
+def test_a_zip_in_a_folder_is_unpacked_in_the_sandbox_and_graded_as_its_folder_would_be(
+        graded):
+    st = statuses(graded, ZIPPED)
+    assert not honest_statuses_problems(st), st
+    assert_hostile_zip_unpacked_inside(checks(graded, ZIPPED)["build"])
+    assert "from its top folder 'alice'" in "\n".join(checks(graded, ZIPPED)["build"]["evidence"])
 
 
 def test_correct_passes_every_check(graded):

@@ -28,7 +28,12 @@ from types import SimpleNamespace
 import pytest
 
 from analysis.grade import sandbox
-from analysis.tests.helpers import honest_statuses_problems, kit_fixture
+from analysis.tests.helpers import (
+    assert_hostile_zip_unpacked_inside,
+    honest_statuses_problems,
+    kit_fixture,
+    zip_fixture,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
@@ -532,7 +537,10 @@ def container_group(tmp_path_factory, kit_fixtures):
     subs += [prepare(case, base / "subs" / case) for case in TRACE_FORGERS]
     planted, ran = [], []
     try:
-        g = grade([*subs, kit_fixtures / "correct"], base / "out", *QUICK, "--no-reference",
+        # the honest one handed in as a zip: container mode unpacks it too
+        correct = zip_fixture(kit_fixtures / "correct", base / "correct.zip", top="correct",
+                              hostile=True)
+        g = grade([*subs, correct], base / "out", *QUICK, "--no-reference",
                   "--sandbox", "container")
     finally:
         planted = list(Path("/tmp/.local/lib").glob(
@@ -561,6 +569,7 @@ def test_a_pth_file_planted_in_a_shared_tmp_runs_in_no_grader_process(container_
         assert g.planted, "the fixture planted nothing: the test would prove nothing"
     assert not g.ran, f"a grader process ran the planted .pth file: {g.ran}"
     assert checks(g.out, "correct")["workload"]["status"] == "pass"
+    assert_hostile_zip_unpacked_inside(checks(g.out, "correct")["build"])
 
 
 @pytest.mark.root

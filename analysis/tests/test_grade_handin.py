@@ -1,0 +1,203 @@
+"""A zip handed in (analysis.grade.handin): unpacked with caps, nothing outside its folder,
+no links, one top folder descended into; the process the launcher starts for it, the
+launcher's check of that process's answer, the command line and the similarity reader."""
+
+import io
+import json
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from analysis.grade import cli, handin, launcher, sandbox, similarity
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make_zip(path: Path, members: dict, modes: dict | None = None) -> Path:
+    """A zip of `members` {name: bytes, or None for a folder}; `modes` {name: st_mode}."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            mode = (modes or {}).get(name, stat.S_IFDIR | 0o755 if data is None
+                                     else stat.S_IFREG | 0o644)
+            info.external_attr = mode << 16
+            z.writestr(info, b"" if data is None else data)
+    return path
+
+
+def unpack(path: Path, dst: Path, cap: int = 1 << 20, aside=frozenset()) -> dict:
+    dst.mkdir(parents=True)
+    with open(path, "rb") as f:
+        return handin.unpack_into(f, str(dst), cap, frozenset(aside))
+
+
+def tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_flat_zip_is_unpacked_as_it_is_with_the_execute_bits(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"Makefile": b"all:\n", "server.c": b"int x;\n",
+                                      "run.sh": b"#!/bin/sh\n", "src/": None,
+                                      "src/b.h": b"#define B\n"},
+                 {"run.sh": stat.S_IFREG | 0o755})
+    r = unpack(z, tmp_path / "out")
+    assert tree(tmp_path / "out") == {"Makefile": b"all:\n", "server.c": b"int x;\n",
+                                      "run.sh": b"#!/bin/sh\n", "src/b.h": b"#define B\n"}
+    assert r["files"] == 4 and r["makefile"] and r["top"] == "" and r["notes"] == []
+    assert os.stat(tmp_path / "out" / "run.sh").st_mode & 0o111
+    assert not os.stat(tmp_path / "out" / "server.c").st_mode & 0o111
+
+
+def test_one_top_folder_is_descended_into_and_macos_litter_left_out(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"alice/": None, "alice/Makefile": b"all:\n",
+                                      "alice/server.c": b"x", "__MACOSX/alice/._server.c": b"m",
+                                      "alice/.DS_Store": b"d"})
+    r = unpack(z, tmp_path / "out")
+    assert tree(tmp_path / "out") == {"Makefile": b"all:\n", "server.c": b"x"}
+    assert r["top"] == "alice" and r["notes"] == []
+
+
+@pytest.mark.parametrize("name,why", [
+    ("../evil.c", "a path outside the hand-in"), ("a/../../evil.c", "a path outside"),
+    ("/etc/evil", "an absolute path"), ("C:\\evil.c", "an absolute path"),
+    ("..\\evil.c", "a path outside the hand-in")])
+def test_a_member_outside_the_folder_is_not_unpacked(tmp_path, name, why):
+    z = make_zip(tmp_path / "a.zip", {"server.c": b"x", name: b"pwned"})
+    r = unpack(z, tmp_path / "sub" / "out")
+    assert tree(tmp_path / "sub") == {"out/server.c": b"x"}
+    assert not (tmp_path / "evil.c").exists()
+    assert len(r["notes"]) == 1 and why in r["notes"][0] and "not unpacked" in r["notes"][0]
+
+
+def test_links_devices_and_encrypted_members_are_not_unpacked(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"server.c": b"x", "link": b"/etc/passwd",
+                                      "fifo": b""},
+                 {"link": stat.S_IFLNK | 0o777, "fifo": stat.S_IFIFO | 0o644})
+    with zipfile.ZipFile(z, "a") as zf:
+        zf.writestr("secret.c", b"x")
+    data = bytearray(z.read_bytes())  # the "encrypted" flag, as a password tool sets it
+    for sig, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.rfind(sig)
+        data[at + flags] |= 0x1
+    z.write_bytes(bytes(data))
+    r = unpack(z, tmp_path / "out")
+    assert tree(tmp_path / "out") == {"server.c": b"x"}
+    assert not os.path.lexists(tmp_path / "out" / "link")
+    joined = " ".join(r["notes"])
+    for why in ("a symbolic link", "not a regular file or folder", "encrypted"):
+        assert why in joined, joined
+
+
+def test_a_zip_bomb_stops_at_its_ratio_and_leaves_no_partial_file(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"server.c": b"x", "bomb.c": bytes(64 << 20)})
+    assert os.path.getsize(z) < 1 << 20
+    r = unpack(z, tmp_path / "out", cap=256 << 20)
+    assert tree(tmp_path / "out") == {"server.c": b"x"}
+    assert "zip bomb" in r["notes"][0]
+
+
+def test_what_a_hand_in_may_hold_caps_the_bytes_unpacked(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"a.c": os.urandom(3000), "b.c": os.urandom(3000)})
+    r = unpack(z, tmp_path / "out", cap=4000)
+    assert list(tree(tmp_path / "out")) == ["a.c"] and r["bytes"] == 3000
+    assert "beyond the bytes a hand-in may hold" in r["notes"][0]
+
+
+def test_with_a_makefile_handed_in_servers_are_set_aside(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"s/Makefile": b"all:\n", "s/main": b"\x7fELF....",
+                                      "s/server.c": b"x"})
+    r = unpack(z, tmp_path / "out", aside={"main", "main1"})
+    assert tree(tmp_path / "out") == {"Makefile": b"all:\n", "server.c": b"x"}
+    assert bytes.fromhex(r["set_aside"]["main"]) == b"\x7fELF...."
+
+
+def test_what_is_no_zip_or_too_big_is_refused_in_one_line(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"a.c": b"x"})
+    data = bytearray(z.read_bytes())
+    at = data.rfind(b"PK\x05\x06")
+    data[at + 10:at + 12] = b"\xff\xff"  # the entry count of a ZIP64 archive
+    with pytest.raises(handin.NotAZipError, match="ZIP64"):
+        handin.entry_count(io.BytesIO(bytes(data)))
+    with pytest.raises(handin.NotAZipError, match="no end record"):
+        handin.entry_count(io.BytesIO(b"PK\x03\x04 not really"))
+    big = io.BytesIO()
+    big.write(b"\0" * (handin.MAX_ZIP + 1))
+    with pytest.raises(handin.NotAZipError, match="over the 64 MiB"):
+        handin.entry_count(big)
+
+
+def run_unpacker(zip_bytes: bytes, dst: Path, *extra: str) -> subprocess.CompletedProcess:
+    """The unpacking process as the launcher starts it: the zip a file on its stdin."""
+    dst.mkdir(parents=True)
+    (dst.parent / f"{dst.name}.zip").write_bytes(zip_bytes)
+    argv = sandbox.python_argv(sys.executable, "analysis.grade.handin", str(REPO))
+    with open(dst.parent / f"{dst.name}.zip", "rb") as f:
+        return subprocess.run([*argv, str(dst), str(1 << 20), *extra], stdin=f,
+                              capture_output=True, cwd=dst, timeout=60)
+
+
+def test_the_unpacking_process_answers_in_one_json_object(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"alice/Makefile": b"all:\n", "alice/main": b"ELF",
+                                      "alice/../x": b"y"})
+    p = run_unpacker(z.read_bytes(), tmp_path / "out", "main,main1")
+    r = json.loads(p.stdout)
+    assert p.returncode == 0 and r["files"] == 1 and r["top"] == "alice", p.stderr
+    assert list(r["set_aside"]) == ["main"] and "outside" in r["notes"][0]
+    p = run_unpacker(b"garbage", tmp_path / "out2")
+    assert p.returncode == 0 and json.loads(p.stdout) == {
+        "error": "not a zip file (no end record)"}
+
+
+@pytest.mark.parametrize("reply", [None, [], {"files": "1"}, {"error": "x" * 1000},
+                                   {"files": 1, "bytes": 2, "notes": ["a"], "set_aside": {},
+                                    "makefile": "yes"}])
+def test_the_launcher_believes_no_malformed_answer_of_the_unpacking_process(reply):
+    r = launcher._unpack_reply(reply, ["main"])
+    assert r["bytes"] == 0 and r["makefile"] is False and r["set_aside"] == {}
+    assert len(r["notes"]) == 1 and r["notes"][0].startswith("the zip was not unpacked: ")
+    assert len(r["notes"][0]) < 400
+
+
+def test_the_launcher_keeps_only_set_aside_names_it_asked_for_as_short_hex():
+    r = launcher._unpack_reply({"files": 3, "bytes": 10, "notes": ["n"] * 50, "top": "bob",
+                                "makefile": True, "set_aside": {"main": "7f454c46",
+                                                                "evil": "00", "main1": "zz"}},
+                               ["main", "main1"])
+    assert r["set_aside"] == {"main": "7f454c46"} and len(r["notes"]) == 21
+    assert r["unpacked"] == "unpacked the zip handed in: 3 files, 10 bytes, from its top " \
+                            "folder 'bob'"
+
+
+def test_a_folder_holding_only_a_zip_is_graded_as_that_zip(tmp_path):
+    (tmp_path / "alice").mkdir()
+    z = make_zip(tmp_path / "alice" / "lab2.zip", {"a.c": b"x"})
+    (tmp_path / "alice" / ".hidden").write_text("")
+    assert cli._one_zip(tmp_path / "alice") == z
+    (tmp_path / "alice" / "notes.txt").write_text("")
+    assert cli._one_zip(tmp_path / "alice") == tmp_path / "alice"
+
+
+def test_grade_refuses_a_file_that_is_no_zip_in_one_line(tmp_path):
+    (tmp_path / "alice.tar").write_bytes(b"not a zip")
+    p = subprocess.run([sys.executable, "-m", "analysis", "grade", str(tmp_path / "alice.tar")],
+                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].endswith(
+        "alice.tar is neither a folder nor a zip file"), p.stderr
+
+
+def test_similarity_reads_a_zip_as_the_grader_unpacks_it(tmp_path):
+    z = make_zip(tmp_path / "a.zip", {"bob/server.c": b"int main(){}\n", "bob/build/x.c": b"y",
+                                      "bob/../evil.c": b"z", "bob/notes.txt": b"t"})
+    sources, notes = similarity.read_sources(z)
+    assert [s.path for s in sources] == ["server.c"] and notes == []
+    sources, notes = similarity.read_sources(make_zip(tmp_path / "b.zip", {}).with_name("b.zip"))
+    assert sources == [] and notes == []
+    (tmp_path / "c.zip").write_bytes(b"PK\x03\x04 broken")
+    assert similarity.read_sources(tmp_path / "c.zip")[1][0].startswith("not a readable zip")
