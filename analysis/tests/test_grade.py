@@ -43,15 +43,36 @@ def grade(*args, cwd=REPO, timeout=600):
 # The other versions of the lab: one server `main` of each lock design (2024+), and one on
 # the 2018 kit (no delay in the accesses, timing lines that are sums).
 LAB_SUBS = {f"main_design{k}": k for k in (1, 2, 3, 4)}
+# 2024+ hand-ins with the mistakes real ones make (lab2024_main's DEFECT, rwlock per string):
+# {name: (defects, {check: the status it must get, or those it may}, {check: words its
+# evidence must hold})};
+# every other check passes (the design may be undetermined on a busy machine).
+LAB_DEFECTS = {
+    "main_colour_htons": ("COLOUR_INIT HTONS_PORT", {"cmdline": "fail", "initial": "fail"},
+                          {"cmdline": "(htons?)", "initial": "'\\x1b[32mString 0: the "}),
+    "main_old_reply": ("OLD_VALUE_REPLY", {"consistency": "fail"},
+                       {"consistency": "(the string it replaced: get before set)"}),
+    # exits by itself after 10 s idle: nothing in grading is idle that long, so no finding
+    "main_noinit_exits": ("NO_INIT EXITS_IDLE", {"initial": "fail"},
+                          {"initial": "slot 0: '', expected 'String 0: the initial value'"}),
+    # the design: the trace says an rwlock per string, the bursts one lock (fail), unless
+    # a busy machine left the bursts without a finding (undetermined); never a pass
+    "main_serialised": ("SERIALISED", {"idle": "fail", "design": ("fail", "undetermined")},
+                        {"idle": "0 of 200", "design": "an rwlock per string"}),
+}
+
+
+def lab2024(root: Path, name: str, design: int = 4, defects: str = "") -> Path:
+    d = kit_fixture("lab2024_main", root, name)
+    mk = d / "Makefile"
+    mk.write_text(mk.read_text().replace("DESIGN ?= 4", f"DESIGN ?= {design}")
+                  .replace("DEFECT ?=", f"DEFECT ?= {defects}"))
+    return d
 
 
 def lab_subs(root: Path) -> list:
-    subs = []
-    for name, k in LAB_SUBS.items():
-        d = kit_fixture("lab2024_main", root, name)
-        mk = d / "Makefile"
-        mk.write_text(mk.read_text().replace("DESIGN ?= 4", f"DESIGN ?= {k}"))
-        subs.append(d)
+    subs = [lab2024(root, name, k) for name, k in LAB_SUBS.items()]
+    subs += [lab2024(root, name, defects=d) for name, (d, _, _) in LAB_DEFECTS.items()]
     return [*subs, kit_fixture("lab2018_main", root, "lab2018")]
 
 
@@ -103,6 +124,20 @@ def test_one_server_main_is_the_2024_lab_and_each_design_passes_named(graded):
         assert "Lab: graded as the 2024+ lab" in (graded / name / "verdict.html").read_text()
 
 
+@pytest.mark.parametrize("name", LAB_DEFECTS)
+def test_a_2024_hand_in_with_a_mistake_fails_the_checks_it_should_and_says_why(graded, name):
+    _, want, words = LAB_DEFECTS[name]
+    c = checks(graded, name)
+    got = {k: x["status"] for k, x in c.items()}
+    others = {k: v for k, v in got.items() if k not in want}
+    assert all(got[k] in ((v,) if isinstance(v, str) else v) for k, v in want.items()), got
+    assert not honest_statuses_problems(others), got
+    for k, w in words.items():
+        assert w in "\n".join(c[k]["evidence"]), c[k]["evidence"]
+    if name == "main_old_reply":
+        assert "set the string, then read it back" in c["consistency"]["fix"][0]
+
+
 def test_main_on_the_2018_kit_writes_sums_and_its_design_is_not_timed(graded):
     ev, c = evidence(graded, "lab2018"), checks(graded, "lab2018")
     assert ev["lab"]["name"] == "2018" and "no usleep" in ev["lab"]["why"]
@@ -123,7 +158,8 @@ def test_every_fixture_has_its_pages_and_gradescope_results(graded):
         assert all(t["status"] in ("passed", "failed") for t in res["tests"])
     rows = (graded / "summary.csv").read_text().splitlines()
     assert rows[0].startswith("submission,source,verdict,score")
-    assert len(rows) == 1 + len(NAMES) + len(LAB_SUBS) + 1 + 1  # the lab 2018 one, the zip
+    # the 2024+ ones, the lab 2018 one, the zip
+    assert len(rows) == 1 + len(NAMES) + len(LAB_SUBS) + len(LAB_DEFECTS) + 1 + 1
     assert all(f"{n}/verdict.html" in (graded / "index.html").read_text() for n in NAMES)
 
 
