@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..numbers import float_above, int_in, list_of
 from ..progress import Progress
-from . import bundle, handin, isolation, labs, names, render, safeio, sandbox
+from . import bundle, dashboard, handin, isolation, labs, names, render, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,6 @@ DEFAULT = {"runs": 100, "sizes": [10, 100, 1000], "init_n": 100, "attack_rounds"
            "request_timeout_s": 5.0, "idle_timeout_s": 5.0}
 
 
-SERVERS = labs.FOUR  # the four-server lab's
 EVIDENCE_CAP = 32 << 20  # bytes of evidence a worker may hand back
 RUNNING: set = set()  # the outer sandboxes now running (killed on Ctrl-C)
 
@@ -255,7 +254,7 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
     try:
         bundle.copy_grading_code(root / "code")
         (root / "ref").mkdir()
-        for f in ([refbin / m for m in SERVERS] if refbin else []) + (
+        for f in ([refbin / m for m in labs.FOUR] if refbin else []) + (
                 [_tracer(wcfg)] if submission is not None and _tracer(wcfg) else []):
             shutil.copy2(f, root / "ref" / f.name)
         if submission is not None:
@@ -363,7 +362,7 @@ def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dic
 def reference(cfg, out: Path, a) -> dict | None:
     if a.no_reference:
         return None
-    missing = [m for m in SERVERS if not (a.bin_dir / m).is_file()]
+    missing = [m for m in labs.FOUR if not (a.bin_dir / m).is_file()]
     if missing:
         raise GradeError(f"reference servers missing in {a.bin_dir}: {', '.join(missing)} "
                          "(build them: cmake --preset release && cmake --build --preset release,"
@@ -521,10 +520,10 @@ def _grade_all(a, cfg, weights) -> list:
             "grader": cfg["grader"]}
     # The class pages before the similarity phase (bounded, but it reads what students
     # wrote); written again with its flags once it is done.
-    render.write_class(a.out, rows, meta)
+    dashboard.write_class(a.out, rows, meta)
     flags = _similarity(a, a.out, out_names)
     if flags is not None:
-        render.write_class(a.out, rows, meta, similarity=flags,
+        dashboard.write_class(a.out, rows, meta, similarity=flags,
                            similarity_page="similarity.html")
     return rows
 

@@ -484,3 +484,18 @@ def write(out, rows: list, meta: dict | None = None,
     if wrote:
         write_gradescope_csv(target, rows)
     (out / "index.html").write_text(page(rows, meta, similarity_page, wrote))
+
+
+def write_class(out, rows: list[dict], meta: dict | None = None,
+                similarity: dict | None = None, similarity_page: str | None = None) -> None:
+    """summary.csv, index.html and gradescope_scores.csv of a class in `out`: rows as
+    render.summary_row() gives them, in the order to show; meta optionally {'date': ...,
+    'settings': text or dict, 'grader': {'version', 'date', 'weights'}}; similarity
+    optionally the similarity check's flags, {submission name: text such as 'partner
+    (0.83)'}, put in the rows' 'similarity'; similarity_page the file name of the
+    similarity report written beside index.html (linked from it)."""
+    if similarity:
+        rows = [{**r, "similarity": str(similarity.get(r.get("submission"))
+                                         or r.get("similarity") or "")} for r in rows]
+    R.write_summary_csv(out / "summary.csv", rows)
+    write(out, rows, meta, similarity_page)

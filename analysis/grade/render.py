@@ -7,7 +7,7 @@ replies, timing-file lines, the folder's name): it is shown only through analysi
 (code spans or escapes in Markdown, html.escape in HTML, escaped controls everywhere).
 
 Every page teaches: for each check that did not pass, "What to fix" (the check's own `fix`,
-the worker's specific diagnosis, else FIX_BY_CHECK's default for its id; the grader's words,
+the worker's specific diagnosis, else its record's default (checks.py); the grader's words,
 which may quote a student's, so escaped alike), and "How the score was made" (each check's
 weight, the share earned, its points, the verdict rule, the weights file), with the
 settings, the date and the grader version (evidence["grader"], when present)."""
@@ -25,11 +25,11 @@ try:
 except ModuleNotFoundError:  # Python 3.10 (Gradescope's Ubuntu 22.04): Debian's python3-tomli
     import tomli as tomllib
 
+from . import checks as C
 from . import labs
 from . import names as N
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent.parent / "grade_weights.toml"
-SERVERS = labs.FOUR  # the four-server lab's
 
 
 class WeightsError(Exception):
@@ -85,7 +85,6 @@ def earned_share(check: dict) -> float:
 
 
 # Failing these is a finding (the kit's own sample fails some robustness probes), not a FAIL.
-FINDINGS = ("robustness", "races")
 
 
 def verdict(evidence: dict) -> tuple:
@@ -95,7 +94,7 @@ def verdict(evidence: dict) -> tuple:
     failed = [c["id"] for c in evidence.get("checks", []) if c["status"] == "fail"]
     if not failed:
         return "PASS", failed
-    return ("PASS WITH FINDINGS" if all(f in FINDINGS for f in failed) else "FAIL"), failed
+    return ("PASS WITH FINDINGS" if all(f in C.FINDINGS for f in failed) else "FAIL"), failed
 
 
 def totals(scored: list) -> tuple:
@@ -111,11 +110,11 @@ def servers_of(evidence: dict, ref_t: dict) -> list:
     """The table's rows: the lab's servers (main1..main4 when the evidence does not say),
     then the reference's others (its four designs beside a lab's one `main`)."""
     lab = evidence.get("lab") if isinstance(evidence.get("lab"), dict) else {}
-    mine = [s for s in lab.get("servers") or SERVERS if isinstance(s, str)]
-    return mine + [s for s in SERVERS if s in ref_t and s not in mine]
+    mine = [s for s in lab.get("servers") or labs.FOUR if isinstance(s, str)]
+    return mine + [s for s in labs.FOUR if s in ref_t and s not in mine]
 
 
-def table_rows(sub: dict, ref: dict, key: str, sizes: list, servers=SERVERS) -> list:
+def table_rows(sub: dict, ref: dict, key: str, sizes: list, servers=labs.FOUR) -> list:
     rows = []
     for s in servers:
         row = [s]
@@ -126,7 +125,7 @@ def table_rows(sub: dict, ref: dict, key: str, sizes: list, servers=SERVERS) -> 
     return rows
 
 
-def ranking(tab: dict, n, servers=SERVERS) -> str:
+def ranking(tab: dict, n, servers=labs.FOUR) -> str:
     vals = [(tab.get(s, {}).get(str(n), {}).get("mean"), s) for s in servers]
     vals = [(v, s) for v, s in vals if v is not None]
     return " < ".join(s for _, s in sorted(vals)) if vals else "—"
@@ -202,62 +201,6 @@ def _lines(text) -> list:
 
 # ---- teaching: what to fix, how the score was made ------------------------------------
 
-# The default diagnosis per check id, for a check that did not pass and whose evidence has
-# no `fix` of its own (the worker's specific one, e.g. the timing file's). Backticks mark
-# code: shown as code spans in Markdown and <code> in HTML.
-FIX_BY_CHECK = {
-    "build": "make sure `make` with no arguments, run in the submission's top folder, "
-             "builds main1, main2, main3 and main4 there: its first target (as in "
-             "`all: main1 main2 main3 main4`) must name all four, every source file it "
-             "needs must be handed in, and it must link with `-lpthread`; the make output "
-             "quoted in this check's evidence shows the first error",
-    "binaries": "build (or hand in) four executables named exactly main1, main2, main3 and "
-                "main4 in the top folder of the submission: not in a subfolder, not under "
-                "other names",
-    "cmdline": "start as the kit does, `./mainN n ip port` (the array size, the IP address, "
-               "the port), and listen on the port given without htons, like the kit's "
-               "server: `sock_var.sin_port = atoi(argv[3])` (the kit's client connects to "
-               "the byte-swapped port, so a server that uses htons cannot be reached by it)",
-    "initial": "before accepting any connection, set every string i < n to exactly "
-               "\"String i: the initial value\": "
-               "`sprintf(theArray[i], \"String %d: the initial value\", i)`",
-    "workload": "the server must answer every request of 100 client threads x 10 requests "
-                "and never stop: accept in a loop, one thread per connection that reads the "
-                "whole request, replies and closes; a crash names its signal and the request "
-                "in flight (follow that request through your code), a hang names the "
-                "requests left without a reply (a lock not unlocked on some path, threads "
-                "never joined or detached)",
-    "consistency": "hold the string's lock across the whole read or write, from before the "
-                   "access to after it (its usleep included), and build the reply from what "
-                   "was read under the lock; the counterexample shows the interleaving: "
-                   "which requests overlapped and what each one saw",
-    "idle": "do not read in the accepting thread: accept the connection and hand it to a "
-            "thread of its own (a thread per connection) that reads the request, so that a "
-            "client that connects and sends nothing blocks only its own thread",
-    "speed": "main2 must lock only the string it touches (an array of n mutexes: lock "
-             "position pos's own), and main4 likewise with a read/write lock per string "
-             "(`pthread_rwlock_rdlock` to read, `pthread_rwlock_wrlock` to write); let each "
-             "connection's thread run on its own: no `pthread_join` right after "
-             "`pthread_create`, no global lock around the access",
-    "robustness": "check read()'s return before using the buffer (0 or -1: close the "
-                  "connection and end the thread) and the request's fields before using "
-                  "them: a '-' between them, 0 <= position < n, is_read 0 or 1, a NUL "
-                  "within the 100 bytes; ignore SIGPIPE (`signal(SIGPIPE, SIG_IGN)`) so that "
-                  "a client that leaves before its reply cannot kill the server",
-    "timing": "write server_output_time_aggregated in the server's working folder: one "
-              "line per 1000 requests, their mean latency in seconds printed with %e "
-              "(`fprintf(f, \"%e\\n\", mean)`), each request timed from when it has been "
-              "read to when its reply is ready, the lock waiting included",
-    "races": "make every access to shared data (the array, counters, the timing sums) "
-             "under the lock that protects it (the first stack in the evidence shows "
-             "where), and let the Makefile take CC, CFLAGS and LDFLAGS from the command "
-             "line (`$(CC) $(CFLAGS) -o main1 main1.c $(LDFLAGS)`) so that it can be "
-             "rebuilt with `-fsanitize=thread`",
-    "design": "use the lock design the lab asks of this server number: main1 one mutex "
-              "for the whole array, main2 a mutex per string, main3 one read/write lock "
-              "for the whole array, main4 a read/write lock per string",
-}
-
 # Said of a check that neither passed nor failed, before what to fix.
 STATUS_NOTE = {
     "skip": "Skipped: this check could not be run on this submission, so it earns none of "
@@ -281,8 +224,8 @@ def status_note(check: dict) -> str:
 
 def fixes(check: dict) -> list:
     """What to fix for a check that did not pass: its own `fix` (a text or a list of texts,
-    the worker's specific diagnosis) when it has one, else FIX_BY_CHECK's default for its
-    id; [] for a passed check. The texts may quote a student's: show them escaped."""
+    the worker's specific diagnosis) when it has one, else its record's default fix
+    (checks.py); [] for a passed check. The texts may quote a student's: show them escaped."""
     if check.get("status") == "pass":
         return []
     own = check.get("fix")
@@ -290,8 +233,8 @@ def fixes(check: dict) -> list:
     own = [str(x) for x in own if isinstance(x, str) and x.strip()]
     if own:
         return own
-    default = FIX_BY_CHECK.get(check.get("id"))
-    return [default] if default else []
+    record = C.BY_ID.get(check.get("id"))
+    return [record.fix] if record and record.fix else []
 
 
 def _code_parts(text) -> list:
@@ -317,24 +260,6 @@ def rich_html(text) -> str:
                    for is_code, p in _code_parts(text))
 
 
-# How a check's share of its points is counted, when the check reports a fraction.
-PARTIAL_RULE = {
-    "build": "the share of the lab's servers that a plain `make` built (none when the link "
-             "needed -fcommon)",
-    "workload": "the share of (server, n) settings whose runs all went without an error, "
-                "crash or hang",
-    "timing": "the share of (server, n) settings whose timing lines were plausible, with "
-              "main1's lines under the clock probe as one more when the probe judged them",
-    "robustness": "the share of the probes the server survived, answering the next request (a "
-                  "probe that could not run costs nothing)",
-    "design": "the share of the servers the tracer could judge that use the lock design "
-              "the lab asks of their number",
-}
-# Checks that judge each server (worker.PER_SERVER): a missing server costs its quarter.
-PER_SERVER_CHECKS = ("cmdline", "initial", "workload", "consistency", "idle", "design",
-                     "timing")
-
-
 def score_rule(check: dict) -> str:
     """How this check's points were counted, in words."""
     status = check.get("status")
@@ -345,10 +270,11 @@ def score_rule(check: dict) -> str:
     if "fraction" not in check:
         return "all or nothing"
     cid = check.get("id")
-    if cid not in PER_SERVER_CHECKS:
-        return PARTIAL_RULE.get(cid, "the share the check reported")
-    return (PARTIAL_RULE.get(cid, "all or nothing for the servers present")
-            + "; each missing server costs its quarter")
+    partial = C.BY_ID[cid].partial if cid in C.BY_ID else ""
+    if cid not in C.PER_SERVER:
+        return partial or "the share the check reported"
+    return (partial or "all or nothing for the servers present") + \
+        "; each missing server costs its quarter"
 
 
 def share_text(check: dict) -> str:
@@ -381,8 +307,8 @@ def verdict_reason(evidence: dict) -> str:
         return "PASS because no check failed"
     if word == "PASS WITH FINDINGS":
         return f"PASS WITH FINDINGS because only {ids} failed"
-    findings = [f for f in failed if f in FINDINGS]
-    decisive = ", ".join(N.visible(f) for f in failed if f not in FINDINGS)
+    findings = [f for f in failed if f in C.FINDINGS]
+    decisive = ", ".join(N.visible(f) for f in failed if f not in C.FINDINGS)
     return (f"FAIL because {decisive} failed"
             + (f" (and {', '.join(findings)}, a finding)" if findings else ""))
 
@@ -551,7 +477,7 @@ def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
     return "\n".join(out)
 
 
-def svg_bars(sub: dict, ref: dict, n, servers=SERVERS) -> str:
+def svg_bars(sub: dict, ref: dict, n, servers=labs.FOUR) -> str:
     """Mean latency per server, submission beside reference, as inline SVG."""
     vals = []
     for s in servers:
@@ -888,23 +814,6 @@ def settings_words(settings) -> str:
 def class_max(rows: list) -> list:
     """The distinct maximum scores of the rows, sorted (one for a class graded alike)."""
     return sorted({float(r.get("max_score")) for r in rows if _is_number(r.get("max_score"))})
-
-
-def write_class(out: Path, rows: list[dict], meta: dict | None = None,
-                similarity: dict | None = None, similarity_page: str | None = None) -> None:
-    """summary.csv, index.html and gradescope_scores.csv of a class in `out` (the page by
-    analysis.grade.dashboard): rows as summary_row() gives them, in the order to show;
-    meta optionally {'date': ..., 'settings': text or dict, 'grader': {'version', 'date',
-    'weights'}}; similarity optionally the similarity check's flags, {submission name:
-    text such as 'partner (0.83)'}, put in the rows' 'similarity'; similarity_page the
-    file name of the similarity report written beside index.html (linked from it)."""
-    from . import dashboard  # it draws on this module: imported when first needed
-
-    if similarity:
-        rows = [{**r, "similarity": str(similarity.get(r.get("submission"))
-                                         or r.get("similarity") or "")} for r in rows]
-    write_summary_csv(out / "summary.csv", rows)
-    dashboard.write(out, rows, meta, similarity_page)
 
 
 def console_line(row: dict) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import kernel_sockets as ks
 from .. import ports
+from . import checks as C
 from . import design as D
 from . import kitload as K
 from . import labs, safeio
@@ -33,47 +34,9 @@ from . import linearize as L
 from . import packaging as P
 from . import sandbox as S
 
-SERVERS = labs.FOUR  # the four-server lab's
 TIMING = "server_output_time_aggregated"
 LATENCY_FLOOR_S = 5e-6   # every kit access sleeps usleep(10), so a mean below this is garbage
 SERVER_OUTPUT_KEEP = 16 << 10
-
-
-TITLES = {"build": "Builds with make", "binaries": "main1..main4 exist",
-          "cmdline": "mainN n ip port, with the kit's port quirk",
-          "initial": "Initial values 'String i: the initial value'",
-          "workload": "The kit workload (like test.sh): errors, crashes, hangs",
-          "timing": "The timing file server_output_time_aggregated",
-          "consistency": "Correctness under concurrency (per-slot linearizability)",
-          "idle": "A silent client does not block the others",
-          "speed": "main2 and main4 clearly faster than main1 (measured by the grader)",
-          "design": "Each server uses the lock design of its number (traced and measured)",
-          "robustness": "Robustness (main1): empty connection, malformed frames, client "
-                        "leaving early"}
-# The titles of a one-server lab (labs.Lab.servers == ("main",)) where they differ.
-ONE_SERVER_TITLES = {
-    "binaries": "main exists",
-    "cmdline": "main n ip port, with the kit's port quirk",
-    "design": "main uses one of the lab's lock designs, named (traced and measured)",
-    "robustness": "Robustness (main): empty connection, malformed frames, client leaving "
-                  "early"}
-
-
-# What to fix, for a one-server lab, where the page's default names main1..main4.
-ONE_SERVER_FIX = {
-    "build": "make sure `make` with no arguments, run in the submission's top folder, "
-             "builds `main` there: its first target must be main, every source file it "
-             "needs must be handed in, and it must link with `-lpthread`; the make output "
-             "quoted in this check's evidence shows the first error",
-    "binaries": "build (or hand in) one executable named exactly main in the top folder of "
-                "the submission",
-    "cmdline": "start as the kit does, `./main n ip port` (the array size, the IP address, "
-               "the port), and listen on the port given without htons, like the kit's "
-               "server: `sock_var.sin_port = atoi(argv[3])`",
-    "design": "lock the array with one of the lab's designs (one mutex, a mutex per string, "
-              "one read/write lock, a read/write lock per string), each string's lock held "
-              "across its whole access",
-}
 
 
 def one_server_fixes(checks: list, lab) -> None:
@@ -81,32 +44,20 @@ def one_server_fixes(checks: list, lab) -> None:
     if len(lab.servers) != 1:
         return
     for c in checks:
-        if c["status"] != "pass" and not c.get("fix") and c["id"] in ONE_SERVER_FIX:
-            c["fix"] = [ONE_SERVER_FIX[c["id"]]]
+        own = C.BY_ID[c["id"]].fix_one if c["id"] in C.BY_ID else ""
+        if c["status"] != "pass" and not c.get("fix") and own:
+            c["fix"] = [own]
 
 
-def title(cid: str, lab=None) -> str:
-    """A check's title for this lab (the four-server lab's when none is known yet)."""
-    if lab is not None and len(lab.servers) == 1:
-        return ONE_SERVER_TITLES.get(cid, TITLES.get(cid, cid))
-    return TITLES.get(cid, cid)
-
-
-# What each check after the workload costs, in kit runs of this grading (measured with the
-# default settings on a 2-core machine, 0.2 s a run: consistency 20 s, idle 2 s, speed 5 s,
-# design 3 s, robustness 3 s; half as much again for margin). Under a time budget the kit
-# workload leaves room for them, and a check that still does not fit is skipped rather
-# than letting the whole grading run out of time.
-COST_IN_RUNS = {"consistency": 150, "idle": 15, "speed": 40, "design": 25, "robustness": 25,
-                "timing": 15}
+# What each check after the workload costs is its record's cost_in_runs (checks.py): under
+# a time budget the kit workload leaves room for them, and a check that still does not fit
+# is skipped rather than letting the whole grading run out of time.
 MIN_RUNS = 3           # runs per setting a time budget never cuts below
 PLAN_SHARE = 0.85      # of a time budget the checks plan for; the rest copies, cleans up and
                        # writes the pages
 HAND_IN_SHARE = 0.93   # of a time budget: the worker hands in what it has, whatever runs
-# Every check of a grading, in page order: one not finished when the budget runs out is
-# handed in as undetermined (not scored).
-ORDER = ("build", "binaries", "cmdline", "initial", "workload", "consistency", "idle",
-         "speed", "design", "robustness", "timing")
+# Every check of a grading is in checks.ORDER: one not finished when the budget runs out
+# is handed in as undetermined (not scored).
 
 
 def initial_value(i: int) -> str:
@@ -153,7 +104,7 @@ class Ctx:
     def cost(self, cid: str) -> float:
         """What the check `cid` is expected to take here, from this machine's kit runs."""
         per_run = statistics.median(self.run_s) if self.run_s else 0.3
-        return COST_IN_RUNS.get(cid, 0) * per_run
+        return (C.BY_ID[cid].cost_in_runs if cid in C.BY_ID else 0) * per_run
 
     def log(self, msg: str) -> None:
         self.log_lines.append(f"{time.strftime('%H:%M:%S')} {msg}")
@@ -290,7 +241,7 @@ def _run(ctx: Ctx, bdir: Path, argv: list, limits: dict, ro=None, env=None) -> t
     return code, out.text(), took
 
 
-def built(bdir: Path, names=SERVERS) -> list:
+def built(bdir: Path, names=labs.FOUR) -> list:
     """The executables of `names` in bdir."""
     return [m for m in names if (bdir / m).is_file() and os.access(bdir / m, os.X_OK)]
 
@@ -473,9 +424,9 @@ def check_initial(ctx, bin_dir, servers) -> tuple:
         else:
             init_ev.append(f"{name} (n={n}): all {n} strings are 'String i: the initial value'")
         s.stop()
-    return (check("cmdline", title("cmdline", ctx.lab), "pass" if cmd_ok else "fail",
+    return (check("cmdline", C.title("cmdline", ctx.lab), "pass" if cmd_ok else "fail",
                   cmdline_ev),
-            check("initial", "Initial values 'String i: the initial value'",
+            check("initial", C.title("initial"),
                   "pass" if init_ok else "fail", init_ev))
 
 
@@ -548,7 +499,7 @@ def _slot_end(ctx, sizes_left: int) -> float:
     still to run; infinite without a budget."""
     if not ctx.budget_s:
         return math.inf
-    later = sum(ctx.cost(cid) for cid in COST_IN_RUNS)
+    later = sum(ctx.cost(c.id) for c in C.CHECKS if c.cost_in_runs)
     now = time.monotonic()
     return now + max(0.0, ctx.left() - later) / sizes_left
 
@@ -609,7 +560,7 @@ def check_workload(wl, runs) -> dict:
                   f"{', '.join(map(str, cut))}")
     total = sum(len(v) for v in wl.values())
     good = sum(1 for v in wl.values() for e in v.values() if not e["failure"])
-    return check("workload", "The kit workload (like test.sh): errors, crashes, hangs",
+    return check("workload", C.title("workload"),
                  "pass" if ok else "fail", ev, fraction=good / total if total else 0.0)
 
 
@@ -796,7 +747,7 @@ def check_timing(wl, runs, probe=None, lab=None) -> dict:
         total, good = total + 1, good + (not left_out)
     if left_out:
         kinds.append("after_lock")
-    return check("timing", title("timing", lab), "fail" if kinds else "pass", ev,
+    return check("timing", C.title("timing", lab), "fail" if kinds else "pass", ev,
                  fraction=good / total if total else 0.0, fix=[TIMING_FIXES[k] for k in kinds])
 
 
@@ -895,7 +846,7 @@ def check_consistency(ctx, bin_dir, servers, wl) -> dict:
         else:
             ev.append(f"{name}: every slot linearizable (attacker load x{ctx.cfg['attack_rounds']}"
                       f" and the first kit run of each n)" + (f"; server {died}" if died else ""))
-    return check("consistency", TITLES["consistency"],
+    return check("consistency", C.title("consistency"),
                  "pass" if ok else "fail", ev, counterexamples=examples,
                  **({"fix": fix} if fix else {}))
 
@@ -927,7 +878,7 @@ def check_idle(ctx, bin_dir, servers) -> dict:
     with ThreadPoolExecutor(len(servers)) as pool:
         res = list(pool.map(lambda name: idle_one(ctx, bin_dir, name), servers))
     ok = all(r[0] for r in res)
-    return check("idle", TITLES["idle"], "pass" if ok else "fail",
+    return check("idle", C.title("idle"), "pass" if ok else "fail",
                  [r[1] for r in res])
 
 
@@ -1047,7 +998,7 @@ def check_speed(ctx, bin_dir, present: list) -> dict:
     are added until the interval decides, at most SPEED_LOOKS looks, else undetermined
     (not scored). Nothing the submission writes is used."""
     n = max(ctx.cfg["sizes"])
-    title = TITLES["speed"]
+    title = C.title("speed")
     need = ("main1", "main2", "main4")
     missing = [m for m in need if m not in present]
     if missing:
@@ -1148,7 +1099,7 @@ def check_robustness(ctx, bin_dir) -> dict:
     """Each probe on a fresh server (main1, or the lab's one server); a probe that could
     not run is not checked and costs nothing."""
     ev, findings, checked = [], [], 0
-    who, name = title("robustness", ctx.lab), ctx.lab.first
+    who, name = C.title("robustness", ctx.lab), ctx.lab.first
     with ThreadPoolExecutor(len(MALFORMED)) as pool:  # independent fresh servers
         outs = list(pool.map(lambda a: probe(ctx, bin_dir, name, a[1][1], a[0]),
                              enumerate(MALFORMED)))
@@ -1257,7 +1208,7 @@ def check_design(ctx, bin_dir, present: list) -> dict:
     """The lock design each mainN really uses: its lock calls traced by an LD_PRELOAD
     interposer under the kit workload at n = 1000, confirmed by the grader's own bursts
     (design.judge). A server neither can judge is undetermined and costs nothing."""
-    who = title("design", ctx.lab)
+    who = C.title("design", ctx.lab)
     if not TRACER.is_file():
         return check("design", who, "undetermined",
                      "not checked: the lock tracer (liblocktrace.so) is not built")
@@ -1268,9 +1219,6 @@ def check_design(ctx, bin_dir, present: list) -> dict:
     return check("design", who, status, [line for _, line, _ in res],
                  fraction=sum(decided) / len(decided) if decided else 0.0,
                  fix=[f for _, _, f in res if f])
-
-
-RACE_TITLE = "Race detector (ThreadSanitizer)"
 
 
 def _race_one(ctx, bdir, name) -> tuple:
@@ -1303,7 +1251,7 @@ def race_check(ctx, servers) -> dict:
                                                     "LDFLAGS=-fsanitize=thread"], lim)
     have = built(bdir)
     if not have:
-        return check("races", RACE_TITLE, "skip",
+        return check("races", C.title("races"), "skip",
                      ["not checked: could not rebuild with -fsanitize=thread", *ev[-3:]])
     saved, ctx.limits = ctx.limits, lim
     try:
@@ -1314,13 +1262,12 @@ def race_check(ctx, servers) -> dict:
         ctx.limits = saved
     racy = [r for r, _ in res]
     status = "fail" if True in racy else "skip" if None in racy or not res else "pass"
-    return check("races", RACE_TITLE, status, [line for _, line in res])
+    return check("races", C.title("races"), status, [line for _, line in res])
 
 
 # ---- the whole submission ---------------------------------------------------------------
 
 # Checks that judge each server: a server that is missing fails them, for its share.
-PER_SERVER = ("cmdline", "initial", "workload", "consistency", "idle", "design", "timing")
 
 
 def charge_missing(checks: list, missing: list, lab) -> None:
@@ -1331,11 +1278,11 @@ def charge_missing(checks: list, missing: list, lab) -> None:
     if not missing:
         return
     have = {c["id"] for c in checks}
-    for cid in PER_SERVER:
+    for cid in C.PER_SERVER:
         if cid not in have:
-            checks.append(check(cid, title(cid, lab), "fail", [], fraction=0.0))
+            checks.append(check(cid, C.title(cid, lab), "fail", [], fraction=0.0))
     for c in checks:
-        if c["id"] in PER_SERVER:
+        if c["id"] in C.PER_SERVER:
             base = c.get("fraction", 1.0 if c["status"] == "pass" else 0.0)
             c["fraction"] = base * (len(lab.servers) - len(missing)) / len(lab.servers)
             c["status"] = "fail"
@@ -1348,7 +1295,7 @@ def charge_missing(checks: list, missing: list, lab) -> None:
         gone = [m for m in need if m in missing]
         if gone:
             checks[:] = [c for c in checks if c["id"] != cid]
-            checks.append(check(cid, title(cid, lab), "fail", f"needs {', '.join(gone)}, "
+            checks.append(check(cid, C.title(cid, lab), "fail", f"needs {', '.join(gone)}, "
                                 "which is missing", fraction=0.0))
 
 
@@ -1368,7 +1315,7 @@ def within_budget(ctx: Ctx, cid: str, run) -> dict:
     the check undetermined (not scored): the grader's budget never costs a point."""
     why = _over_budget(ctx, cid)
     if why:
-        return check(cid, title(cid, ctx.lab), "undetermined",
+        return check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not checked: {why}; not scored")
     ctx.log(cid)
     return run()
@@ -1397,10 +1344,10 @@ def grade(ctx: Ctx) -> dict:
     lab = ctx.lab
     ev["lab"] = {"name": lab.name, "servers": list(lab.servers), "what": lab.what,
                  "why": ctx.lab_why}
-    checks.append(check("build", title("build", lab), status, lines, fraction=frac))
+    checks.append(check("build", C.title("build", lab), status, lines, fraction=frac))
     present = built(bin_dir, lab.servers)
     missing = [m for m in lab.servers if m not in present]
-    checks.append(check("binaries", title("binaries", lab), "fail" if missing else "pass",
+    checks.append(check("binaries", C.title("binaries", lab), "fail" if missing else "pass",
                         f"missing: {', '.join(missing)}" if missing else
                         f"{lab.names()} present"))
     wl: dict = {}
@@ -1442,7 +1389,7 @@ def _kit_checks(ctx: Ctx, bin_dir: Path, present: list, checks: list) -> dict:
 
 
 def reference(ctx: Ctx) -> dict:
-    wl = workload(ctx, Path(S.REFERENCE), SERVERS, ctx.cfg["sizes"], ctx.cfg["runs"],
+    wl = workload(ctx, Path(S.REFERENCE), labs.FOUR, ctx.cfg["sizes"], ctx.cfg["runs"],
                   tag_prefix="ref_")
     return {"tables": tables(wl)}
 
@@ -1470,9 +1417,9 @@ def out_of_time(ctx: Ctx) -> None:
     if "timing" not in have and ctx.wl:
         checks.append(check_timing(ctx.wl, ctx.cfg["runs"], ctx.probe, ctx.lab))
         have.add("timing")
-    left = [cid for cid in ORDER if cid not in have
+    left = [cid for cid in C.ORDER if cid not in have
             and (cid != "speed" or ctx.lab is None or ctx.lab.speed)]
-    checks += [check(cid, title(cid, ctx.lab), "undetermined",
+    checks += [check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "
                      "not scored") for cid in left]
     ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - ctx.t0)

@@ -87,7 +87,7 @@ def class_table(page: str) -> list:
 
 
 def write(tmp_path, rows, **kw) -> str:
-    render.write_class(tmp_path, rows, **kw)
+    dashboard.write_class(tmp_path, rows, **kw)
     return (tmp_path / "index.html").read_text()
 
 
@@ -255,7 +255,7 @@ def test_gradescope_scores_csv_has_gradescopes_columns_and_no_formula(tmp_path):
             row("1234567", score=7, mx=10, source="/class/1234567"),
             row("ccid_ualberta.ca-abc123", score=0, source="/class/ccid@ualberta.ca"),
             *hostile_rows()[:5]]
-    render.write_class(tmp_path, rows)
+    dashboard.write_class(tmp_path, rows)
     text = (tmp_path / "gradescope_scores.csv").read_text().splitlines()
     assert text[0] == "Name,SID,Email,Total Score,Max Points,Status"
     assert text[1] == '"alice","","",9.5,10,"Graded"'
@@ -288,7 +288,7 @@ def test_summary_csv_has_each_checks_points_after_the_first_columns(tmp_path):
                                                                     "=timing": 4}})
     assert r["checks"]["=timing"] == {"title": "T", "status": "fail", "points": 2.0,
                                       "max_points": 4.0}
-    render.write_class(tmp_path, [r, row("bob", checks={})])
+    dashboard.write_class(tmp_path, [r, row("bob", checks={})])
     lines = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
     assert lines[0][:len(render.SUMMARY_FIELDS)] == list(render.SUMMARY_FIELDS)
     assert lines[0][len(render.SUMMARY_FIELDS):] == [
@@ -328,7 +328,7 @@ def dom_of(tmp_path, page: Path, fragment: str = "") -> str:
 def test_in_chromium_the_page_renders_its_histogram_and_applies_the_address(tmp_path):
     out = tmp_path / "grades"
     out.mkdir()
-    render.write_class(out, numeric_rows() + hostile_rows()[:2])
+    dashboard.write_class(out, numeric_rows() + hostile_rows()[:2])
     dom = dom_of(tmp_path, out / "index.html", "#sort=score&dir=desc&verdict=FAIL&q=ali")
     assert "<svg" in dom and dom.count('class="bar"') == dashboard.BINS, dom[:3000]
     rows = class_table(dom)
@@ -345,7 +345,7 @@ def test_in_chromium_the_page_renders_its_histogram_and_applies_the_address(tmp_
 def test_in_chromium_a_click_on_a_header_sorts_and_the_address_keeps_the_view(tmp_path):
     out = tmp_path / "grades"
     out.mkdir()
-    render.write_class(out, numeric_rows())
+    dashboard.write_class(out, numeric_rows())
     page = (out / "index.html").read_text()
     clicks = ("<script>var b = document.querySelector('th[data-key=pct] button');"
               "b.click(); var first = document.location.hash; b.click();"

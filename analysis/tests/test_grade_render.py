@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade import names, render
+from analysis.grade import checks, dashboard, labs, names, render
 from analysis.tests.helpers import Shown, gfm, md_tags
 
 W = {"points": {"build": 5, "robustness": 10, "timing": 4}, "thresholds": {}}
@@ -68,7 +68,7 @@ def test_a_one_server_lab_shows_main_beside_the_reference_designs_and_names_the_
     e["lab"] = {"name": "2024+", "servers": ["main"], "what": "one server main",
                 "why": "one server main built"}
     ref = {"tables": {s: {"10": {"mean": 1e-3 * k, "median": 1e-3, "client": 2e-3}}
-                      for k, s in enumerate(render.SERVERS, 1)}}
+                      for k, s in enumerate(labs.FOUR, 1)}}
     md = render.markdown("x", e, ref, W)
     rows = [ln.split(" | ")[0] for ln in md.splitlines() if ln.startswith("| main")]
     assert rows[:5] == ["| main", "| main1", "| main2", "| main3", "| main4"], rows
@@ -191,7 +191,7 @@ def row(submission, source="/x/s", verdict="PASS", failed=""):
 
 def test_summary_csv_cells_are_never_formulas(tmp_path):
     formula = '=HYPERLINK("http://x","y")'
-    render.write_class(tmp_path, [row(formula, source=f"/c/{formula}", failed="-1+2"),
+    dashboard.write_class(tmp_path, [row(formula, source=f"/c/{formula}", failed="-1+2"),
                                   row("alice", source="@SUM(A1)", verdict="+x")])
     lines = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
     assert lines[0] == list(render.SUMMARY_FIELDS)
@@ -202,7 +202,7 @@ def test_summary_csv_cells_are_never_formulas(tmp_path):
 
 
 def test_summary_csv_numbers_are_unquoted_numbers(tmp_path):
-    render.write_class(tmp_path, [row("alice")])
+    dashboard.write_class(tmp_path, [row("alice")])
     text = (tmp_path / "summary.csv").read_text().splitlines()
     assert text[0] == ",".join(render.SUMMARY_FIELDS)
     assert text[1] == '"alice","/x/s","PASS",9.5,10,"",1.5,""'
@@ -226,7 +226,7 @@ def relative(href: str) -> bool:
 
 def test_index_links_are_relative_and_text_is_escaped(tmp_path):
     safe = names.assign([Path("/nowhere/javascript:alert(1)")])[0]
-    render.write_class(tmp_path, [row(safe, source="/c/javascript:alert(1)"),
+    dashboard.write_class(tmp_path, [row(safe, source="/c/javascript:alert(1)"),
                                   row("javascript:alert(1)", failed="<script>x</script>")],
                        meta={"date": "<b>today</b>", "settings": {"runs": "<i>3</i>"}})
     page = (tmp_path / "index.html").read_text()
@@ -280,7 +280,7 @@ def test_index_html_in_headless_chromium_has_only_relative_links(tmp_path):
     (name,) = names.assign([sub])
     out = tmp_path / "grades"
     out.mkdir()
-    render.write_class(out, [row(name, source=str(sub)), row("javascript:alert(1)")])
+    dashboard.write_class(out, [row(name, source=str(sub)), row("javascript:alert(1)")])
     dom = chromium_dom(tmp_path / "profile", out / "index.html")
     links = hrefs(dom)
     assert links, dom[:2000]
@@ -309,7 +309,7 @@ def teaching_ev(*checks, **top) -> dict:
 
 @pytest.mark.parametrize("cid", CHECK_IDS)
 def test_every_check_id_has_a_default_fix_shown_when_it_did_not_pass(cid):
-    default = render.FIX_BY_CHECK[cid]
+    default = checks.BY_ID[cid].fix
     assert len(default) > 40
     for status in ("fail", "skip", "undetermined"):
         assert render.fixes(check(cid, status)) == [default]
@@ -321,13 +321,13 @@ def test_the_checks_own_fix_replaces_the_default_and_may_be_a_list():
     assert render.fixes(check("timing", "fail", fix=own)) == [own]
     assert render.fixes(check("timing", "fail", fix=[own, "print with %e"])) == [
         own, "print with %e"]
-    assert render.fixes(check("timing", "fail", fix=[])) == [render.FIX_BY_CHECK["timing"]]
+    assert render.fixes(check("timing", "fail", fix=[])) == [checks.BY_ID["timing"].fix]
     assert render.fixes(check("timing", "pass", fix=own)) == []
     assert render.fixes(check("unknown-id", "fail")) == []
 
 
 def test_the_default_diagnoses_say_what_the_lab_asks():
-    f = render.FIX_BY_CHECK
+    f = {c.id: c.fix for c in checks.CHECKS}
     assert "`make`" in f["build"] and "main1, main2, main3 and main4" in f["build"]
     assert "without htons" in f["cmdline"]
     assert '"String i: the initial value"' in f["initial"]
@@ -350,7 +350,7 @@ def test_what_to_fix_is_on_the_markdown_page_per_check_and_at_the_top():
     md = render.markdown("x", failing_ev(), None, FULL_W)
     assert "## What to fix" in md
     idle = md.split("## Idle: FAIL")[1].split("\n## ")[0]
-    assert "**What to fix:** " + render.rich_md(render.FIX_BY_CHECK["idle"]) in idle
+    assert "**What to fix:** " + render.rich_md(checks.BY_ID["idle"].fix) in idle
     timing = md.split("## Timing: FAIL")[1].split("\n## ")[0]
     assert "**What to fix:** print one line per batch with %e" in timing
     assert render.N.md_text(render.STATUS_NOTE["undetermined"]) in md
@@ -367,7 +367,7 @@ def test_what_to_fix_is_on_the_html_page_and_in_results_json():
     g = render.gradescope(e, FULL_W)
     out = {t["name"]: t["output"] for t in g["tests"]}
     assert "What to fix:\n- print one line per batch with %e" in out["Timing"]
-    assert "- " + render.FIX_BY_CHECK["idle"] in out["Idle"].split("\n")
+    assert "- " + checks.BY_ID["idle"].fix in out["Idle"].split("\n")
     assert "What to fix" not in out["Build"]
     assert "What to fix:" in g["output"] and "Idle (FAIL): " in g["output"]
 
@@ -439,15 +439,15 @@ def partial_ev(**top) -> dict:
 
 def test_how_the_score_was_made_lists_weight_share_points_and_rule():
     rows = {r[0]: r[1:] for r in render.how_rows(partial_ev(), FULL_W)}
-    assert rows["Build"] == ("FAIL", "5", "3/4 (75 %)", "3.75 / 5", render.PARTIAL_RULE["build"])
+    assert rows["Build"] == ("FAIL", "5", "3/4 (75 %)", "3.75 / 5", checks.BY_ID["build"].partial)
     assert rows["Workload"][:4] == ("FAIL", "25", "5/6 (83 %)", "20.83 / 25")
     assert "(server, n) settings" in rows["Workload"][4]
     assert "each missing server costs its quarter" in rows["Workload"][4]
-    assert rows["Robustness"][2:] == ("5/7 (71 %)", "3.57 / 5", render.PARTIAL_RULE["robustness"])
+    assert rows["Robustness"][2:] == ("5/7 (71 %)", "3.57 / 5", checks.BY_ID["robustness"].partial)
     assert "probes" in rows["Robustness"][4] and "could not run costs nothing" in \
         rows["Robustness"][4]
     design = render.how_rows(teaching_ev(check("design", "fail", fraction=2 / 3)), FULL_W)[0]
-    assert design[3:] == ("2/3 (67 %)", "0 / 0", render.PARTIAL_RULE["design"]
+    assert design[3:] == ("2/3 (67 %)", "0 / 0", checks.BY_ID["design"].partial
                           + "; each missing server costs its quarter")
     assert rows["Speed"] == ("UNDETERMINED", "10", "not scored", "0 (not scored)",
                              "not scored: the grader could not tell")
@@ -559,7 +559,7 @@ def test_execution_time_only_for_a_number_of_seconds(seconds):
 
 
 def class_page(tmp_path, rows, meta=None) -> str:
-    render.write_class(tmp_path, rows, meta)
+    dashboard.write_class(tmp_path, rows, meta)
     return (tmp_path / "index.html").read_text()
 
 
@@ -615,7 +615,7 @@ def test_verdict_html_in_headless_chromium_shows_what_to_fix_under_the_failed_ch
     page.feed(dom)
     text = {k: " ".join(" ".join(v).split()) for k, v in page.text.items()}
     assert "check-idle" in text, dom[:2000]
-    assert "What to fix: " + render.FIX_BY_CHECK["idle"] in text["check-idle"]
+    assert "What to fix: " + checks.BY_ID["idle"].fix in text["check-idle"]
     assert ("What to fix: start the clock when the request has been read "
             "<script>alert(1)</script>") in text["check-timing"]
     assert "What to fix" not in text["check-build"]

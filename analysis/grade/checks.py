@@ -1,0 +1,163 @@
+"""The checks of a grading, one record each: its id, its title (and a one-server lab's, where
+that differs), what to fix when it does not pass (and a one-server lab's), how a share of
+its points is counted, what it costs under a time budget, whether it judges each server,
+and whether a failure of it is only a finding. The worker orchestrates the checks by id in
+this order; the pages and the score read their words from here; a lab version
+(labs.Lab) and the course's weights file name the checks by id.
+
+Each check's runner stays in worker.py (check_<id>); adding a check means a record here, a
+runner there, and its points in grade_weights.toml.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    title: str
+    title_one: str = ""      # for a one-server lab (labs.Lab.servers == ("main",))
+    fix: str = ""            # what to fix, when the runner gives no diagnosis of its own
+    fix_one: str = ""        # the same for a one-server lab
+    partial: str = ""        # how a share of its points is counted, when it reports one
+    cost_in_runs: int = 0    # what it costs, in kit runs of this grading (see worker)
+    per_server: bool = False  # judges each server: a missing server costs its share
+    finding: bool = False    # failing it alone makes PASS WITH FINDINGS, not FAIL
+
+    def title_for(self, lab=None) -> str:
+        """The title for this lab (the four-server lab's when none is known yet)."""
+        one = lab is not None and len(lab.servers) == 1
+        return self.title_one if one and self.title_one else self.title
+
+    def fix_for(self, lab=None) -> str:
+        one = lab is not None and len(lab.servers) == 1
+        return self.fix_one if one and self.fix_one else self.fix
+
+
+# Fix texts: backticks mark code (code spans in Markdown, <code> in HTML). Costs, measured
+# with the default settings on a 2-core machine at 0.2 s a kit run: consistency 20 s, idle
+# 2 s, speed 5 s, design 3 s, robustness 3 s, timing 2 s; half as much again for margin.
+CHECKS = (
+    Check(id="build",
+          title="Builds with make",
+          fix="make sure `make` with no arguments, run in the submission's top folder, builds "
+              "main1, main2, main3 and main4 there: its first target (as in `all: main1 main2 "
+              "main3 main4`) must name all four, every source file it needs must be handed in, "
+              "and it must link with `-lpthread`; the make output quoted in this check's "
+              "evidence shows the first error",
+          fix_one="make sure `make` with no arguments, run in the submission's top folder, "
+                  "builds `main` there: its first target must be main, every source file it "
+                  "needs must be handed in, and it must link with `-lpthread`; the make output "
+                  "quoted in this check's evidence shows the first error",
+          partial="the share of the lab's servers that a plain `make` built (none when the link "
+                  "needed -fcommon)"),
+    Check(id="binaries",
+          title="main1..main4 exist",
+          title_one="main exists",
+          fix="build (or hand in) four executables named exactly main1, main2, main3 and main4 "
+              "in the top folder of the submission: not in a subfolder, not under other names",
+          fix_one="build (or hand in) one executable named exactly main in the top folder of the "
+                  "submission"),
+    Check(id="cmdline",
+          title="mainN n ip port, with the kit's port quirk",
+          title_one="main n ip port, with the kit's port quirk",
+          fix="start as the kit does, `./mainN n ip port` (the array size, the IP address, the "
+              "port), and listen on the port given without htons, like the kit's server: "
+              "`sock_var.sin_port = atoi(argv[3])` (the kit's client connects to the "
+              "byte-swapped port, so a server that uses htons cannot be reached by it)",
+          fix_one="start as the kit does, `./main n ip port` (the array size, the IP address, "
+                  "the port), and listen on the port given without htons, like the kit's server: "
+                  "`sock_var.sin_port = atoi(argv[3])`",
+          per_server=True),
+    Check(id="initial",
+          title="Initial values 'String i: the initial value'",
+          fix='before accepting any connection, set every string i < n to exactly "String i: the '
+              'initial value": `sprintf(theArray[i], "String %d: the initial value", i)`',
+          per_server=True),
+    Check(id="workload",
+          title="The kit workload (like test.sh): errors, crashes, hangs",
+          fix="the server must answer every request of 100 client threads x 10 requests and "
+              "never stop: accept in a loop, one thread per connection that reads the whole "
+              "request, replies and closes; a crash names its signal and the request in flight "
+              "(follow that request through your code), a hang names the requests left without a "
+              "reply (a lock not unlocked on some path, threads never joined or detached)",
+          partial="the share of (server, n) settings whose runs all went without an error, crash "
+                  "or hang",
+          per_server=True),
+    Check(id="consistency",
+          title="Correctness under concurrency (per-slot linearizability)",
+          fix="hold the string's lock across the whole read or write, from before the access to "
+              "after it (its usleep included), and build the reply from what was read under the "
+              "lock; the counterexample shows the interleaving: which requests overlapped and "
+              "what each one saw",
+          cost_in_runs=150,
+          per_server=True),
+    Check(id="idle",
+          title="A silent client does not block the others",
+          fix="do not read in the accepting thread: accept the connection and hand it to a "
+              "thread of its own (a thread per connection) that reads the request, so that a "
+              "client that connects and sends nothing blocks only its own thread",
+          cost_in_runs=15,
+          per_server=True),
+    Check(id="speed",
+          title="main2 and main4 clearly faster than main1 (measured by the grader)",
+          fix="main2 must lock only the string it touches (an array of n mutexes: lock position "
+              "pos's own), and main4 likewise with a read/write lock per string "
+              "(`pthread_rwlock_rdlock` to read, `pthread_rwlock_wrlock` to write); let each "
+              "connection's thread run on its own: no `pthread_join` right after "
+              "`pthread_create`, no global lock around the access",
+          cost_in_runs=40),
+    Check(id="design",
+          title="Each server uses the lock design of its number (traced and measured)",
+          title_one="main uses one of the lab's lock designs, named (traced and measured)",
+          fix="use the lock design the lab asks of this server number: main1 one mutex for the "
+              "whole array, main2 a mutex per string, main3 one read/write lock for the whole "
+              "array, main4 a read/write lock per string",
+          fix_one="lock the array with one of the lab's designs (one mutex, a mutex per string, "
+                  "one read/write lock, a read/write lock per string), each string's lock held "
+                  "across its whole access",
+          partial="the share of the servers the tracer could judge that use the lock design the "
+                  "lab asks of their number",
+          cost_in_runs=25,
+          per_server=True),
+    Check(id="robustness",
+          title="Robustness (main1): empty connection, malformed frames, client leaving early",
+          title_one="Robustness (main): empty connection, malformed frames, client leaving early",
+          fix="check read()'s return before using the buffer (0 or -1: close the connection and "
+              "end the thread) and the request's fields before using them: a '-' between them, 0 "
+              "<= position < n, is_read 0 or 1, a NUL within the 100 bytes; ignore SIGPIPE "
+              "(`signal(SIGPIPE, SIG_IGN)`) so that a client that leaves before its reply cannot "
+              "kill the server",
+          partial="the share of the probes the server survived, answering the next request (a "
+                  "probe that could not run costs nothing)",
+          cost_in_runs=25,
+          finding=True),
+    Check(id="timing",
+          title="The timing file server_output_time_aggregated",
+          fix="write server_output_time_aggregated in the server's working folder: one line per "
+              "1000 requests, their mean latency in seconds printed with %e (`fprintf(f, "
+              '"%e\\n", mean)`), each request timed from when it has been read to when its reply '
+              "is ready, the lock waiting included",
+          partial="the share of (server, n) settings whose timing lines were plausible, with "
+                  "main1's lines under the clock probe as one more when the probe judged them",
+          cost_in_runs=15,
+          per_server=True),
+    Check(id="races",
+          title="Race detector (ThreadSanitizer)",
+          fix="make every access to shared data (the array, counters, the timing sums) under the "
+              "lock that protects it (the first stack in the evidence shows where), and let the "
+              "Makefile take CC, CFLAGS and LDFLAGS from the command line (`$(CC) $(CFLAGS) -o "
+              "main1 main1.c $(LDFLAGS)`) so that it can be rebuilt with `-fsanitize=thread`",
+          finding=True),
+)
+BY_ID = {c.id: c for c in CHECKS}
+# Every check of a grading in page order (the race detector only with --race).
+ORDER = tuple(c.id for c in CHECKS if c.id != "races")
+PER_SERVER = tuple(c.id for c in CHECKS if c.per_server)
+FINDINGS = tuple(c.id for c in CHECKS if c.finding)
+
+
+def title(cid: str, lab=None) -> str:
+    """A check's title for this lab; an unknown id is its own title."""
+    c = BY_ID.get(cid)
+    return c.title_for(lab) if c else cid
