@@ -14,6 +14,7 @@ submission's own common.h. `--lab NAME` decides instead.
 import re
 from dataclasses import dataclass
 
+from . import checks as C
 from . import design as D
 
 FOUR = ("main1", "main2", "main3", "main4")
@@ -27,8 +28,13 @@ class Lab:
     delay: bool             # the kit's usleep(ART_DELAY) in every access
     timing: str             # what a timing line holds: "mean" or "sum" of 1000 latencies
     designs: dict           # server -> the lock designs that earn the design check
-    speed: bool             # main2 and main4 against main1 (the four-server lab only)
+    checks: tuple           # its checks' ids (checks.py), in page order
     what: str               # one line for the page
+
+    @property
+    def speed(self) -> bool:
+        """main2 and main4 timed against main1 (the four-server lab only)."""
+        return "speed" in self.checks
 
     @property
     def first(self) -> str:
@@ -42,13 +48,15 @@ class Lab:
 
 ANY_DESIGN = (D.ONE_MUTEX, D.MUTEX_PER_STRING, D.ONE_RWLOCK, D.RWLOCK_PER_STRING)
 
+# One server has no other to be timed against: no speed check.
+ONE_SERVER_CHECKS = tuple(c for c in C.ORDER if c != "speed")
 LABS = {
     "2019-2023": Lab("2019-2023", FOUR, True, "mean",
-                     {s: (D.EXPECTED[s],) for s in FOUR}, True,
+                     {s: (D.EXPECTED[s],) for s in FOUR}, C.ORDER,
                      "four servers main1..main4, one per lock design"),
-    "2024+": Lab("2024+", ("main",), True, "mean", {"main": ANY_DESIGN}, False,
+    "2024+": Lab("2024+", ("main",), True, "mean", {"main": ANY_DESIGN}, ONE_SERVER_CHECKS,
                  "one server main with a lock design of the student's choice"),
-    "2018": Lab("2018", ("main",), False, "sum", {"main": ANY_DESIGN}, False,
+    "2018": Lab("2018", ("main",), False, "sum", {"main": ANY_DESIGN}, ONE_SERVER_CHECKS,
                 "one server main; the kit without the access delay, timing lines are sums"),
 }
 DEFAULT = "2019-2023"

@@ -1373,14 +1373,13 @@ def _kit_checks(ctx: Ctx, bin_dir: Path, present: list, checks: list) -> dict:
     wl = workload(ctx, bin_dir, present, cfg["sizes"], cfg["runs"])
     ctx.wl = wl
     checks.append(check_workload(wl, cfg["runs"]))
-    later = [("consistency", lambda: check_consistency(ctx, bin_dir, present, wl)),
-             ("idle", lambda: check_idle(ctx, bin_dir, present))]
-    if lab.speed:
-        later.append(("speed", lambda: check_speed(ctx, bin_dir, present)))
-    later.append(("design", lambda: check_design(ctx, bin_dir, present)))
-    if lab.first in present:
-        later.append(("robustness", lambda: check_robustness(ctx, bin_dir)))
-    checks.extend(within_budget(ctx, cid, run) for cid, run in later)
+    later = {"consistency": lambda: check_consistency(ctx, bin_dir, present, wl),
+             "idle": lambda: check_idle(ctx, bin_dir, present),
+             "speed": lambda: check_speed(ctx, bin_dir, present),
+             "design": lambda: check_design(ctx, bin_dir, present),
+             "robustness": lambda: check_robustness(ctx, bin_dir)}
+    checks.extend(within_budget(ctx, cid, later[cid]) for cid in lab.checks if cid in later
+                  and (cid != "robustness" or lab.first in present))
     ctx.probe = (probe_within_budget(ctx, bin_dir, present) if lab.speed else
                  {"why": "the probe compares main1 with main2 and main4, servers of the "
                          "four-server lab"})
@@ -1417,8 +1416,7 @@ def out_of_time(ctx: Ctx) -> None:
     if "timing" not in have and ctx.wl:
         checks.append(check_timing(ctx.wl, ctx.cfg["runs"], ctx.probe, ctx.lab))
         have.add("timing")
-    left = [cid for cid in C.ORDER if cid not in have
-            and (cid != "speed" or ctx.lab is None or ctx.lab.speed)]
+    left = [cid for cid in (ctx.lab.checks if ctx.lab else C.ORDER) if cid not in have]
     checks += [check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "
                      "not scored") for cid in left]
