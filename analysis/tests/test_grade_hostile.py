@@ -593,14 +593,17 @@ def test_a_pid_hopping_daemon_does_not_outlive_grading_without_a_cgroup(tmp_path
     # pids: a daemon that forks and exits every millisecond was always one hop ahead (17,075
     # hops, alive 35 s past grading).
     hopper = prepare("pid_hopper", tmp_path / "subs" / "hopper")
-    once = Path(f"/tmp/{marker('pid_hopper')}.hop")
+    once = Path(f"/var/tmp/{marker('pid_hopper')}.hop")  # the daemon was started
     try:
         g = grade([hopper], tmp_path / "out", "--quick", "--runs", "2", "--no-progress",
                   "--no-reference", "--sandbox", "container", prefix=NO_CGROUP)
         assert g.code == 0, g.stderr[-3000:]
         sb = evidence(g.out, "hopper")["sandbox"]
         assert "no cgroup" in sb["memory"], sb  # the case this test is about
-        assert marker("pid_hopper") in g.marks, "no hopper seen while grading: the test is void"
+        # a pid that lives a millisecond is seldom caught in a look at /proc: the file
+        # that the daemon's parent made before starting it says that it ran
+        assert once.exists() or marker("pid_hopper") in g.marks, \
+            "no hopper started while grading: the test is void"
         assert not survivors(marker("pid_hopper"), grace_s=1.0), \
             "the pid-hopping daemon is still running after grading"
     finally:
