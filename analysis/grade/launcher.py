@@ -164,9 +164,7 @@ class Launcher:
         here; its answer is read with a cap. The launcher itself parses nothing of it."""
         os.mkdir(dst, 0o755)
         os.chown(dst, self.uid, self.uid)
-        argv = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-                *S.python_argv(sys.executable, "analysis.grade.handin"),
+        argv = [*S.as_uid(self.uid), *S.python_argv(sys.executable, "analysis.grade.handin"),
                 dst, str(self.budget.copy), ",".join(set_aside)]
         with open(S.SUBMISSION, "rb") as f:
             try:
@@ -313,9 +311,7 @@ def main() -> int:
            "LOCKBENCH_GRADE": json.dumps(cfg),
            "LOCKBENCH_GRADE_ROOT": S.ROOT, "LOCKBENCH_LAUNCHER_FD": str(theirs.fileno())}
     worker = subprocess.Popen(
-        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-         "--bounding-set=-all", "--no-new-privs", "--",
-         *S.python_argv(sys.executable, "analysis.grade.worker")],
+        [*S.as_uid(uid), *S.python_argv(sys.executable, "analysis.grade.worker")],
         pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
     theirs.close()
     launcher = Launcher(cfg)

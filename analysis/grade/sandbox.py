@@ -41,6 +41,13 @@ _BOOT = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
          "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
 
 
+def as_uid(uid: int) -> list:
+    """The argv prefix that runs a command as `uid` (its own group, no other groups), with
+    no capabilities and unable to gain any."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+
 def python_argv(python: str, module: str, code: str = CODE) -> list:
     """argv running `module` of the grading code in `code` with an isolated Python."""
     return [python, "-I", "-B", "-c", _BOOT, code, module]
@@ -132,9 +139,7 @@ def inner(ro: dict, rw: dict, chdir: str, argv: list, limits: Limits, uid: int,
     for host, inside in rw.items():
         cmd += ["--bind", str(host), inside]
     cmd += ["--chdir", chdir, "--",
-            "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-            "prlimit", f"--cpu={limits.cpu_s}", f"--nproc={limits.processes}",
+            *as_uid(uid), "prlimit", f"--cpu={limits.cpu_s}", f"--nproc={limits.processes}",
             f"--fsize={limits.file_size}", "--core=0"]
     if not limits.no_as:
         cmd.append(f"--as={limits.address_space}")
@@ -172,9 +177,7 @@ def direct(ro: dict, rw: dict, chdir: str, argv: list, limits: Limits, uid: int,
     cwd = _translate(chdir, table)
     full_env = {"PATH": "/usr/bin:/bin", "HOME": cwd, **({"TMPDIR": tmp} if tmp else {}),
                 **{k: _translate_arg(v, table) for k, v in (env or {}).items()}}
-    cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-           "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-           "prlimit", f"--cpu={limits.cpu_s}", f"--nproc={limits.processes}",
+    cmd = [*as_uid(uid), "prlimit", f"--cpu={limits.cpu_s}", f"--nproc={limits.processes}",
            f"--fsize={limits.file_size}", "--core=0"]
     if not limits.no_as:
         cmd.append(f"--as={limits.address_space}")
