@@ -120,23 +120,25 @@ constexpr Form kTextLengths[] = {
 
 // Helpers of the rejection-inversion Zipf sampler (Hoermann & Derflinger,
 // "Rejection-inversion to generate variates from monotone discrete
-// distributions", 1996; same formulation as Apache Commons RNG).
-double Helper1(double x) {  // log1p(x)/x
+// distributions", 1996; same formulation as Apache Commons RNG, which calls
+// them helper1 and helper2). Each is exact where x is not near 0 and a Taylor
+// series where the quotient would lose its digits.
+double Log1pOverX(double x) {
   return std::fabs(x) > 1e-8 ? std::log1p(x) / x : 1 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
 }
-double Helper2(double x) {  // expm1(x)/x
+double Expm1OverX(double x) {
   return std::fabs(x) > 1e-8 ? std::expm1(x) / x
                              : 1 + x * 0.5 * (1 + x * (1.0 / 3.0) * (1 + 0.25 * x));
 }
 double ZipfH(double x, double s) { return std::exp(-s * std::log(x)); }
 double ZipfHIntegral(double x, double s) {
   const double log_x = std::log(x);
-  return Helper2((1 - s) * log_x) * log_x;
+  return Expm1OverX((1 - s) * log_x) * log_x;
 }
 double ZipfHIntegralInverse(double x, double s) {
   double t = x * (1 - s);
   if (t < -1) t = -1;  // numerical safety
-  return std::exp(Helper1(t) * x);
+  return std::exp(Log1pOverX(t) * x);
 }
 
 }  // namespace
