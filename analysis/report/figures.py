@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import server_label, server_order
-from .microbench import NO_LOCK
+from .microbench_tables import NO_LOCK
 from .tables import ordered_values
 
 CDF_POINTS = 800  # points per CDF curve (ranks evenly spaced; exact at the drawn points)

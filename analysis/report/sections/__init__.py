@@ -7,7 +7,7 @@ in SECTIONS; its fixed wording goes into report/templates/report.md as `<!-- blo
 blocks (docs/analysis.md, "Adding a report section").
 """
 
-from . import agents, lab, method, microbench, perf, setup, sweeps, which_lock
+from . import agents, lab, method, microbench, performance, setup, sweeps, which_lock
 
 SECTIONS = [
     setup.section,
@@ -17,6 +17,6 @@ SECTIONS = [
     microbench.section,
     which_lock.section,
     agents.section,
-    perf.section,
+    performance.section,
     method.section,
 ]

@@ -3,7 +3,7 @@
 import math
 
 from .. import figures as F
-from .. import microbench as M
+from .. import microbench_tables as M
 from .. import tables as T
 from .base import Fig, ReportData, Section
 

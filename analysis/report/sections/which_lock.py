@@ -2,9 +2,9 @@
 with the fairness and acquire-latency figure of the most contended setting."""
 
 from .. import figures as F
-from .. import microbench as M
+from .. import lock_choice as W
+from .. import microbench_tables as M
 from .. import tables as T
-from .. import which_lock as W
 from .base import Fig, ReportData, Section
 from .microbench import cores_of
 

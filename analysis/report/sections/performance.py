@@ -1,13 +1,13 @@
 """Performance: lockbench against the physical limit (bench/perf.py).
 
 The numbers come from the newest bench/perf.py run under results/perf/ (report.py loads it;
-analysis/perf.py computes the targets, the ratio table and the split of the lab metric);
+limit_ratios.py computes the targets, the ratio table and the split of the lab metric);
 every sentence, heading and caption is a perf_ block of report/templates/report.md."""
 
 import pandas as pd
 
 from .. import figures as F
-from .. import perf as P
+from .. import limit_ratios as P
 from ..tables import frame_csv, pipe_table
 from .base import Fig, Prose, ReportData, Section
 

@@ -1,12 +1,13 @@
-"""analysis/report/perf.py: ratios are paired by round, targets judged on the median."""
+"""analysis/report/limit_ratios.py: ratios are paired by round, targets judged on the median."""
 
 import json
 
 import pandas as pd
 import pytest
 
-from analysis.report import TEMPLATE, perf, write_perf_section
-from analysis.report.sections import perf as section
+from analysis.report import TEMPLATE, write_perf_section
+from analysis.report import limit_ratios as perf
+from analysis.report.sections import performance as section
 from analysis.report.sections.base import Prose
 
 PROSE = Prose(TEMPLATE.read_text())

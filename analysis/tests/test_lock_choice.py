@@ -6,8 +6,8 @@ import json
 import pytest
 
 from analysis import report as R
-from analysis.report import microbench as M
-from analysis.report import which_lock as W
+from analysis.report import lock_choice as W
+from analysis.report import microbench_tables as M
 
 from .helpers import REPO
 

@@ -1,4 +1,4 @@
-"""Tests of analysis.report.microbench over a tiny hand-made kv_bench JSON fixture."""
+"""Tests of analysis.report.microbench_tables over a tiny hand-made kv_bench JSON fixture."""
 
 import gzip
 import json
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from analysis.report import figures as F
-from analysis.report import microbench as M
+from analysis.report import microbench_tables as M
 from analysis.tests.helpers import HERE
 
 FIXTURE = HERE / "fixtures" / "microbench_tiny.json"

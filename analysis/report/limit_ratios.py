@@ -7,7 +7,7 @@ Input: the raw rows bench/perf.py writes (results/perf/<UTC>/runs.csv), one row 
 Every ratio is taken between two runs of the SAME round (the rounds interleave every
 configuration, so both sides saw the same machine), then the median (min..max) over the
 rounds is quoted. Pure functions; the section's wording is the template's perf_ blocks
-(sections/perf.py fills them), and report.py writes its files.
+(sections/performance.py fills them), and report.py writes its files.
 """
 
 from dataclasses import dataclass
