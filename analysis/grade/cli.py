@@ -158,6 +158,9 @@ def config(a) -> dict:
                  "speed_ratio_serial": float(weights["thresholds"].get("speed_ratio_serial",
                                                                        1.25)),
                  "burst_rounds": 11 if a.quick else 21,
+                 # a one-server version's designs that earn the design check, by version
+                 "designs": {k: t["designs"] for k, t in weights["labs"].items()
+                             if t["designs"] is not None},
                  "cpus": isolation.effective_cpus(),
                  "timeout_s": a.timeout or (600.0 if a.quick else 3600.0)})
     if a.budget:

@@ -37,22 +37,60 @@ class WeightsError(Exception):
 
 
 def load_weights(path: Path) -> dict:
-    """{'points': {check: float}, 'thresholds': {...}}; WeightsError with one line if bad."""
+    """{'points': {check: float}, 'thresholds': {...}, 'visibility': {...}, 'labs': {version:
+    {'points': {...}, 'designs': [...]}}}; WeightsError with one line if bad."""
     try:
         data = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise WeightsError(f"cannot read weights {path}: {e}") from None
-    points = data.get("points", {})
-    for k, v in points.items():
-        if not isinstance(v, (int, float)) or v < 0:
-            raise WeightsError(f"weights {path}: points.{k} must be a number >= 0, got {v!r}")
+    points = _points(path, "points", data.get("points", {}))
     seen = data.get("visibility", {})
     for k, v in seen.items():
         if v not in VISIBILITY:
             raise WeightsError(f"weights {path}: visibility.{k} must be one of "
                                f"{', '.join(VISIBILITY)}, got {v!r}")
     return {"points": points, "thresholds": data.get("thresholds", {}), "path": str(path),
-            "visibility": seen}
+            "visibility": seen, "labs": _lab_tables(path, data.get("lab", {}))}
+
+
+def _points(path, where: str, points) -> dict:
+    if not isinstance(points, dict):
+        raise WeightsError(f"weights {path}: {where} must be a table of points per check")
+    for k, v in points.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise WeightsError(f"weights {path}: {where}.{k} must be a number >= 0, got {v!r}")
+    return points
+
+
+def _lab_tables(path, tables) -> dict:
+    """[lab."VERSION"] tables: a version's points where they differ from [points], and for a
+    one-server version the lock designs of `main` that earn the design check."""
+    out = {}
+    for name, t in (tables.items() if isinstance(tables, dict) else ()):
+        if name not in labs.LABS:
+            raise WeightsError(f"weights {path}: lab.{name!r} is not a version of the lab "
+                               f"(one of {', '.join(labs.LABS)})")
+        if not isinstance(t, dict) or set(t) - {"points", "designs"}:
+            raise WeightsError(f"weights {path}: lab.{name!r} may hold only points and designs")
+        designs = t.get("designs", list(labs.ANY_DESIGN))
+        if "designs" in t and len(labs.LABS[name].servers) > 1:
+            raise WeightsError(f"weights {path}: lab.{name!r}.designs: each server of that "
+                               "version has the design of its number")
+        if not isinstance(designs, list) or not designs or any(
+                d not in labs.ANY_DESIGN for d in designs):
+            raise WeightsError(f"weights {path}: lab.{name!r}.designs must list some of "
+                               + ", ".join(map(repr, labs.ANY_DESIGN)))
+        out[name] = {"points": _points(path, f"lab.{name!r}.points", t.get("points", {})),
+                     "designs": designs if "designs" in t else None}
+    return out
+
+
+def points_of(evidence: dict, weights: dict) -> dict:
+    """Points per check for the version of the lab the evidence was graded as."""
+    lab = evidence.get("lab")
+    name = lab.get("name") if isinstance(lab, dict) else None
+    mine = weights.get("labs", {}).get(name, {}) if isinstance(name, str) else {}
+    return {**weights["points"], **mine.get("points", {})}
 
 
 # Gradescope's values: when the student sees a test (and the results as a whole)
@@ -63,9 +101,9 @@ def score(evidence: dict, weights: dict) -> list:
     """The checks with 'points' and 'max_points' added. An undetermined check (the grader
     could not tell, e.g. a measurement too close to call on a noisy machine) is not
     scored at all: the grader's limits never cost a point."""
-    out = []
+    out, points = [], points_of(evidence, weights)
     for c in evidence.get("checks", []):
-        mx = float(weights["points"].get(c["id"], 0))
+        mx = float(points.get(c["id"], 0))
         if c["status"] == "undetermined":
             out.append({**c, "points": 0.0, "max_points": 0.0})
             continue
@@ -317,8 +355,9 @@ def how_rows(evidence: dict, weights: dict) -> list:
     """One row per check for 'How the score was made': (title, verdict word, weight, share
     earned, points, rule); the title as it is (escape it), the rest the grader's words."""
     rows = []
+    points = points_of(evidence, weights)
     for c in score(evidence, weights):
-        weight = float(weights["points"].get(c["id"], 0))
+        weight = float(points.get(c["id"], 0))
         pts = ("0 (not scored)" if c["status"] == "undetermined"
                else f"{c['points']:g} / {c['max_points']:g}")
         rows.append((c["title"], status_word(c), f"{weight:g}", share_text(c), pts,
@@ -418,7 +457,8 @@ def score_sums(evidence: dict, weights: dict, scored: list) -> str:
     left = [c for c in scored if c["status"] == "undetermined"]
     text = f"Score: the sum of the points earned, {got:g} of {mx:g}."
     if left:
-        pts = sum(float(weights["points"].get(c["id"], 0)) for c in left)
+        points = points_of(evidence, weights)
+        pts = sum(float(points.get(c["id"], 0)) for c in left)
         text += (f" Not scored (undetermined): {', '.join(N.visible(c['title']) for c in left)}"
                  f"; their {pts:g} points are left out of the maximum.")
     return text

@@ -646,3 +646,39 @@ def test_a_page_reads_raw_without_backslashes_before_ordinary_punctuation():
     for e in (failing_ev(), partial_ev()):
         md = render.markdown("x", e, None, FULL_W)
         assert not re.findall(r"\\[-:/.,()';%]", md), re.findall(r".{20}\\[-:/.,()';%].{20}", md)
+
+
+def test_a_version_table_changes_its_points_and_no_other_versions(tmp_path):
+    w = tmp_path / "w.toml"
+    w.write_text('[points]\ndesign = 10\nbuild = 5\n[lab."2024+".points]\ndesign = 20\n')
+    weights = render.load_weights(w)
+    e = ev(design="pass", build="pass")
+    for lab, design_max in (("2024+", 20), ("2019-2023", 10), (None, 10)):
+        if lab:
+            e["lab"] = {"name": lab}
+        assert {c["id"]: c["max_points"] for c in render.score(e, weights)} == \
+            {"design": design_max, "build": 5}, lab
+        assert f"| {design_max:g} |" in render.markdown("x", e, None, weights)
+
+
+def test_the_shipped_weights_give_main_any_of_the_four_designs():
+    weights = render.load_weights(render.DEFAULT_WEIGHTS)
+    for one in ("2024+", "2018"):
+        assert tuple(weights["labs"][one]["designs"]) == labs.ANY_DESIGN
+    assert "2019-2023" not in weights["labs"]
+
+
+@pytest.mark.parametrize("table, words", [
+    ('[lab."2017"]\ndesigns = ["one mutex"]\n', "lab.'2017' is not a version of the lab"),
+    ('[lab."2019-2023"]\ndesigns = ["one mutex"]\n', "has the design of its number"),
+    ('[lab."2024+"]\ndesigns = ["a spinlock"]\n', "designs must list some of"),
+    ('[lab."2024+"]\ndesigns = []\n', "designs must list some of"),
+    ('[lab."2024+"]\nweights = 3\n', "may hold only points and designs"),
+    ('[lab."2024+".points]\ndesign = -1\n', "lab.'2024+'.points.design must be a number"),
+    ('[lab."2024+".points]\ndesign = true\n', "must be a number >= 0"),
+])
+def test_a_bad_version_table_is_refused_with_one_line(tmp_path, table, words):
+    w = tmp_path / "w.toml"
+    w.write_text("[points]\nbuild = 5\n" + table)
+    with pytest.raises(render.WeightsError, match=re.escape(words)):
+        render.load_weights(w)
