@@ -75,8 +75,11 @@ INSTANTIATE_TEST_SUITE_P(BothModes, ArtificialDelayModeTest,
 
 TEST(ArtificialDelayTest, PreciseModeSetsOneNanosecondSlackOnThePausingThread) {
   long usleep_slack = -1, precise_slack = -1;
-  ArtificialDelay plain(microseconds(10), DelayMode::kUsleep);
-  ArtificialDelay precise(microseconds(10), DelayMode::kPrecise);
+  // 10 ms, not the lab's 10 us: a precise pause sets the slack only when it sleeps before
+  // its spin, and under TSan on a loaded machine the thread can reach that point more than
+  // 10 us - 4 us after the pause began.
+  ArtificialDelay plain(microseconds(10'000), DelayMode::kUsleep);
+  ArtificialDelay precise(microseconds(10'000), DelayMode::kPrecise);
   std::thread a([&] {
     plain.Pause();
     usleep_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
