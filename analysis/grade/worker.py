@@ -147,19 +147,13 @@ class Server:
         socket table (the server runs as another uid, so its descriptors are not ours to
         read); ports are never reused within a grading."""
         want = [ports.twin(self.asked), self.asked]
-        deadline = time.monotonic() + timeout
-        while True:
-            up = ks.listening_ports()
-            for p in want:
-                if p in up:
-                    self.port = p
-                    return ""
-            if self.proc.poll() is not None:
-                return f"exited before listening ({self.death()})"
-            if time.monotonic() >= deadline:
-                return (f"not listening on port {want[0]} (kit quirk) or {self.asked} "
-                        f"within {timeout:g} s")
-            time.sleep(0.05)
+        self.port, why = ks.wait_for_port(want, ks.listening_ports, self.alive, timeout, 0.05)
+        if why == "exited":
+            return f"exited before listening ({self.death()})"
+        if why:
+            return (f"not listening on port {want[0]} (kit quirk) or {self.asked} "
+                    f"within {timeout:g} s")
+        return ""
 
     @property
     def quirk(self) -> bool:

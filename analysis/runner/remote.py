@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import ports
-from ..kernel_sockets import parse_table
+from ..kernel_sockets import describe_exit, parse_table, wait_for_port
 from ..ports import twin
 from .procs import (
     _LIVE,
@@ -310,38 +310,32 @@ class RemoteServer:
                                  f"{self.cleanup_note()}")
             if line.startswith("pid=") and line[4:].isdigit():
                 self.pid = int(line[4:])
-        while True:
-            if self._listening():
-                return self
-            if not self.alive():
-                self.stop()
-                last = self._last_log_line()
-                from ..kernel_sockets import describe_exit
-                raise StartError(f"{self.name} (n={self.n}) exited at start-up "
-                                 f"({describe_exit(self.exit_code)}) on host "
-                                 f"{self.host.label!r}: {last or 'no message'}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise StartError(f"{self.name} (n={self.n}) did not listen on port "
-                                 f"{self.port} or its twin {twin(self.port)} within "
-                                 f"{self.ready_timeout:g} s on host {self.host.label!r}; "
-                                 f"see {self.log_file}; {self.cleanup_note()}")
-            time.sleep(0.05)
+        port, why = wait_for_port([twin(self.port), self.port], self._listening, self.alive,
+                                  max(0.0, deadline - time.monotonic()), 0.05)
+        if why == "exited" or (port is not None and not self.alive()):
+            self.stop()
+            last = self._last_log_line()
+            raise StartError(f"{self.name} (n={self.n}) exited at start-up "
+                             f"({describe_exit(self.exit_code)}) on host "
+                             f"{self.host.label!r}: {last or 'no message'}")
+        if why:
+            self.stop()
+            raise StartError(f"{self.name} (n={self.n}) did not listen on port "
+                             f"{self.port} or its twin {twin(self.port)} within "
+                             f"{self.ready_timeout:g} s on host {self.host.label!r}; "
+                             f"see {self.log_file}; {self.cleanup_note()}")
+        self.listen_port = port
+        with open(self.log_file, "a") as log:
+            log.write(f"# pid={self.pid} (on the host)\n# listening on {port}\n")
+        return self
 
-    def _listening(self) -> bool:
-        """Whether the server listens on its port or twin there (noting which)."""
+    def _listening(self) -> set:
+        """The ports listening on the host (a host that fails to answer is noted)."""
         try:
-            up = listening_ports(self.host)
+            return listening_ports(self.host)
         except HostError:
             self._host_failed = True
             raise
-        for p in (twin(self.port), self.port):
-            if p in up and self.alive():
-                self.listen_port = p
-                with open(self.log_file, "a") as log:
-                    log.write(f"# pid={self.pid} (on the host)\n# listening on {p}\n")
-                return True
-        return False
 
     def _last_log_line(self) -> str:
         return last_complaint(self.log_file)
@@ -351,7 +345,6 @@ class RemoteServer:
 
     def died(self) -> RunError:
         self.stop()
-        from ..kernel_sockets import describe_exit
         return RunError(f"{self.name} (n={self.n}) died during the experiment on host "
                         f"{self.host.label!r} ({describe_exit(self.exit_code)}); "
                         f"see {self.log_file}")
