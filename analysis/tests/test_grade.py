@@ -59,6 +59,16 @@ LAB_DEFECTS = {
     # a busy machine left the bursts without a finding (undetermined); never a pass
     "main_serialised": ("SERIALISED", {"idle": "fail", "design": ("fail", "undetermined")},
                         {"idle": "0 of 200", "design": "an rwlock per string"}),
+    # not mistakes for the grader: it gives every server its arguments and a port below
+    # 32768, and a clock that also covers the reply's send is a few microseconds longer
+    "main_short_port": ("PORT_SHORT ARGS_DEFAULTS CLOCK_AFTER_REPLY", {}, {}),
+    "main_late_line": ("LATE_LINE", {"timing": "fail"},
+                       {"timing": "the last batch's line was not written while the server"}),
+    "main_read_in_accept": ("READ_IN_ACCEPT", {"idle": "fail"}, {"idle": "0 of 200"}),
+    # the second batch writes past times[] (over n and the array's pointer) and crashes;
+    # the robustness probes' batch crosses into it too
+    "main_times_overflow": ("TIMES_OVERFLOW", {"workload": "fail", "robustness": ("fail", "pass")},
+                            {"workload": "run 2: crashed: killed by signal SIGSEGV"}),
 }
 
 
@@ -136,6 +146,28 @@ def test_a_2024_hand_in_with_a_mistake_fails_the_checks_it_should_and_says_why(g
         assert w in "\n".join(c[k]["evidence"]), c[k]["evidence"]
     if name == "main_old_reply":
         assert "set the string, then read it back" in c["consistency"]["fix"][0]
+    if name == "main_late_line":
+        assert "not when the next batch's first connection arrives" in c["timing"]["fix"][0]
+
+
+def test_a_course_that_asks_for_one_design_fails_main_of_another_by_its_trace(tmp_path):
+    if NO_SANDBOX:
+        pytest.skip(f"no sandbox: {NO_SANDBOX}")
+    w = tmp_path / "course.toml"
+    w.write_text(render.DEFAULT_WEIGHTS.read_text().replace(
+        '[lab."2024+"]\ndesigns = ["one mutex", "a mutex per string", "one rwlock", '
+        '"an rwlock per string"]', '[lab."2024+"]\ndesigns = ["an rwlock per string"]\n'
+        '[lab."2024+".points]\ndesign = 20'))
+    sub = lab2024(tmp_path, "one_mutex_main", design=1)
+    p = grade(sub, "--quick", "--runs", "2", "--no-reference", "--no-progress", "--weights", w,
+              "--out", tmp_path / "out")
+    assert p.returncode == 0, p.stderr[-2000:]
+    c = checks(tmp_path / "out", "one_mutex_main")["design"]
+    assert c["status"] == "fail", c
+    assert "main must use an rwlock per string" in c["fix"][0]
+    assert "one mutex" in c["evidence"][0]
+    res = json.loads((tmp_path / "out" / "one_mutex_main" / "results.json").read_text())
+    assert {t["name"]: t["max_score"] for t in res["tests"]}[c["title"]] == 20
 
 
 def test_main_on_the_2018_kit_writes_sums_and_its_design_is_not_timed(graded):
@@ -228,7 +260,10 @@ def test_no_lock_is_not_linearizable_and_a_counterexample_is_given(graded):
 
 def test_serialised_fails_the_concurrency_checks_only(graded):
     st = statuses(graded, "serialised")
-    assert st["idle"] == "fail" and st["speed"] == "fail"
+    # The speed check fails it on a quiet machine; graded two at a time beside the gate's
+    # builds its round-by-round ratios can be too spread to call (median 0.93, 99 %
+    # interval 0.70-1.65 in one full gate): undetermined, never a pass.
+    assert st["idle"] == "fail" and st["speed"] in ("fail", "undetermined"), st
     assert st["workload"] == "pass" and st["consistency"] == "pass"
 
 
