@@ -8,7 +8,8 @@ Two kinds, and only two rules each for ready and stopped (procs.py, remote.py):
   kit        anyone's server (the kit's contract): its command line and nothing else; ready when it
              listens on the port or its byte-swapped twin (the kernel's socket table,
              never a connection); death by SIGTERM is a normal stop; no summary.
-The runner, bench/perf.py and bench/soak.py all start servers through launch().
+The runner, `lockbench demo` (runner/demo.py), bench/perf.py and bench/soak.py all start
+servers through launch().
 """
 
 from __future__ import annotations
