@@ -36,6 +36,16 @@ def test_main_built_first_by_a_makefile_of_four_servers_is_the_four_server_lab()
         .name == "2024+"
 
 
+def test_main_on_the_2018_kit_stays_2018_beside_extra_targets_and_says_when_pieces_disagree():
+    # the 2018 lab's Makefiles sometimes built main1..main3 as extra targets
+    extra = b"main: server.c\n\tcc -o main server.c\nmore: main1 main2 main3\n"
+    lab, why = labs.detect(["main"], KIT_2018, extra)
+    assert lab.name == "2018" and "extra targets main1, main2, main3 are not graded" in why
+    four = b"all: main main2 main3 main4\n"
+    lab, why = labs.detect(["main"], KIT_2018, four)
+    assert lab.name == "2018" and "the pieces disagree" in why and "--lab" in why
+
+
 def test_nothing_built_is_graded_as_the_default_lab_and_says_so():
     lab, why = labs.detect([], None)
     assert lab.name == labs.DEFAULT and "neither" in why
