@@ -173,6 +173,7 @@ def test_a_course_that_asks_for_one_design_fails_main_of_another_by_its_trace(tm
 def test_main_on_the_2018_kit_writes_sums_and_its_design_is_not_timed(graded):
     ev, c = evidence(graded, "lab2018"), checks(graded, "lab2018")
     assert ev["lab"]["name"] == "2018" and "no usleep" in ev["lab"]["why"]
+    assert "extra targets main1, main2, main3 are not graded" in ev["lab"]["why"]
     assert c["timing"]["status"] == "pass" and "sums of 1000" in c["timing"]["evidence"][0]
     assert c["design"]["status"] == "undetermined"
     assert "a mutex per string" in c["design"]["evidence"][0]
