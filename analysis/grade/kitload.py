@@ -67,12 +67,21 @@ def exchange(port: int, payload: bytes, timeout: float, ip: str = "127.0.0.1"):
                 if not chunk:
                     break
                 data += chunk
-    except ConnectionRefusedError:
-        return None, "connection refused"
     except TimeoutError:
         return None, f"no reply within {timeout:g} s"
     except OSError as e:
-        return None, f"{type(e).__name__}: {e.strerror or e}"
+        return None, _os_error(e)
+    return _reply(data)
+
+
+def _os_error(e: OSError) -> str:
+    if isinstance(e, ConnectionRefusedError):
+        return "connection refused"
+    return f"{type(e).__name__}: {e.strerror or e}"
+
+
+def _reply(data: bytes) -> tuple:
+    """(the reply's text, '') for a whole 100-byte frame, else (None, why not)."""
     if len(data) < FRAME:
         return None, f"short reply ({len(data)} of {FRAME} bytes)"
     return data.split(b"\0", 1)[0].decode("utf-8", "replace"), ""
@@ -87,14 +96,6 @@ def read_slots(port: int, slots, timeout: float) -> dict:
         if not err:
             values[p] = got
     return values
-
-
-def run_one(port: int, req: Request, timeout: float) -> Request:
-    req.start = time.monotonic()
-    req.reply, req.error = exchange(port, frame(request_text(req.pos, req.is_read, req.text)),
-                                    timeout)
-    req.end = time.monotonic()
-    return req
 
 
 def _rand_r(state: list) -> int:
@@ -164,12 +165,6 @@ class _Lane:
         return self.reqs[self.i]
 
 
-def _os_error(e: OSError) -> str:
-    if isinstance(e, ConnectionRefusedError):
-        return "connection refused"
-    return f"{type(e).__name__}: {e.strerror or e}"
-
-
 class _Driver:
     """The plan's lanes over non-blocking sockets in one thread (epoll): a hundred Python
     threads, one per lane, spent more of a grading's CPU time handing each other the GIL
@@ -225,18 +220,13 @@ class _Driver:
                 chunk = lane.sock.recv(FRAME - len(lane.data))
                 lane.data += chunk
                 if not chunk or len(lane.data) >= FRAME:
-                    return self.reply(lane)
+                    return self.finish(lane, *_reply(lane.data))
         except (BlockingIOError, InterruptedError):
             return None
         except OSError as e:
             return self.finish(lane, None, _os_error(e))
         lane.deadline = time.monotonic() + self.timeout
         return None
-
-    def reply(self, lane: _Lane) -> None:
-        if len(lane.data) < FRAME:
-            return self.finish(lane, None, f"short reply ({len(lane.data)} of {FRAME} bytes)")
-        return self.finish(lane, lane.data.split(b"\0", 1)[0].decode("utf-8", "replace"), "")
 
     def run(self, lanes: list, give_up: float) -> None:
         for lane in lanes:

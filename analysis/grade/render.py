@@ -72,16 +72,16 @@ def _lab_tables(path, tables) -> dict:
                                f"(one of {', '.join(labs.LABS)})")
         if not isinstance(t, dict) or set(t) - {"points", "designs"}:
             raise WeightsError(f"weights {path}: lab.{name!r} may hold only points and designs")
-        designs = t.get("designs", list(labs.ANY_DESIGN))
-        if "designs" in t and len(labs.LABS[name].servers) > 1:
+        designs = t.get("designs")   # None: the version's own
+        if designs is not None and len(labs.LABS[name].servers) > 1:
             raise WeightsError(f"weights {path}: lab.{name!r}.designs: each server of that "
                                "version has the design of its number")
-        if not isinstance(designs, list) or not designs or any(
-                d not in labs.ANY_DESIGN for d in designs):
+        if designs is not None and (not isinstance(designs, list) or not designs or any(
+                d not in labs.ANY_DESIGN for d in designs)):
             raise WeightsError(f"weights {path}: lab.{name!r}.designs must list some of "
                                + ", ".join(map(repr, labs.ANY_DESIGN)))
         out[name] = {"points": _points(path, f"lab.{name!r}.points", t.get("points", {})),
-                     "designs": designs if "designs" in t else None}
+                     "designs": designs}
     return out
 
 
