@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/bench_stats.h"
 
 namespace kv {

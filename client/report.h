@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>  // the declaration only: json.hpp is a heavy parse
 
 #include "client/load_generator.h"
 

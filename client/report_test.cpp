@@ -6,6 +6,8 @@
 #include <cmath>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace kv {
 namespace {
 
