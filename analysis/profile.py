@@ -38,9 +38,26 @@ from .numbers import int_in
 
 PROG = "lockbench profile"
 REPO = Path(__file__).resolve().parents[1]
-MUTEX_LOCKS = ("ticket", "mcs", "ttas", "clh", "futex")
-RW_ONLY_LOCKS = ("phase-fair", "bravo")
+# What the interposer can swap in, named as the same lock families are among lockserver's
+# strategies (a strategy one-mcs or mcs-per-slot is an mcs lock): name -> what it is.
+MUTEX_LOCK_TEXT = {
+    "ticketlock": "ticket lock: take a number, wait for it (FIFO spinlock)",
+    "mcs": "MCS queue lock: each waiter spins on its own node (FIFO)",
+    "ttas-backoff": "test-and-test-and-set spinlock with exponential back-off (not fair)",
+    "clh": "CLH queue lock: each waiter spins on its predecessor's node (FIFO)",
+    "futex-mutex": "Drepper's futex mutex: waiters sleep in the kernel (not FIFO)",
+}
+RW_ONLY_LOCK_TEXT = {
+    "pflock": "phase-fair ticket rwlock: reads and writes alternate, neither starves",
+    "bravo-pflock": "BRAVO over pflock: readers take a slot of a shared table while no "
+                    "writer came lately",
+}
+MUTEX_LOCKS = tuple(MUTEX_LOCK_TEXT)
+RW_ONLY_LOCKS = tuple(RW_ONLY_LOCK_TEXT)
 SWAP_LOCKS = (*MUTEX_LOCKS, *RW_ONLY_LOCKS)
+# the names these locks had before they took their strategy names
+RENAMED = {"ticket": "ticketlock", "ttas": "ttas-backoff", "futex": "futex-mutex",
+           "phase-fair": "pflock", "bravo": "bravo-pflock"}
 RW_LOCKS = (*RW_ONLY_LOCKS, *MUTEX_LOCKS, "pthread")
 NOT_A_LOCK = {"flat-combining": "flat combining cannot replace a pthread lock: a combiner "
               "runs the critical sections it is handed, but the one between a pthread lock "
@@ -65,10 +82,23 @@ class Parser(argparse.ArgumentParser):
 
 
 def lock_name(name: str) -> str:
-    """A swap lock's name; a lock that cannot stand in for a pthread one says why."""
+    """A swap lock's name; a lock that cannot stand in for a pthread one says why, and an
+    old name gives the new one."""
     if name in NOT_A_LOCK:
         raise argparse.ArgumentTypeError(NOT_A_LOCK[name])
+    if name in RENAMED:
+        raise argparse.ArgumentTypeError(f"{name!r} is now called {RENAMED[name]!r} "
+                                         "(the name of its lockserver strategies)")
     return name
+
+
+def list_locks() -> str:
+    """The locks --swap-lock and --swap-rwlock take, one a line."""
+    rows = [(name, "mutex, rwlock", text) for name, text in MUTEX_LOCK_TEXT.items()]
+    # (a mutex lock stands in for an rwlock taken exclusively: readers then exclude each other)
+    rows += [(name, "rwlock", text) for name, text in RW_ONLY_LOCK_TEXT.items()]
+    rows.append(("pthread", "rwlock", "glibc's own (--swap-rwlock only: keep the rwlocks)"))
+    return "".join(f"  {name:<14} {kinds:<14} {text}\n" for name, kinds, text in rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,11 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     mutexes = ", ".join(MUTEX_LOCKS)
     ap.add_argument("--swap-lock", type=lock_name, choices=SWAP_LOCKS, metavar="NAME",
                     help=f"replace every pthread mutex by this lock ({mutexes}; rwlocks "
-                         "then become phase-fair), or only rwlocks (phase-fair, bravo)")
+                         "then become pflock), or only rwlocks (pflock, bravo-pflock)")
     ap.add_argument("--swap-rwlock", type=lock_name, choices=RW_LOCKS, metavar="NAME",
-                    help="what replaces rwlocks: phase-fair (default with --swap-lock), "
-                         "bravo (biased readers over phase-fair), a mutex lock taken "
-                         f"exclusively ({mutexes}), or pthread")
+                    help="what replaces rwlocks: pflock (default with --swap-lock), "
+                         "bravo-pflock, a mutex lock taken exclusively "
+                         f"({mutexes}), or pthread")
+    ap.add_argument("--list-locks", action="store_true",
+                    help="list the locks --swap-lock and --swap-rwlock take, and exit")
     ap.add_argument("--top", type=int_in(0, 1_000_000), default=20, metavar="N",
                     help="rows in the printed table, most acquired first (0: all; default "
                          "20); --json and --markdown get every row")
@@ -112,6 +144,8 @@ def parse(argv) -> argparse.Namespace:
         a.command = argv[cut + 1:]
     else:
         a = ap.parse_args(argv)
+    if a.list_locks:
+        return a
     if not a.command:
         ap.error("no program to run; give it after '--': -- PROGRAM ARGS...")
     for opt, path in (("--json", a.json), ("--markdown", a.markdown)):
@@ -488,6 +522,9 @@ def profile(a) -> int:
 
 def main(argv=None) -> int:
     a = parse(sys.argv[1:] if argv is None else argv)
+    if a.list_locks:
+        sys.stdout.write(list_locks())
+        return 0
     try:
         return profile(a)
     except RefusedError as e:

@@ -12,13 +12,15 @@
  * JSON document goes to $LOCKPROF_FILE ("%p" there becomes the pid: a forked child writes
  * its own), written to a temporary name and renamed, so a reader sees all of it or nothing.
  *
- * Swapper. $LOCKPROF_SWAP (ticket, mcs, ttas, clh, futex) replaces every normal or adaptive
- * pthread mutex by our lock and every rwlock by a phase-fair one ($LOCKPROF_SWAP_RW: bravo,
- * or a mutex lock taken exclusively, or pthread); $LOCKPROF_SWAP=phase-fair or bravo swaps
- * the rwlocks alone. The state lives in the record, not in the pthread object, whose layout
- * is glibc's; condition waits on a swapped mutex release our lock, sleep on a futex sequence
- * counter of the record, and take it back. Flat combining is not among them: it runs critical
- * sections handed to it, and a pthread lock's is the caller's own code between two calls.
+ * Swapper. $LOCKPROF_SWAP (ticketlock, mcs, ttas-backoff, clh, futex-mutex: the names of
+ * the same lock families among lockserver's strategies) replaces every normal or adaptive
+ * pthread mutex by our lock and every rwlock by a phase-fair one, pflock ($LOCKPROF_SWAP_RW:
+ * bravo-pflock, BRAVO over pflock, or a mutex lock taken exclusively, or pthread);
+ * $LOCKPROF_SWAP=pflock or bravo-pflock swaps the rwlocks alone. The state lives in the
+ * record, not in the pthread object, whose layout is glibc's; condition waits on a swapped mutex
+ * release our lock, sleep on a futex sequence counter of the record, and take it back. Flat
+ * combining is not among them: it runs critical sections handed to it, and a pthread lock's is the
+ * caller's own code between two calls.
  *
  * It runs inside someone else's program, so on the lock path it never allocates (records
  * in a static open-addressing table, inserted by compare-and-swap on the key; per-thread
@@ -724,13 +726,13 @@ static int bravo_unlock(union state *s, const void *o) {
 }
 
 static const struct algo ALGOS[] = {
-    {"ticket", ticket_try, ticket_lock, ticket_unlock, NULL, 0},
+    {"ticketlock", ticket_try, ticket_lock, ticket_unlock, NULL, 0},
     {"mcs", mcs_try, mcs_lock, mcs_unlock, NULL, 0},
-    {"ttas", ttas_try, ttas_lock, ttas_unlock, NULL, 0},
-    {"phase-fair", pf_try, pf_lock, pf_unlock, NULL, 1},
+    {"ttas-backoff", ttas_try, ttas_lock, ttas_unlock, NULL, 0},
+    {"pflock", pf_try, pf_lock, pf_unlock, NULL, 1},
     {"clh", clh_try, clh_lock, clh_unlock, NULL, 0},
-    {"futex", futex_try, futex_lock, futex_unlock, futex_timed, 0},
-    {"bravo", bravo_try, bravo_lock, bravo_unlock, NULL, 1},
+    {"futex-mutex", futex_try, futex_lock, futex_unlock, futex_timed, 0},
+    {"bravo-pflock", bravo_try, bravo_lock, bravo_unlock, NULL, 1},
 };
 #define PHASE_FAIR (&ALGOS[3])
 
@@ -1272,7 +1274,7 @@ static void put_record(uintptr_t key, const struct rec *r, int first) {
   }
   put("}, \"contended\": "), put_num(LOAD(&r->contended, RELAXED), 10);
   put(", \"busy\": "), put_num(LOAD(&r->busy, RELAXED), 10);
-  if (kind == K_RWLOCK && !strcmp(impl_of(key, r), "bravo"))
+  if (kind == K_RWLOCK && !strcmp(impl_of(key, r), "bravo-pflock"))
     put(", \"fast_reads\": "), put_num(LOAD(&r->fast_reads, RELAXED), 10);
   if (kind == K_COND) {
     put_hist("wait_ns", &r->wait, 0);

@@ -7,6 +7,7 @@ Every server listens below 32768 (on a port's byte-swapped twin too); every wait
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -205,7 +206,7 @@ def test_swapped_locks_serve_the_kit_and_pass_the_check(correct, serve, lock, se
     assert doc["locks"] and all(r["impl"] == lock and r["kind"] == kind for r in doc["locks"])
 
 
-@pytest.mark.parametrize("mutex, rwlock", [("mcs", "phase-fair"), ("clh", "bravo")])
+@pytest.mark.parametrize("mutex, rwlock", [("mcs", "pflock"), ("clh", "bravo-pflock")])
 def test_swap_under_our_own_main3(lib, serve, mutex, rwlock):
     """build/release/main3: one std::shared_mutex, a pthread rwlock, swapped too; it ends
     through its own SIGTERM handler and exit, so the destructor writes the profile."""
@@ -222,7 +223,7 @@ def test_swap_under_our_own_main3(lib, serve, mutex, rwlock):
     assert any(r["kind"] == "mutex" and r["impl"] == mutex for r in doc["locks"])
 
 
-@pytest.mark.parametrize("lock", ["pthread", "mcs", "clh", "futex"])
+@pytest.mark.parametrize("lock", ["pthread", "mcs", "clh", "futex-mutex"])
 def test_3000_threads_over_a_life(correct, serve, lock):
     """The kit fixture makes a thread per request: 3 kit runs, 3000 threads, 3000
     acquisitions of main1's one mutex (no per-thread limit, as LiTL's 2048; CLH's nodes
@@ -247,10 +248,11 @@ def stress(lib, tmp_path_factory) -> Path:
 
 STRESS_SWAPS = {  # every swap lock as a mutex, and as a rwlock, at least once
     "profile": [], **{lock: ["--swap-lock", lock] for lock in profile.SWAP_LOCKS},
-    "ttas+mcs-rw": ["--swap-lock", "ttas", "--swap-rwlock", "mcs"],
-    "futex+bravo-rw": ["--swap-lock", "futex", "--swap-rwlock", "bravo"],
+    "ttas-backoff+mcs-rw": ["--swap-lock", "ttas-backoff", "--swap-rwlock", "mcs"],
+    "futex-mutex+bravo-pflock-rw": ["--swap-lock", "futex-mutex", "--swap-rwlock",
+                                    "bravo-pflock"],
     "mcs+clh-rw": ["--swap-lock", "mcs", "--swap-rwlock", "clh"],
-    "clh+futex-rw": ["--swap-lock", "clh", "--swap-rwlock", "futex"],
+    "clh+futex-mutex-rw": ["--swap-lock", "clh", "--swap-rwlock", "futex-mutex"],
 }
 
 
@@ -270,8 +272,8 @@ def test_stress_program_keeps_every_lock_promise(stress, tmp_path, options):
     assert sum(r["acquisitions"]["signal"] for r in conds) == 2 * 5000
     served = {r["impl"] for r in doc["locks"] if r["kind"] != "cond"}
     assert served >= {doc["swap"]["mutex"], doc["swap"]["rwlock"]}
-    if doc["swap"]["rwlock"] == "bravo":  # the read-mostly section took the fast path
-        assert sum(r["fast_reads"] for r in doc["locks"] if r["impl"] == "bravo") > 0
+    if doc["swap"]["rwlock"] == "bravo-pflock":  # the read-mostly section took the fast path
+        assert sum(r["fast_reads"] for r in doc["locks"] if r["impl"] == "bravo-pflock") > 0
 
 
 # ---------------------------------------------------------------- refused, failed, help
@@ -310,7 +312,10 @@ def test_bad_inputs_get_one_line_and_exit_2_before_starting(lib, static_main1, t
         ("--", text): "neither an ELF program nor a script",
         ("--swap-lock", "spin", "--", "true"): "--swap-lock",
         ("--swap-rwlock", "seqlock", "--", "true"): "--swap-rwlock",
-        ("--swap-lock", "bravo", "--swap-rwlock", "spin", "--", "true"): "--swap-rwlock",
+        ("--swap-lock", "bravo-pflock", "--swap-rwlock", "spin", "--", "true"): "--swap-rwlock",
+        # the old names of the locks give the new ones
+        **{("--swap-lock", old, "--", "true"): f"now called {new!r}"
+           for old, new in profile.RENAMED.items()},
         ("--swap-lock", "flat-combining", "--", "true"): "flat combining cannot replace",
         ("--swap-rwlock", "flat-combining", "--", "true"): "flat combining cannot replace",
         ("--top", "1e3", "--", "true"): "--top",
@@ -345,6 +350,26 @@ def test_help_answers_at_once_without_the_build():
         assert p.returncode == 0 and "--swap-lock" in p.stdout and time.monotonic() - t0 < 10
         said = " ".join(p.stdout.split())  # argparse wraps the help
         assert all(lock in said for lock in (*profile.SWAP_LOCKS, "pthread")), said
+
+
+def test_list_locks_names_exactly_what_the_interposer_swaps_in():
+    """One list: the names --list-locks prints are the interposer's table (ALGOS in
+    lockprof.c) and the lock families of lockserver's strategies."""
+    p = subprocess.run([PY, "-m", "analysis.profile", "--list-locks"], capture_output=True,
+                       text=True, timeout=30, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    listed = [line.split()[0] for line in p.stdout.splitlines()]
+    assert listed == [*profile.SWAP_LOCKS, "pthread"], listed
+    table = (REPO / "profile" / "lockprof.c").read_text().split("ALGOS[] = {")[1].split("};")[0]
+    assert sorted(re.findall(r'\{"([a-z-]+)",', table)) == sorted(profile.SWAP_LOCKS)
+    server = RELEASE / "lockserver"
+    if server.is_file():
+        strategies = subprocess.run([str(server), "--list-strategies"], capture_output=True,
+                                    text=True, timeout=30).stdout
+        # bravo-pflock is BRAVO over pflock; the strategies' BRAVO is over pthread's rwlock
+        for lock in (x for x in profile.SWAP_LOCKS if x != "bravo-pflock"):
+            assert f"one-{lock} " in strategies, f"no strategy one-{lock}"
+        assert "one-bravo-pflock" not in strategies
 
 
 def test_the_program_sees_the_default_signal_actions_it_left(lib):
