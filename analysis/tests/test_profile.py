@@ -256,14 +256,38 @@ STRESS_SWAPS = {  # every swap lock as a mutex, and as a rwlock, at least once
 }
 
 
+def kill_session(sid: int) -> None:
+    """SIGKILL to every process of session sid (the profiler puts its program in a process
+    group of its own, in the same session)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[3]) == sid:
+                os.kill(int(stat.parent.name), signal.SIGKILL)
+
+
+def run_whole(cmd: list, timeout: float) -> subprocess.CompletedProcess:
+    """cmd in a session of its own; at the timeout the whole session is killed (the program
+    under the profiler too, which would otherwise spin on for ever, orphaned) and the test
+    fails with what it printed."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          cwd=REPO, start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_session(proc.pid)
+            out, err = proc.communicate()
+            pytest.fail(f"no end in {timeout} s: {' '.join(map(str, cmd))}\n{out[-2000:]}"
+                        f"{err[-2000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 @pytest.mark.parametrize("options", STRESS_SWAPS.values(), ids=STRESS_SWAPS.keys())
 def test_stress_program_keeps_every_lock_promise(stress, tmp_path, options):
     """Mutual exclusion, whole writes for readers (read-mostly too), condition waits that
     lose nothing and time out, trylock and timedlock against a holder, errno kept,
     recursion kept."""
     out = tmp_path / "p.json"
-    p = subprocess.run(profile_cmd("--json", out, *options, "--", stress, 4, 5000),
-                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    p = run_whole(profile_cmd("--json", out, *options, "--", stress, 4, 5000), timeout=300)
     assert p.returncode == 0 and "FAIL" not in p.stdout, p.stdout + p.stderr
     assert p.stdout.count("ok   ") == 7
     doc = json.loads(out.read_text())
