@@ -474,7 +474,13 @@ static int pf_try(union state *s, const void *o, int mode) {
 static int pf_unlock(union state *s, const void *o) {
   (void)o;
   if (LOAD(&s->pf.writer, RELAXED) != self()) {
-    if ((LOAD(&s->pf.rin, RELAXED) & ~0xffu) == LOAD(&s->pf.rout, RELAXED)) return EPERM;
+    /* Not read-locked when as many readers have left as came in. rout first, then rin: a
+     * reader holding it is in rin and not in rout at both reads, and rout only grows, so it
+     * is never taken for unlocked. (rin first let a reader that came and left in between
+     * make the two equal: this unlock was refused, its exit never counted, and the next
+     * writer waited for it for ever.) */
+    uint32_t out = LOAD(&s->pf.rout, ACQUIRE);
+    if ((LOAD(&s->pf.rin, ACQUIRE) & ~0xffu) == out) return EPERM;
     __atomic_fetch_add(&s->pf.rout, PF_RINC, RELEASE);
     return 0;
   }
