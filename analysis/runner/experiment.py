@@ -565,23 +565,10 @@ def lockserver_strategies(bin_dir: Path) -> list:
     return names
 
 
-def _count_lines(path: Path) -> list:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    return text.split("\n")[:-1]  # complete lines only
-
-
-def _time_lines(srv) -> list:
-    """The complete lines of the server's timing file so far (read where it runs)."""
-    return srv.time_lines() if hasattr(srv, "time_lines") else _count_lines(srv.time_file)
-
-
 def _wait_new_lines(srv, before: int, want: int, timeout: float) -> list:
     deadline = time.monotonic() + timeout
     while True:
-        lines = _time_lines(srv)
+        lines = srv.time_lines()
         if len(lines) - before >= want or time.monotonic() > deadline:
             return lines[before:]
         time.sleep(0.005)
@@ -724,7 +711,7 @@ def _lab_run(ctx: Ctx, p: LabParams, logs: _RowLogs, client, srv, key: tuple, fi
              delay) -> None:
     """One kit-mode client run of a setting and its row."""
     s, n, rep = key
-    before = len(_time_lines(srv))
+    before = len(srv.time_lines())
     t0 = time.monotonic()
     doc = measure(ctx, client, srv, n, [], what=f"{s} n={n} run {rep}", requests=1000,
                   key={"experiment": "lab", "server": s, "n": n, "rep": rep})

@@ -142,6 +142,17 @@ class Server:
         self.exit_code = None
         self.cpu_s = None   # the server's user + system CPU seconds over its life, once reaped
 
+    def time_lines(self) -> list:
+        """The complete lines of the timing file so far (none before it exists). Every server
+        under test answers this; a remote one reads the file where it runs."""
+        if self.time_file is None:
+            return []
+        try:
+            text = self.time_file.read_text()
+        except FileNotFoundError:
+            return []
+        return text.split("\n")[:-1]  # complete lines only
+
     def _pump(self):
         for line in self.proc.stdout:
             self.lines.put(line.rstrip("\n"))
