@@ -120,6 +120,13 @@ CHECKS = (
                   "lab asks of their number",
           cost_in_runs=25,
           per_server=True),
+    Check(id="concurrency",
+          title="main serves requests concurrently (against the grader's reference servers)",
+          fix="let each connection's thread run on its own (no `pthread_join` right after "
+              "`pthread_create`, the request read in that thread, not the accepting one) and "
+              "hold a string's lock only around that string's access, so that writes to "
+              "different strings overlap",
+          cost_in_runs=25),
     Check(id="robustness",
           title="Robustness (main1): empty connection, malformed frames, client leaving early",
           title_one="Robustness (main): empty connection, malformed frames, client leaving early",
@@ -151,8 +158,10 @@ CHECKS = (
           finding=True),
 )
 BY_ID = {c.id: c for c in CHECKS}
-# Every check of a grading in page order (the race detector only with --race).
-ORDER = tuple(c.id for c in CHECKS if c.id != "races")
+# Every check of the four-server lab in page order (the race detector only with --race;
+# the concurrency check compares a one-server lab's main with the reference servers, which
+# the speed check does among the four).
+ORDER = tuple(c.id for c in CHECKS if c.id not in ("races", "concurrency"))
 PER_SERVER = tuple(c.id for c in CHECKS if c.per_server)
 FINDINGS = tuple(c.id for c in CHECKS if c.finding)
 

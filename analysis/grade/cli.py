@@ -158,6 +158,8 @@ def config(a) -> dict:
                  "speed_ratio_serial": float(weights["thresholds"].get("speed_ratio_serial",
                                                                        1.25)),
                  "burst_rounds": 11 if a.quick else 21,
+                 # a one-server lab's main is measured against them (worker.check_concurrency)
+                 "reference_servers": not a.no_reference,
                  # a one-server version's designs that earn the design check, by version
                  "designs": {k: t["designs"] for k, t in weights["labs"].items()
                              if t["designs"] is not None},
@@ -235,8 +237,13 @@ def _in_bubblewrap(wcfg, out, cg, submission, refbin, budget) -> dict:
         tracer = _tracer(wcfg)
         if tracer:  # the design check's interposer
             binds[tracer.resolve()] = (f"{sandbox.REFERENCE}/{tracer.name}", False)
-    if refbin is not None:
+    # the reference servers: their folder for the reference run, only the four executables
+    # beside a submission (the concurrency check)
+    if refbin is not None and submission is None:
         binds[refbin.resolve()] = (sandbox.REFERENCE, False)
+    elif refbin is not None:
+        binds.update({(refbin / m).resolve(): (f"{sandbox.REFERENCE}/{m}", False)
+                      for m in labs.FOUR if (refbin / m).is_file()})
     inside = [f"{sandbox.CGROUPS}/{i}" for i in range(len(cg.dirs))]
     binds.update({d: (c, True) for d, c in zip(cg.dirs, inside)})
     env = {"PATH": "/usr/bin:/bin", "HOME": sandbox.HOME, "TMPDIR": sandbox.HOME,
@@ -354,8 +361,10 @@ def grader_version() -> str:
     return head.stdout.strip() or "unknown"
 
 
-def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dict:
-    ev = run_worker(cfg, out, submission=sub)
+def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict,
+              refbin: Path | None = None) -> dict:
+    """refbin: the reference servers, shown to the grading read-only (None: not at all)."""
+    ev = run_worker(cfg, out, submission=sub, refbin=refbin)
     ev["grader"] = {**cfg["grader"], "date": time.strftime("%Y-%m-%d %H:%M %Z")}
     (out / "evidence.json").write_text(json.dumps(ev, indent=1))
     render.write_pages(out, out.name, ev, ref, weights)
@@ -483,13 +492,14 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     settings (resuming); (name, evidence, what happened)."""
     sdir = a.out / name
     stamp = sdir / "grade-key.json"
-    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout", "lab")}
+    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout", "lab", "reference_servers")}
     if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
             and json.loads(stamp.read_text()) == key):
         ev = json.loads((sdir / "evidence.json").read_text())
         render.write_pages(sdir, name, ev, ref, weights)
         return name, ev, "kept from an earlier run"
-    ev = grade_one(cfg, sub, sdir, ref, weights)
+    ev = grade_one(cfg, sub, sdir, ref, weights,
+                   refbin=a.bin_dir if cfg["reference_servers"] else None)
     stamp.write_text(json.dumps(key))
     return name, ev, render.verdict(ev)[0]
 

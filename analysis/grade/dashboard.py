@@ -217,6 +217,9 @@ def _table_head(rows: list, columns: list) -> str:
         mx = _check_max(rows, cid)
         cells.append(_th(key, "num", _e(title) + (f" <small>/ {mx:g}</small>" if mx else ""),
                          f"{title}: points earned"))
+    if any(R._is_number(r.get("speed")) for r in rows):
+        cells.append(_th("speed", "num", "Speed", f"the leaderboard: {R.LEADERBOARD}, "
+                         "measured by the grader in turns with its own server"))
     cells += [_th("time", "num", "Time (s)", "how long grading took"),
               _th("similarity", "text", "Similarity", "flagged as similar to another")]
     return "<thead><tr>" + "".join(cells) + "</tr></thead>"
@@ -245,9 +248,10 @@ def _name_cell(name: str) -> str:
             if N.is_safe(name) else f"<td>{shown}</td>")
 
 
-def _row(r: dict, order: int, columns: list) -> str:
+def _row(r: dict, order: int, columns: list, speeds: bool = False) -> str:
     """One submission's row. data-order keeps the page's order for ties when sorting, and
-    data-verdict (one of VERDICTS or empty) is what the verdict filter compares."""
+    data-verdict (one of VERDICTS or empty) is what the verdict filter compares; speeds:
+    the class has a leaderboard column."""
     word = str(r.get("verdict", ""))
     known = word if word in VERDICTS else ""
     failed = str(r.get("failed") or "")
@@ -261,6 +265,10 @@ def _row(r: dict, order: int, columns: list) -> str:
              "<td class='num'>—</td>" if pct is None
              else f"<td class='num' data-v='{pct:g}'>{pct:.0f}</td>"]
     cells += [_check_cell(checks.get(cid)) for cid, _, _ in columns]
+    if speeds:
+        v = r.get("speed")
+        cells.append(f"<td class='num' data-v='{v:g}'>{v:.2f}</td>" if R._is_number(v)
+                     else "<td class='num'>—</td>")
     cells += [f"<td class='num'>{R._num(r.get('seconds'))}</td>",
               f"<td class='{'flag' if flag else ''}'>{_e(flag)}</td>"]
     return f"<tr data-order='{order}' data-verdict='{known}'>" + "".join(cells) + "</tr>"
@@ -269,13 +277,14 @@ def _row(r: dict, order: int, columns: list) -> str:
 def html_table(rows: list) -> str:
     """The filter controls (hidden until the script shows them) and the submissions' table."""
     columns = check_columns(rows)
+    speeds = any(R._is_number(r.get("speed")) for r in rows)
     options = "".join(f"<option value='{v}'>{v}</option>" for v in VERDICTS)
     return ("<form id='filters' hidden>"
             "<label>Name <input type='search' id='q' placeholder='part of a name'></label> "
             f"<label>Verdict <select id='verdict'><option value=''>all</option>{options}"
             "</select></label> <span id='shown'></span></form>"
             f"<div class='wide'><table id='class'>{_table_head(rows, columns)}<tbody>"
-            + "".join(_row(r, i, columns) for i, r in enumerate(rows))
+            + "".join(_row(r, i, columns, speeds) for i, r in enumerate(rows))
             + "</tbody></table></div>")
 
 

@@ -78,6 +78,7 @@ class Ctx:
         self.ev: dict = {"checks": []}       # the evidence so far (handed in on time)
         self.wl: dict = {}                   # the kit workload's results, once run
         self.probe: dict | None = None       # the clock probe's results, once run
+        self.traced: dict = {}               # server -> the design its lock trace showed
         self.out_lock = threading.Lock()
         self.handed_in = False
         # the lab version: --lab's, else told apart after the first make (labs.detect)
@@ -1160,7 +1161,9 @@ def _design_one(ctx, bin_dir, name) -> tuple:
         return None, f"{name}: not checked ({why})", ""
     # a course's weights may name the designs of a one-server version's main
     allowed = ctx.cfg.get("designs", {}).get(ctx.lab.name)
-    return D.judge(name, D.traced(_trace_text(s.trace), n), measured,
+    trace = D.traced(_trace_text(s.trace), n)
+    ctx.traced[name] = trace.kind
+    return D.judge(name, trace, measured,
                    tuple(allowed) if allowed else ctx.lab.designs.get(name, ()))
 
 
@@ -1221,6 +1224,134 @@ def check_design(ctx, bin_dir, present: list) -> dict:
     return check("design", who, status, [line for _, line, _ in res],
                  fraction=sum(decided) / len(decided) if decided else 0.0,
                  fix=[f for _, _, f in res if f])
+
+
+# The grader's own servers a one-server lab's `main` is measured against: lockbench's
+# main1 (one mutex) and main4 (an rwlock per string).
+REF_ONE_LOCK, REF_PER_STRING = "main1", "main4"
+ONE_LOCK = (D.ONE_MUTEX, D.ONE_RWLOCK)
+
+
+def _turns(ctx, bin_dir, refs: dict, positions: list, spans: dict, rounds: int) -> str:
+    """`rounds` rounds of write bursts: the submission's server started fresh for each of
+    its turns and stopped after it (nothing of it runs during a reference server's turn),
+    one burst to warm it, then the measured one; the reference servers stay up. The
+    order is shuffled each round. Returns '' or why the submission's turn failed."""
+    rng = random.Random(20261128 + len(spans["sub"]))
+    order, timeout = ["sub", *refs], ctx.cfg["request_timeout_s"]
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for key in order:
+            if key != "sub":
+                s = refs[key]
+                span, err = K.burst(s.port, positions, timeout,
+                                    queued=lambda port=s.port: ks.accept_queue(port))
+                if err:
+                    raise OSError(f"the reference server {key} failed a burst: {err}")
+                spans[key].append(span)
+                continue
+            s, why = start(ctx, bin_dir, ctx.lab.first, max(positions) + 1,
+                           f"{ctx.lab.first}_turn{len(spans['sub'])}")
+            try:
+                if why:
+                    return f"did not start for its turn ({why})"
+                queued = lambda port=s.port: ks.accept_queue(port)  # noqa: E731
+                K.burst(s.port, positions, timeout, queued=queued)  # warm-up, not measured
+                span, err = K.burst(s.port, positions, timeout, queued=queued)
+                if err:
+                    return f"a burst failed: {err}" + ("" if s.alive() else
+                                                       f" (server {s.death()})")
+                spans["sub"].append(span)
+            finally:
+                s.stop()
+    return ""
+
+
+def check_concurrency(ctx, bin_dir, present: list) -> dict:
+    """A one-server lab's `main` against the grader's own reference servers, in turns:
+    bursts of BURST simultaneous writes to distinct strings at the largest n. Round by
+    round, the reference one-mutex server's burst over main's decides by the speed
+    check's sequential rule whether main serves them concurrently; the reference rwlock
+    per string's over main's is main's speed for the leaderboard (above 1: faster than
+    it). Serving them one at a time passes only with a one-lock design traced (the
+    slower choice the lab discusses), fails with a lock per string traced (serialised
+    somewhere else), and is undetermined otherwise."""
+    name, title = ctx.lab.first, C.title("concurrency", ctx.lab)
+    refs_dir = Path(S.REFERENCE)
+    if not ctx.cfg.get("reference_servers") or not all(
+            (refs_dir / m).is_file() for m in (REF_ONE_LOCK, REF_PER_STRING)):
+        return check("concurrency", title, "undetermined",
+                     "not measured: the grader's reference servers are not available to this "
+                     "grading (--no-reference); not scored")
+    if not ctx.lab.delay:
+        return check("concurrency", title, "undetermined", f"not measured: {NO_DELAY}")
+    n = max(ctx.cfg["sizes"])
+    positions = _spread(n, BURST)
+    refs, ev = _start_all(ctx, refs_dir, (REF_ONE_LOCK, REF_PER_STRING), n, "reference")
+    for s in refs.values():  # warmed as main is before each of its turns
+        K.burst(s.port, positions, ctx.cfg["request_timeout_s"])
+    spans: dict = {"sub": [], **{m: [] for m in refs}}
+    why, looks, verdict = ev[0] if ev else "", 0, None
+    try:
+        while not why and verdict is None and looks < SPEED_LOOKS:
+            looks += 1
+            why = _turns(ctx, bin_dir, refs, positions, spans, ctx.cfg["burst_rounds"])
+            verdict = None if why else _slower(ctx, spans, REF_ONE_LOCK, "sub")[0]
+    except OSError as e:
+        why = str(e)
+    finally:
+        for s in refs.values():
+            s.stop()
+    if why:  # a reference that failed is the grader's; the submission's own failure is its
+        own = why.startswith(("did not start", "a burst failed"))
+        return check("concurrency", title, "fail" if own else "undetermined",
+                     f"{name}: {why}" if own else f"not measured: {why}; not scored")
+    return _judge_concurrency(ctx, name, title, spans, looks)
+
+
+def _judge_concurrency(ctx, name, title, spans, looks) -> dict:
+    verdict, lo, mid, hi, rounds = _slower(ctx, spans, REF_ONE_LOCK, "sub")
+    b_lo, b_mid, b_hi, _ = _slower(ctx, spans, REF_PER_STRING, "sub")[1:]
+    k = len(_spread(max(ctx.cfg["sizes"]), BURST))
+    lines = [f"n={max(ctx.cfg['sizes'])}; bursts of {k} simultaneous writes to distinct "
+             f"strings, {name} (started afresh for each of its turns) and the grader's "
+             f"{REF_ONE_LOCK} (one mutex) and {REF_PER_STRING} (an rwlock per string) in "
+             f"turns, {looks} look(s) of {ctx.cfg['burst_rounds']} rounds; error rate at most "
+             f"{2 * SPEED_ALPHA * looks:.0%}",
+             f"the one-mutex reference's burst over {name}'s, round by round: median "
+             f"{mid:.2f}, 99 % interval {lo:.2f}-{hi:.2f} over {rounds} rounds",
+             f"speed against the rwlock-per-string reference (its burst over {name}'s, above "
+             f"1 is faster than it): median {b_mid:.2f}, 99 % interval {b_lo:.2f}-{b_hi:.2f}"]
+    board = {"speed": b_mid, "low": b_lo, "high": b_hi, "rounds": rounds,
+             "against": "the grader's rwlock per string (lockbench main4)"}
+    traced = ctx.traced.get(name, D.UNDETERMINED)
+    if verdict is None:
+        status = "undetermined"
+        lines.append(f"not clearly faster than one mutex (above "
+                     f"{ctx.cfg['speed_ratio_serial']:g}) nor as slow (below "
+                     f"{ctx.cfg['speed_ratio']:g}): undetermined, not scored")
+    elif verdict:
+        status = "pass"
+        lines.append(f"{name} serves writes to different strings concurrently")
+    elif traced in ONE_LOCK:
+        status = "pass"
+        lines.append(f"{name} serves writes to different strings one at a time, as its "
+                     f"design ({traced}, traced) does: the slower choice the lab discusses")
+    elif traced in (D.MUTEX_PER_STRING, D.RWLOCK_PER_STRING):
+        status = "fail"
+        lines.append(f"{name} locks {traced} (traced) yet serves writes to different "
+                     "strings one at a time, no faster than one mutex: its requests are "
+                     "serialised somewhere else")
+    else:
+        status = "undetermined"
+        lines.append(f"{name} serves writes to different strings one at a time, as one lock "
+                     "for the whole array would; its design was not traced, so this is not "
+                     "held against it")
+    cpus = ctx.cfg.get("cpus") or len(os.sched_getaffinity(0))
+    if status == "fail" and cpus < 2:
+        status = "undetermined"
+        lines.append(f"undetermined on {cpus:g} CPU: threads cannot run side by side")
+    return check("concurrency", title, status, lines, leaderboard=board)
 
 
 def _race_one(ctx, bdir, name) -> tuple:
@@ -1379,6 +1510,7 @@ def _kit_checks(ctx: Ctx, bin_dir: Path, present: list, checks: list) -> dict:
              "idle": lambda: check_idle(ctx, bin_dir, present),
              "speed": lambda: check_speed(ctx, bin_dir, present),
              "design": lambda: check_design(ctx, bin_dir, present),
+             "concurrency": lambda: check_concurrency(ctx, bin_dir, present),
              "robustness": lambda: check_robustness(ctx, bin_dir)}
     checks.extend(within_budget(ctx, cid, later[cid]) for cid in lab.checks if cid in later
                   and (cid != "robustness" or lab.first in present))

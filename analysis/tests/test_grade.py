@@ -123,6 +123,8 @@ def test_one_server_main_is_the_2024_lab_and_each_design_passes_named(graded):
         ev, c = evidence(graded, name), checks(graded, name)
         assert ev["lab"]["name"] == "2024+" and "one server main" in ev["lab"]["why"]
         assert "speed" not in c and c["binaries"]["title"] == "main exists"
+        assert c["concurrency"]["status"] == "undetermined"
+        assert "(--no-reference); not scored" in c["concurrency"]["evidence"][0]
         assert render.verdict(ev)[0] == "PASS", {i: x["status"] for i, x in c.items()}
         design = c["design"]
         line = design["evidence"][0]
@@ -139,6 +141,8 @@ def test_a_2024_hand_in_with_a_mistake_fails_the_checks_it_should_and_says_why(g
     _, want, words = LAB_DEFECTS[name]
     c = checks(graded, name)
     got = {k: x["status"] for k, x in c.items()}
+    # measured against the reference servers (test_grade_concurrency.py), not shown here
+    assert got.pop("concurrency") == "undetermined", c["concurrency"]
     others = {k: v for k, v in got.items() if k not in want}
     assert all(got[k] in ((v,) if isinstance(v, str) else v) for k, v in want.items()), got
     assert not honest_statuses_problems(others), got

@@ -255,8 +255,23 @@ def test_summary_row_carries_the_source_and_the_scores():
                  "checks": {"build": {"title": "Build", "status": "pass", "points": 5,
                                       "max_points": 5},
                             "timing": {"title": "Timing", "status": "fail", "points": 0,
-                                       "max_points": 4}}}
-    assert list(r) == [*render.SUMMARY_FIELDS, "checks"]
+                                       "max_points": 4}}, "speed": None}
+    assert list(r) == [*render.SUMMARY_FIELDS, "checks", "speed"]
+
+
+def test_the_leaderboard_is_the_concurrency_checks_speed_and_only_a_number():
+    board = {"speed": 1.23456, "low": 1.0, "high": 1.5, "rounds": 11}
+    e = ev(build="pass")
+    e["checks"].append({"id": "concurrency", "title": "C", "status": "pass", "evidence": [],
+                        "leaderboard": board})
+    assert render.gradescope(e, W)["leaderboard"] == [
+        {"name": render.LEADERBOARD, "value": 1.23, "order": "desc"}]
+    assert render.summary_row("a", Path("/c/a"), e, W)["speed"] == 1.23
+    for bad in ("1.5", float("nan"), True, None):
+        e["checks"][-1]["leaderboard"] = {**board, "speed": bad}
+        assert "leaderboard" not in render.gradescope(e, W), bad
+    e["checks"][-1] = "not a check"
+    assert render.leaderboard_speed(e) is None
 
 
 CHROMIUM = shutil.which("chromium")

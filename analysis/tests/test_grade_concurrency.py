@@ -1,0 +1,97 @@
+"""A one-server lab's `main` measured against the grader's own reference servers (lockbench's
+main1, one mutex, and main4, an rwlock per string) in turns: the concurrency check and the
+leaderboard built from it. One grading of four 2024+ hand-ins (a mutex, one rwlock and an
+rwlock per string, and one that locks per string but serves one request at a time), with
+the reference servers shown, is shared by the tests of this module."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.grade import render
+from analysis.tests.test_grade import NO_SANDBOX, REPO, checks, grade, lab2024
+
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
+SUBS = {"one_mutex": (1, ""), "one_rwlock": (3, ""), "rwlock_per_string": (4, ""),
+        "serialised": (4, "SERIALISED")}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    if NO_SANDBOX:
+        pytest.skip(f"no sandbox: {NO_SANDBOX} (./lockbench setup installs bubblewrap)")
+    if not (REPO / "build" / "release" / "main4").is_file():
+        pytest.skip("the reference servers are not built (./lockbench setup)")
+    root = tmp_path_factory.mktemp("subs")
+    subs = [lab2024(root, name, k, d) for name, (k, d) in SUBS.items()]
+    out = tmp_path_factory.mktemp("grades")
+    p = grade(*subs, "--quick", "--runs", "2", "--jobs", "2", "--no-progress", "--out", out)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return out
+
+
+def concurrency(out: Path, name: str) -> dict:
+    return checks(out, name)["concurrency"]
+
+
+def board(out: Path, name: str) -> float:
+    res = json.loads((out / name / "results.json").read_text())
+    (entry,) = res["leaderboard"]
+    assert entry["name"] == render.LEADERBOARD and entry["order"] == "desc"
+    return entry["value"]
+
+
+def test_an_rwlock_per_string_serves_writes_concurrently(graded):
+    c = concurrency(graded, "rwlock_per_string")
+    assert c["status"] == "pass", c["evidence"]
+    assert "serves writes to different strings concurrently" in c["evidence"][-1]
+    assert "started afresh for each of its turns" in c["evidence"][0]
+
+
+@pytest.mark.parametrize("name,design", [("one_mutex", "one mutex"),
+                                         ("one_rwlock", "one rwlock")])
+def test_a_one_lock_design_is_named_the_slower_choice_not_failed(graded, name, design):
+    c = concurrency(graded, name)
+    # one lock serves these writes one at a time; a busy machine may leave it unclear
+    assert c["status"] in ("pass", "undetermined"), c["evidence"]
+    if c["status"] == "pass":
+        assert f"as its design ({design}, traced) does: the slower choice" in c["evidence"][-1]
+
+
+def test_a_lock_per_string_that_serves_one_request_at_a_time_fails(graded):
+    c = concurrency(graded, "serialised")
+    assert c["status"] in ("fail", "undetermined"), c["evidence"]
+    if c["status"] == "fail":
+        assert "an rwlock per string (traced) yet serves" in c["evidence"][-1]
+        assert "pthread_join" in (graded / "serialised" / "verdict.md").read_text()
+
+
+def test_the_leaderboard_ranks_the_designs_by_the_graders_own_measurement(graded):
+    speeds = {name: board(graded, name) for name in SUBS}
+    # a lock per string serves 32 writes to distinct strings at least twice as fast as one
+    # lock (each write sleeps under the lock); measured in turns, so noise hits all alike
+    assert speeds["rwlock_per_string"] > 1.5 * max(speeds["one_mutex"], speeds["serialised"]), \
+        speeds
+    page = (graded / "rwlock_per_string" / "verdict.md").read_text()
+    assert "99 % interval" in page and "rwlock-per-string reference" in page
+    # the class page: the same numbers in a sortable column
+    index = (graded / "index.html").read_text()
+    assert "data-key='speed'" in index
+    assert all(f"<td class='num' data-v='{v:g}'>{v:.2f}</td>" in index
+               for v in speeds.values()), speeds
+
+
+def test_without_the_reference_servers_nothing_is_measured_nor_scored(tmp_path):
+    if NO_SANDBOX:
+        pytest.skip(f"no sandbox: {NO_SANDBOX}")
+    sub = lab2024(tmp_path, "alone", 4)
+    p = grade(sub, "--quick", "--runs", "1", "--sizes", "10", "--no-reference", "--no-progress",
+              "--out", tmp_path / "out")
+    assert p.returncode == 0, p.stderr[-2000:]
+    c = concurrency(tmp_path / "out", "alone")
+    assert c["status"] == "undetermined" and "not scored" in c["evidence"][0]
+    res = json.loads((tmp_path / "out" / "alone" / "results.json").read_text())
+    assert "leaderboard" not in res
+    assert {t["name"]: t["max_score"] for t in res["tests"]}[c["title"]] == 0
