@@ -146,7 +146,8 @@ CHECKS = (
               '"%e\\n", mean)`), each request timed from when it has been read to when its reply '
               "is ready, the lock waiting included",
           partial="the share of (server, n) settings whose timing lines were plausible, with "
-                  "main1's lines under the clock probe as one more when the probe judged them",
+                  "the lines of main1 (a one-server lab's main) under the clock probe as one "
+                  "more when the probe judged them",
           cost_in_runs=15,
           per_server=True),
     Check(id="races",

@@ -586,7 +586,7 @@ TIMING_FIXES = {
     "floor": "each request sleeps usleep(10) in the array access, so a mean below 5 us "
              "means the clock or the division is wrong",
     "sum": "the lines look like the sum of the 1000 latencies: divide by 1000 for the mean",
-    "after_lock": "main1's lines leave out the lock waiting the grader's client saw: start "
+    "after_lock": "the timing lines leave out the lock waiting the grader's client saw: start "
                   "the clock when the request has been read, before pthread_mutex_lock, and "
                   "keep each request's start time in a local variable of its own thread (a "
                   "start time in a global shared by all threads is a race: a thread then "
@@ -635,7 +635,6 @@ def _setting_problems(e, lab=None) -> list:
     return out + _line_problems(lines, e["client_mean_s"], lab)
 
 
-PROBE_SERVERS = ("main1", "main2", "main4")
 PROBE_OUTSTANDING = 100  # requests the clock probe keeps in a server at once: the kit's
                          # 100 client threads
 UNACCEPTED_MAX = 10      # connections a server leaves unaccepted while idle: more, and
@@ -650,28 +649,59 @@ def _probe_plan(n: int) -> list:
     return [mine[j] for j in range(K.PER_THREAD) for mine in plan]
 
 
+def _probe_servers(ctx, bin_dir, present: list) -> tuple:
+    """(the server whose lines are judged, [(label, folder, executable)] of those whose
+    clients' waiting it is compared with, their names in words) or (None, why not). The
+    four-server lab: main1 against main2 and main4; a one-server lab: main against the
+    grader's reference rwlock per string."""
+    if ctx.lab.speed:
+        others = [(m, bin_dir, m) for m in ("main2", "main4") if m in present]
+        if "main1" not in present or not others:
+            return None, "needs main1 and main2 or main4"
+        return "main1", others, "main2's and main4's"
+    judged, refs = ctx.lab.first, Path(S.REFERENCE)
+    if not ctx.lab.delay:
+        return None, NO_DELAY
+    if judged not in present:
+        return None, f"needs {judged}"
+    if not ctx.cfg.get("reference_servers") or not (refs / REF_PER_STRING).is_file():
+        return None, ("needs the grader's reference servers to compare with, not shown to "
+                      "this grading (--no-reference)")
+    return judged, [(f"reference {REF_PER_STRING}", refs, REF_PER_STRING)], \
+        f"the grader's rwlock per string's ({REF_PER_STRING})"
+
+
 def clock_probe(ctx, bin_dir, present: list) -> dict:
-    """What the timing lines must contain, measured by the grader: fresh main1, main2 and
-    main4 at the largest n each take PROBE_BATCHES batches of the kit's 1000 requests with
-    PROBE_OUTSTANDING of them waiting in the server at once (K.window), in turns, and
-    write one line per batch. Returns {'n', name: {'client': [mean s a batch], 'lines',
+    """What the timing lines must contain, measured by the grader: the judged server and
+    those it is compared with (_probe_servers), fresh at the largest n, each take
+    PROBE_BATCHES batches of the kit's 1000 requests with PROBE_OUTSTANDING of them
+    waiting in the server at once (K.window), in turns, and write one line per batch.
+    Returns {'n', 'judged', 'against', label: {'client': [mean s a batch], 'lines',
     'why'}} or {'why': what kept it from running}."""
-    names = [m for m in PROBE_SERVERS if m in present]
-    if "main1" not in names or len(names) < 2:
-        return {"why": "needs main1 and main2 or main4"}
+    judged, *rest = _probe_servers(ctx, bin_dir, present)
+    if judged is None:
+        return {"why": rest[0]}
+    others, against = rest
     n = max(ctx.cfg["sizes"])
-    servers, _ = _start_all(ctx, bin_dir, names, n, "clock")
-    res: dict = {"n": n, **{m: {"client": [], "lines": None, "unaccepted": 0,
-                                "why": "" if m in servers else "did not start"} for m in names}}
+    res: dict = {"n": n, "judged": judged, "against": against}
+    servers = {}
+    for label, folder, exe in [(judged, bin_dir, judged), *others]:
+        s, why = start(ctx, folder, exe, n, f"{label.replace(' ', '_')}_clock")
+        res[label] = {"client": [], "lines": None, "unaccepted": 0,
+                      "why": f"did not start ({why})" if why else ""}
+        if why:
+            s.stop()
+        else:
+            servers[label] = s
     rng = random.Random(20261126)
     order = list(servers)
     for _ in range(PROBE_BATCHES):
         rng.shuffle(order)
-        for name in order:
-            e = res[name]
+        for label in order:
+            e = res[label]
             if e["why"]:
                 continue
-            reqs, port = _probe_plan(n), servers[name].port
+            reqs, port = _probe_plan(n), servers[label].port
             err, waiting = K.window(port, reqs, PROBE_OUTSTANDING,
                                     ctx.cfg["request_timeout_s"],
                                     lambda port=port: ks.accept_queue(port) or 0)
@@ -680,22 +710,24 @@ def clock_probe(ctx, bin_dir, present: list) -> dict:
                 e["why"] = err
             else:
                 e["client"].append(statistics.fmean(r.end - r.start for r in reqs))
-    for name, s in servers.items():
-        _await_lines(ctx, s, len(res[name]["client"]))
+    for label, s in servers.items():
+        _await_lines(ctx, s, len(res[label]["client"]))
         s.stop()
-        res[name]["lines"] = s.timing_lines()[0]
+        res[label]["lines"] = s.timing_lines()[0]
     return res
 
 
 def _probe_problem(probe) -> tuple:
-    """(True when main1's probe lines leave the lock waiting out | False | None not judged,
-    evidence line)."""
-    head = "main1 under the grader's clock probe"
+    """(True when the judged server's probe lines leave the lock waiting out | False | None
+    not judged, evidence line). A probe without 'judged' is the four-server lab's."""
+    judged = (probe or {}).get("judged", "main1")
+    against = (probe or {}).get("against", "main2's and main4's")
+    head = f"{judged} under the grader's clock probe"
     if probe is None or probe.get("why"):
         return None, f"{head}: not run ({probe['why'] if probe else 'no kit workload'})"
     head += (f" (n={probe['n']}, batches of 1000 requests with {PROBE_OUTSTANDING} waiting "
              "in the server at once)")
-    one = probe["main1"]
+    one = probe[judged]
     vals = [parse_timing(x) for x in one["lines"] or []]
     if (one["why"] or len(vals) != len(one["client"])
             or not all(v is not None and math.isfinite(v) for v in vals)):
@@ -709,20 +741,20 @@ def _probe_problem(probe) -> tuple:
                       "pool of threads?) "
                       "and a clock started at the read rightly leaves that out: not judged")
     others = {m: statistics.median(e["client"]) for m, e in probe.items()
-              if m not in ("n", "main1") and e["client"]}
+              if isinstance(e, dict) and m != judged and e.get("client")}
     mine = statistics.median(one["client"])
     if not others or mine < 1.5 * min(others.values()):
-        return None, (f"{head}: its clients waited {mine:.3e} s, main2's and main4's "
+        return None, (f"{head}: its clients waited {mine:.3e} s, {against} "
                       f"{min(others.values(), default=math.nan):.3e} s: no lock waiting "
                       "stands out, so the clock is not judged on it")
     wait, line = mine - min(others.values()), statistics.median(vals)
     if wait > 1e-3 and line < AFTER_LOCK_SHARE * wait:
         return True, (f"{head}: median line {line:.3e} s is below {AFTER_LOCK_SHARE:g} x "
                       f"the {wait:.3e} s of lock waiting the client saw (its wait beyond "
-                      "main2's and main4's): the lock waiting is left out (a clock started "
+                      f"{against}): the lock waiting is left out (a clock started "
                       "after the lock, or start times shared between threads)")
     return False, (f"{head}: median line {line:.3e} s against {wait:.3e} s of lock waiting "
-                   "the client saw beyond main2's and main4's: the lock waiting is in")
+                   f"the client saw beyond {against}: the lock waiting is in")
 
 
 def check_timing(wl, runs, probe=None, lab=None) -> dict:
@@ -1514,9 +1546,7 @@ def _kit_checks(ctx: Ctx, bin_dir: Path, present: list, checks: list) -> dict:
              "robustness": lambda: check_robustness(ctx, bin_dir)}
     checks.extend(within_budget(ctx, cid, later[cid]) for cid in lab.checks if cid in later
                   and (cid != "robustness" or lab.first in present))
-    ctx.probe = (probe_within_budget(ctx, bin_dir, present) if lab.speed else
-                 {"why": "the probe compares main1 with main2 and main4, servers of the "
-                         "four-server lab"})
+    ctx.probe = probe_within_budget(ctx, bin_dir, present)
     checks.append(check_timing(wl, cfg["runs"], ctx.probe, lab))
     return wl
 

@@ -2,7 +2,9 @@
 main1, one mutex, and main4, an rwlock per string) in turns: the concurrency check and the
 leaderboard built from it. One grading of four 2024+ hand-ins (a mutex, one rwlock and an
 rwlock per string, and one that locks per string but serves one request at a time), with
-the reference servers shown, is shared by the tests of this module."""
+the reference servers shown, is shared by the tests of this module. The same reference
+rwlock per string is what the clock probe compares main's lock waiting with: a one-mutex
+main whose clock starts after the lock fails the timing check."""
 
 import json
 from pathlib import Path
@@ -15,7 +17,7 @@ from analysis.tests.test_grade import NO_SANDBOX, REPO, checks, grade, lab2024
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
 SUBS = {"one_mutex": (1, ""), "one_rwlock": (3, ""), "rwlock_per_string": (4, ""),
-        "serialised": (4, "SERIALISED")}
+        "serialised": (4, "SERIALISED"), "clock_after_lock": (1, "CLOCK_AFTER_LOCK")}
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +68,19 @@ def test_a_lock_per_string_that_serves_one_request_at_a_time_fails(graded):
     if c["status"] == "fail":
         assert "an rwlock per string (traced) yet serves" in c["evidence"][-1]
         assert "pthread_join" in (graded / "serialised" / "verdict.md").read_text()
+
+
+def test_the_clock_probe_judges_main_against_the_reference_rwlock_per_string(graded):
+    honest, after = (checks(graded, n)["timing"] for n in ("one_mutex", "clock_after_lock"))
+    probe = "main under the grader's clock probe"
+    line = next(x for x in honest["evidence"] if x.startswith(probe))
+    assert honest["status"] == "pass", honest["evidence"]
+    # one mutex makes the probe's requests queue: the waiting stands out and is in the lines
+    assert "the lock waiting is in" in line and "rwlock per string's (main4)" in line, line
+    assert after["status"] == "fail", after["evidence"]
+    line = next(x for x in after["evidence"] if x.startswith(probe))
+    assert "the lock waiting is left out" in line, line
+    assert any("before pthread_mutex_lock" in f for f in after["fix"])
 
 
 def test_the_leaderboard_ranks_the_designs_by_the_graders_own_measurement(graded):
