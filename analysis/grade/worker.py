@@ -673,48 +673,71 @@ def _probe_servers(ctx, bin_dir, present: list) -> tuple:
 
 def clock_probe(ctx, bin_dir, present: list) -> dict:
     """What the timing lines must contain, measured by the grader: the judged server and
-    those it is compared with (_probe_servers), fresh at the largest n, each take
-    PROBE_BATCHES batches of the kit's 1000 requests with PROBE_OUTSTANDING of them
-    waiting in the server at once (K.window), in turns, and write one line per batch.
-    Returns {'n', 'judged', 'against', label: {'client': [mean s a batch], 'lines',
-    'why'}} or {'why': what kept it from running}."""
+    those it is compared with (_probe_servers), at the largest n, each take PROBE_BATCHES
+    batches of the kit's 1000 requests with PROBE_OUTSTANDING of them waiting in the server
+    at once (K.window), in turns, and write one line per batch. Against the grader's own
+    servers, the judged one is started afresh for each batch and stopped after its line,
+    so nothing of it runs during theirs. Returns {'n', 'judged', 'against', label:
+    {'client': [mean s a batch], 'lines', 'why'}} or {'why': what kept it from running}."""
     judged, *rest = _probe_servers(ctx, bin_dir, present)
     if judged is None:
         return {"why": rest[0]}
     others, against = rest
-    n = max(ctx.cfg["sizes"])
+    n, fresh = max(ctx.cfg["sizes"]), not ctx.lab.speed
     res: dict = {"n": n, "judged": judged, "against": against}
-    servers = {}
-    for label, folder, exe in [(judged, bin_dir, judged), *others]:
-        s, why = start(ctx, folder, exe, n, f"{label.replace(' ', '_')}_clock")
-        res[label] = {"client": [], "lines": None, "unaccepted": 0,
-                      "why": f"did not start ({why})" if why else ""}
+    where = {label: (folder, exe) for label, folder, exe in [(judged, bin_dir, judged), *others]}
+    servers: dict = {}
+
+    def up(label: str, tag: str) -> None:
+        s, why = start(ctx, *where[label], n, tag)
         if why:
             s.stop()
+            res[label]["why"] = f"did not start ({why})"
         else:
             servers[label] = s
+
+    def down(label: str) -> None:
+        s = servers.pop(label)
+        _await_lines(ctx, s, len(res[label]["client"]) - res[label]["before"])
+        s.stop()
+        res[label]["lines"] = (res[label]["lines"] or []) + (s.timing_lines()[0] or [])
+        res[label]["before"] = len(res[label]["client"])
+
+    for label in where:
+        res[label] = {"client": [], "lines": None, "unaccepted": 0, "why": "", "before": 0}
+        if not (fresh and label == judged):
+            up(label, f"{label.replace(' ', '_')}_clock")
     rng = random.Random(20261126)
-    order = list(servers)
-    for _ in range(PROBE_BATCHES):
+    order = list(where)
+    for b in range(PROBE_BATCHES):
         rng.shuffle(order)
         for label in order:
             e = res[label]
+            if fresh and label == judged and not e["why"]:
+                up(label, f"{label}_clock{b}")
             if e["why"]:
                 continue
-            reqs, port = _probe_plan(n), servers[label].port
-            err, waiting = K.window(port, reqs, PROBE_OUTSTANDING,
-                                    ctx.cfg["request_timeout_s"],
-                                    lambda port=port: ks.accept_queue(port) or 0)
-            e["unaccepted"] = max(e["unaccepted"], waiting or 0)
-            if err:
-                e["why"] = err
-            else:
-                e["client"].append(statistics.fmean(r.end - r.start for r in reqs))
-    for label, s in servers.items():
-        _await_lines(ctx, s, len(res[label]["client"]))
-        s.stop()
-        res[label]["lines"] = s.timing_lines()[0]
+            _probe_batch(ctx, servers[label].port, n, e)
+            if fresh and label == judged:
+                down(label)
+    for label in list(servers):
+        down(label)
+    for e in res.values():
+        if isinstance(e, dict):
+            e.pop("before", None)
     return res
+
+
+def _probe_batch(ctx, port: int, n: int, e: dict) -> None:
+    """One probe batch on the server at `port`; its client mean, or why it failed, in e."""
+    reqs = _probe_plan(n)
+    err, waiting = K.window(port, reqs, PROBE_OUTSTANDING, ctx.cfg["request_timeout_s"],
+                            lambda: ks.accept_queue(port) or 0)
+    e["unaccepted"] = max(e["unaccepted"], waiting or 0)
+    if err:
+        e["why"] = err
+    else:
+        e["client"].append(statistics.fmean(r.end - r.start for r in reqs))
 
 
 def _probe_problem(probe) -> tuple:

@@ -117,6 +117,15 @@ def test_a_probe_that_could_not_run_or_a_pool_is_not_judged():
         odd = dict(pool, unaccepted=0, lines=["1e-4", bad, "1e-4"])
         got, line = W._probe_problem({"n": N, "main1": odd, "main2": fast})
         assert got is None and "not judged" in line, line
+    # a one-server lab's main against the grader's reference rwlock per string
+    after = dict(pool, unaccepted=0, lines=["2e-4"] * 3)
+    one = {"n": N, "judged": "main", "against": "the grader's rwlock per string's (main4)",
+           "main": after, "reference main4": fast}
+    got, line = W._probe_problem(one)
+    assert got is True and line.startswith("main under the grader's clock probe"), line
+    assert "beyond the grader's rwlock per string's (main4)" in line
+    got, line = W._probe_problem({**one, "main": dict(after, lines=["1e-2"] * 3)})
+    assert got is False and "the lock waiting is in" in line, line
     quiet = dict(pool, unaccepted=0, client=[3e-4] * 3)
     got, line = W._probe_problem({"n": N, "main1": quiet, "main2": fast})
     assert got is None and "no lock waiting stands out" in line

@@ -75,12 +75,16 @@ def test_the_clock_probe_judges_main_against_the_reference_rwlock_per_string(gra
     probe = "main under the grader's clock probe"
     line = next(x for x in honest["evidence"] if x.startswith(probe))
     assert honest["status"] == "pass", honest["evidence"]
-    # one mutex makes the probe's requests queue: the waiting stands out and is in the lines
-    assert "the lock waiting is in" in line and "rwlock per string's (main4)" in line, line
-    assert after["status"] == "fail", after["evidence"]
+    assert "rwlock per string's (main4)" in line and "left out" not in line, line
+    # one mutex makes the probe's requests queue, unless the probe's client could not keep
+    # them queued (a busy machine): then nothing is judged, never a fail
     line = next(x for x in after["evidence"] if x.startswith(probe))
-    assert "the lock waiting is left out" in line, line
-    assert any("before pthread_mutex_lock" in f for f in after["fix"])
+    judged = "no lock waiting stands out" not in line
+    assert "the lock waiting is in" not in line, line
+    assert (after["status"] == "fail") is judged, after["evidence"]
+    if judged:
+        assert "the lock waiting is left out" in line, line
+        assert any("before pthread_mutex_lock" in f for f in after["fix"])
 
 
 def test_the_leaderboard_ranks_the_designs_by_the_graders_own_measurement(graded):
