@@ -4,7 +4,8 @@ platform, from this checkout.
 Both bundles hold the same `lockbench/` folder: the `analysis` package without its tests
 (the grader itself needs the standard library only), the course's weights, bundle.json (budget,
 quick, sandbox) and setup.sh, which installs what grading needs from the distribution's
-packages and compiles the lock tracer; nothing is fetched from anywhere else.
+packages and compiles the lock tracer and the grader's kit-style servers; nothing is
+fetched from anywhere else.
 
 - Gradescope: DIR/autograder.zip with setup.sh and run_autograder at its root.
 - PrairieLearn: DIR/prairielearn/ with a Dockerfile for the external grader image,
@@ -30,8 +31,9 @@ PACKAGES = ("gcc", "libc6-dev", "make", "python3", "bubblewrap", "util-linux", "
 
 SETUP = """#!/usr/bin/env bash
 # lockbench's grader: install what grading needs (the distribution's packages only) and
-# compile the lock tracer. Gradescope runs this once when it builds the autograder image
-# (as root, in /autograder/source); the PrairieLearn Dockerfile runs it too.
+# compile the lock tracer and the grader's own kit-style servers. Gradescope runs this once
+# when it builds the autograder image (as root, in /autograder/source); the PrairieLearn
+# Dockerfile runs it too.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 code="$here"; [ -d "$here/lockbench" ] && code="$here/lockbench"
@@ -48,6 +50,10 @@ fi
 mkdir -p "$code/bin"
 gcc -O2 -Wall -Wextra -shared -fPIC -o "$code/bin/liblocktrace.so" \\
   "$code/analysis/grade/locktrace.c" -ldl -pthread
+for design in 1 4; do  # the grader's own kit-style servers (one mutex, an rwlock per string)
+  gcc -O2 -Wall -Wextra -DDESIGN=$design -o "$code/bin/kitref$design" \\
+    "$code/analysis/grade/kitref.c" -pthread
+done
 echo "lockbench grader ready: $code"
 """
 

@@ -121,7 +121,7 @@ CHECKS = (
           cost_in_runs=25,
           per_server=True),
     Check(id="concurrency",
-          title="main serves requests concurrently (against the grader's reference servers)",
+          title="main serves requests concurrently (timed against the grader's own servers)",
           fix="let each connection's thread run on its own (no `pthread_join` right after "
               "`pthread_create`, the request read in that thread, not the accepting one) and "
               "hold a string's lock only around that string's access, so that writes to "
@@ -160,7 +160,7 @@ CHECKS = (
 )
 BY_ID = {c.id: c for c in CHECKS}
 # Every check of the four-server lab in page order (the race detector only with --race;
-# the concurrency check compares a one-server lab's main with the reference servers, which
+# the concurrency check compares a one-server lab's main with the grader's own servers, which
 # the speed check does among the four).
 ORDER = tuple(c.id for c in CHECKS if c.id not in ("races", "concurrency"))
 PER_SERVER = tuple(c.id for c in CHECKS if c.per_server)

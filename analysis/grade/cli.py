@@ -158,8 +158,6 @@ def config(a) -> dict:
                  "speed_ratio_serial": float(weights["thresholds"].get("speed_ratio_serial",
                                                                        1.25)),
                  "burst_rounds": 11 if a.quick else 21,
-                 # a one-server lab's main is measured against them (worker.check_concurrency)
-                 "reference_servers": not a.no_reference,
                  # a one-server version's designs that earn the design check, by version
                  "designs": {k: t["designs"] for k, t in weights["labs"].items()
                              if t["designs"] is not None},
@@ -225,25 +223,25 @@ def run_worker(cfg: dict, out: Path, submission: Path | None = None,
     return ev
 
 
-def _tracer(cfg: dict) -> Path | None:
-    tracer = Path(cfg.get("tracer", ""))
-    return tracer if tracer.name and tracer.is_file() else None
+# The grader's own programs beside a submission, from --bin-dir: the design check's lock
+# tracer, and the kit-style servers a one-server lab's main is timed against.
+TOOLS = ("liblocktrace.so", "kitref1", "kitref4")
+
+
+def _tools(cfg: dict) -> list:
+    """The grader's programs (TOOLS) present in cfg['tools_dir']."""
+    d = Path(cfg.get("tools_dir") or "/nonexistent")
+    return [d / t for t in TOOLS if (d / t).is_file()]
 
 
 def _in_bubblewrap(wcfg, out, cg, submission, refbin, budget) -> dict:
     binds = {REPO / "analysis": (f"{sandbox.CODE}/analysis", False)}
     if submission is not None:
         binds[submission.resolve()] = (sandbox.SUBMISSION, False)
-        tracer = _tracer(wcfg)
-        if tracer:  # the design check's interposer
-            binds[tracer.resolve()] = (f"{sandbox.REFERENCE}/{tracer.name}", False)
-    # the reference servers: their folder for the reference run, only the four executables
-    # beside a submission (the concurrency check)
-    if refbin is not None and submission is None:
+        binds.update({t.resolve(): (f"{sandbox.REFERENCE}/{t.name}", False)
+                      for t in _tools(wcfg)})
+    if refbin is not None:
         binds[refbin.resolve()] = (sandbox.REFERENCE, False)
-    elif refbin is not None:
-        binds.update({(refbin / m).resolve(): (f"{sandbox.REFERENCE}/{m}", False)
-                      for m in labs.FOUR if (refbin / m).is_file()})
     inside = [f"{sandbox.CGROUPS}/{i}" for i in range(len(cg.dirs))]
     binds.update({d: (c, True) for d, c in zip(cg.dirs, inside)})
     env = {"PATH": "/usr/bin:/bin", "HOME": sandbox.HOME, "TMPDIR": sandbox.HOME,
@@ -265,7 +263,7 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
         bundle.copy_grading_code(root / "code")
         (root / "ref").mkdir()
         for f in ([refbin / m for m in labs.FOUR] if refbin else []) + (
-                [_tracer(wcfg)] if submission is not None and _tracer(wcfg) else []):
+                _tools(wcfg) if submission is not None else []):
             shutil.copy2(f, root / "ref" / f.name)
         if submission is not None:
             (root / "submission").symlink_to(submission.resolve())
@@ -361,10 +359,8 @@ def grader_version() -> str:
     return head.stdout.strip() or "unknown"
 
 
-def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict,
-              refbin: Path | None = None) -> dict:
-    """refbin: the reference servers, shown to the grading read-only (None: not at all)."""
-    ev = run_worker(cfg, out, submission=sub, refbin=refbin)
+def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dict:
+    ev = run_worker(cfg, out, submission=sub)
     ev["grader"] = {**cfg["grader"], "date": time.strftime("%Y-%m-%d %H:%M %Z")}
     (out / "evidence.json").write_text(json.dumps(ev, indent=1))
     render.write_pages(out, out.name, ev, ref, weights)
@@ -492,14 +488,13 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     settings (resuming); (name, evidence, what happened)."""
     sdir = a.out / name
     stamp = sdir / "grade-key.json"
-    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout", "lab", "reference_servers")}
+    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout", "lab")}
     if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
             and json.loads(stamp.read_text()) == key):
         ev = json.loads((sdir / "evidence.json").read_text())
         render.write_pages(sdir, name, ev, ref, weights)
         return name, ev, "kept from an earlier run"
-    ev = grade_one(cfg, sub, sdir, ref, weights,
-                   refbin=a.bin_dir if cfg["reference_servers"] else None)
+    ev = grade_one(cfg, sub, sdir, ref, weights)
     stamp.write_text(json.dumps(key))
     return name, ev, render.verdict(ev)[0]
 
@@ -548,7 +543,7 @@ def main(argv=None) -> int:
         return _bundle(a, ap)
     try:
         cfg = config(a)
-        cfg["tracer"] = str((a.bin_dir / "liblocktrace.so").resolve())
+        cfg["tools_dir"] = str(a.bin_dir.resolve())
         cfg["grader"] = {"version": grader_version(), "weights": str(a.weights)}
         weights = render.load_weights(a.weights)
     except render.WeightsError as e:

@@ -653,7 +653,7 @@ def _probe_servers(ctx, bin_dir, present: list) -> tuple:
     """(the server whose lines are judged, [(label, folder, executable)] of those whose
     clients' waiting it is compared with, their names in words) or (None, why not). The
     four-server lab: main1 against main2 and main4; a one-server lab: main against the
-    grader's reference rwlock per string."""
+    grader's own kit-style rwlock per string."""
     if ctx.lab.speed:
         others = [(m, bin_dir, m) for m in ("main2", "main4") if m in present]
         if "main1" not in present or not others:
@@ -664,10 +664,9 @@ def _probe_servers(ctx, bin_dir, present: list) -> tuple:
         return None, NO_DELAY
     if judged not in present:
         return None, f"needs {judged}"
-    if not ctx.cfg.get("reference_servers") or not (refs / REF_PER_STRING).is_file():
-        return None, ("needs the grader's reference servers to compare with, not shown to "
-                      "this grading (--no-reference)")
-    return judged, [(f"reference {REF_PER_STRING}", refs, REF_PER_STRING)], \
+    if not (refs / REF_PER_STRING).is_file():
+        return None, f"needs a server to compare with: {NO_REFS}"
+    return judged, [(REF_PER_STRING, refs, REF_PER_STRING)], \
         f"the grader's rwlock per string's ({REF_PER_STRING})"
 
 
@@ -676,9 +675,10 @@ def clock_probe(ctx, bin_dir, present: list) -> dict:
     those it is compared with (_probe_servers), at the largest n, each take PROBE_BATCHES
     batches of the kit's 1000 requests with PROBE_OUTSTANDING of them waiting in the server
     at once (K.window), in turns, and write one line per batch. Against the grader's own
-    servers, the judged one is started afresh for each batch and stopped after its line,
-    so nothing of it runs during theirs. Returns {'n', 'judged', 'against', label:
-    {'client': [mean s a batch], 'lines', 'why'}} or {'why': what kept it from running}."""
+    servers, each is started afresh for each batch and stopped after its line: nothing of
+    the submission runs during theirs, and each is measured alike. Returns {'n',
+    'judged', 'against', label: {'client': [mean s a batch], 'lines', 'why'}} or {'why':
+    what kept it from running}."""
     judged, *rest = _probe_servers(ctx, bin_dir, present)
     if judged is None:
         return {"why": rest[0]}
@@ -705,20 +705,20 @@ def clock_probe(ctx, bin_dir, present: list) -> dict:
 
     for label in where:
         res[label] = {"client": [], "lines": None, "unaccepted": 0, "why": "", "before": 0}
-        if not (fresh and label == judged):
-            up(label, f"{label.replace(' ', '_')}_clock")
+        if not fresh:
+            up(label, f"{label}_clock")
     rng = random.Random(20261126)
     order = list(where)
     for b in range(PROBE_BATCHES):
         rng.shuffle(order)
         for label in order:
             e = res[label]
-            if fresh and label == judged and not e["why"]:
+            if fresh and not e["why"]:
                 up(label, f"{label}_clock{b}")
             if e["why"]:
                 continue
             _probe_batch(ctx, servers[label].port, n, e)
-            if fresh and label == judged:
+            if fresh:
                 down(label)
     for label in list(servers):
         down(label)
@@ -1281,86 +1281,79 @@ def check_design(ctx, bin_dir, present: list) -> dict:
                  fix=[f for _, _, f in res if f])
 
 
-# The grader's own servers a one-server lab's `main` is measured against: lockbench's
-# main1 (one mutex) and main4 (an rwlock per string).
-REF_ONE_LOCK, REF_PER_STRING = "main1", "main4"
+# The grader's own kit-style servers a one-server lab's `main` is measured against
+# (analysis/grade/kitref.c): one mutex, and an rwlock per string.
+REF_ONE_LOCK, REF_PER_STRING = "kitref1", "kitref4"
+NO_REFS = ("the grader's own kit-style servers (kitref1, kitref4) are not built beside its "
+           "lock tracer (./lockbench setup builds them)")
 ONE_LOCK = (D.ONE_MUTEX, D.ONE_RWLOCK)
 
 
-def _turns(ctx, bin_dir, refs: dict, positions: list, spans: dict, rounds: int) -> str:
-    """`rounds` rounds of write bursts: the submission's server started fresh for each of
-    its turns and stopped after it (nothing of it runs during a reference server's turn),
-    one burst to warm it, then the measured one; the reference servers stay up. The
-    order is shuffled each round. Returns '' or why the submission's turn failed."""
+def _turn(ctx, where: tuple, positions: list, tag: str) -> tuple:
+    """(seconds of one burst, '') on a server started afresh for it, after one burst
+    unmeasured to warm it, and stopped after it; else (None, why not)."""
+    s, why = start(ctx, *where, max(positions) + 1, tag)
+    try:
+        if why:
+            return None, f"did not start for its turn ({why})"
+        queued = lambda: ks.accept_queue(s.port)  # noqa: E731
+        K.burst(s.port, positions, ctx.cfg["request_timeout_s"], queued=queued)
+        span, err = K.burst(s.port, positions, ctx.cfg["request_timeout_s"], queued=queued)
+        if err:
+            return None, f"a burst failed: {err}" + ("" if s.alive() else
+                                                    f" (server {s.death()})")
+        return span, ""
+    finally:
+        s.stop()
+
+
+def _turns(ctx, servers: dict, positions: list, spans: dict, rounds: int) -> tuple:
+    """`rounds` rounds of write bursts, every server of servers {key: (folder,
+    executable)} once a round in a shuffled order, each started afresh for its turn and
+    stopped after it (_turn): nothing of one runs during another's turn, and each is
+    measured alike. Returns ('', '') or (the key whose turn failed, why)."""
     rng = random.Random(20261128 + len(spans["sub"]))
-    order, timeout = ["sub", *refs], ctx.cfg["request_timeout_s"]
+    order = list(servers)
     for _ in range(rounds):
         rng.shuffle(order)
         for key in order:
-            if key != "sub":
-                s = refs[key]
-                span, err = K.burst(s.port, positions, timeout,
-                                    queued=lambda port=s.port: ks.accept_queue(port))
-                if err:
-                    raise OSError(f"the reference server {key} failed a burst: {err}")
-                spans[key].append(span)
-                continue
-            s, why = start(ctx, bin_dir, ctx.lab.first, max(positions) + 1,
-                           f"{ctx.lab.first}_turn{len(spans['sub'])}")
-            try:
-                if why:
-                    return f"did not start for its turn ({why})"
-                queued = lambda port=s.port: ks.accept_queue(port)  # noqa: E731
-                K.burst(s.port, positions, timeout, queued=queued)  # warm-up, not measured
-                span, err = K.burst(s.port, positions, timeout, queued=queued)
-                if err:
-                    return f"a burst failed: {err}" + ("" if s.alive() else
-                                                       f" (server {s.death()})")
-                spans["sub"].append(span)
-            finally:
-                s.stop()
-    return ""
+            span, why = _turn(ctx, servers[key], positions, f"{key}_turn{len(spans[key])}")
+            if why:
+                return key, why
+            spans[key].append(span)
+    return "", ""
 
 
 def check_concurrency(ctx, bin_dir, present: list) -> dict:
-    """A one-server lab's `main` against the grader's own reference servers, in turns:
+    """A one-server lab's `main` against the grader's own kit-style servers, in turns:
     bursts of BURST simultaneous writes to distinct strings at the largest n. Round by
-    round, the reference one-mutex server's burst over main's decides by the speed
-    check's sequential rule whether main serves them concurrently; the reference rwlock
-    per string's over main's is main's speed for the leaderboard (above 1: faster than
-    it). Serving them one at a time passes only with a one-lock design traced (the
-    slower choice the lab discusses), fails with a lock per string traced (serialised
-    somewhere else), and is undetermined otherwise."""
+    round, kitref1's (one mutex) burst over main's decides by the speed check's
+    sequential rule whether main serves them concurrently; kitref4's (an rwlock per
+    string) over main's is main's speed for the leaderboard (above 1: faster than it).
+    Serving them one at a time passes only with a one-lock design traced (the slower
+    choice the lab discusses), fails with a lock per string traced (serialised somewhere
+    else), and is undetermined otherwise."""
     name, title = ctx.lab.first, C.title("concurrency", ctx.lab)
     refs_dir = Path(S.REFERENCE)
-    if not ctx.cfg.get("reference_servers") or not all(
-            (refs_dir / m).is_file() for m in (REF_ONE_LOCK, REF_PER_STRING)):
+    if not all((refs_dir / m).is_file() for m in (REF_ONE_LOCK, REF_PER_STRING)):
         return check("concurrency", title, "undetermined",
-                     "not measured: the grader's reference servers are not available to this "
-                     "grading (--no-reference); not scored")
+                     f"not measured: {NO_REFS}; not scored")
     if not ctx.lab.delay:
         return check("concurrency", title, "undetermined", f"not measured: {NO_DELAY}")
-    n = max(ctx.cfg["sizes"])
-    positions = _spread(n, BURST)
-    refs, ev = _start_all(ctx, refs_dir, (REF_ONE_LOCK, REF_PER_STRING), n, "reference")
-    for s in refs.values():  # warmed as main is before each of its turns
-        K.burst(s.port, positions, ctx.cfg["request_timeout_s"])
-    spans: dict = {"sub": [], **{m: [] for m in refs}}
-    why, looks, verdict = ev[0] if ev else "", 0, None
-    try:
-        while not why and verdict is None and looks < SPEED_LOOKS:
-            looks += 1
-            why = _turns(ctx, bin_dir, refs, positions, spans, ctx.cfg["burst_rounds"])
-            verdict = None if why else _slower(ctx, spans, REF_ONE_LOCK, "sub")[0]
-    except OSError as e:
-        why = str(e)
-    finally:
-        for s in refs.values():
-            s.stop()
-    if why:  # a reference that failed is the grader's; the submission's own failure is its
-        own = why.startswith(("did not start", "a burst failed"))
-        return check("concurrency", title, "fail" if own else "undetermined",
-                     f"{name}: {why}" if own else f"not measured: {why}; not scored")
+    positions = _spread(max(ctx.cfg["sizes"]), BURST)
+    servers = {"sub": (bin_dir, name), **{m: (refs_dir, m) for m in (REF_ONE_LOCK,
+                                                                       REF_PER_STRING)}}
+    spans: dict = {key: [] for key in servers}
+    failed, why, looks, verdict = "", "", 0, None
+    while not why and verdict is None and looks < SPEED_LOOKS:
+        looks += 1
+        failed, why = _turns(ctx, servers, positions, spans, ctx.cfg["burst_rounds"])
+        verdict = None if why else _slower(ctx, spans, REF_ONE_LOCK, "sub")[0]
+    if failed == "sub":
+        return check("concurrency", title, "fail", f"{name}: {why}")
+    if why:  # the grader's own server: its failure costs nothing
+        return check("concurrency", title, "undetermined",
+                     f"not measured: {failed}: {why}; not scored")
     return _judge_concurrency(ctx, name, title, spans, looks)
 
 
@@ -1369,16 +1362,16 @@ def _judge_concurrency(ctx, name, title, spans, looks) -> dict:
     b_lo, b_mid, b_hi, _ = _slower(ctx, spans, REF_PER_STRING, "sub")[1:]
     k = len(_spread(max(ctx.cfg["sizes"]), BURST))
     lines = [f"n={max(ctx.cfg['sizes'])}; bursts of {k} simultaneous writes to distinct "
-             f"strings, {name} (started afresh for each of its turns) and the grader's "
-             f"{REF_ONE_LOCK} (one mutex) and {REF_PER_STRING} (an rwlock per string) in "
-             f"turns, {looks} look(s) of {ctx.cfg['burst_rounds']} rounds; error rate at most "
-             f"{2 * SPEED_ALPHA * looks:.0%}",
-             f"the one-mutex reference's burst over {name}'s, round by round: median "
+             f"strings, {name} and the grader's own kit-style {REF_ONE_LOCK} (one mutex) and "
+             f"{REF_PER_STRING} (an rwlock per string) in turns, each started afresh for each "
+             f"of its turns, {looks} look(s) of {ctx.cfg['burst_rounds']} rounds; error rate "
+             f"at most {2 * SPEED_ALPHA * looks:.0%}",
+             f"{REF_ONE_LOCK}'s burst over {name}'s, round by round: median "
              f"{mid:.2f}, 99 % interval {lo:.2f}-{hi:.2f} over {rounds} rounds",
-             f"speed against the rwlock-per-string reference (its burst over {name}'s, above "
-             f"1 is faster than it): median {b_mid:.2f}, 99 % interval {b_lo:.2f}-{b_hi:.2f}"]
+             f"speed against {REF_PER_STRING} (its burst over {name}'s; above 1, {name} is "
+             f"faster than it): median {b_mid:.2f}, 99 % interval {b_lo:.2f}-{b_hi:.2f}"]
     board = {"speed": b_mid, "low": b_lo, "high": b_hi, "rounds": rounds,
-             "against": "the grader's rwlock per string (lockbench main4)"}
+             "against": "the grader's kit-style rwlock per string (kitref4)"}
     traced = ctx.traced.get(name, D.UNDETERMINED)
     if verdict is None:
         status = "undetermined"

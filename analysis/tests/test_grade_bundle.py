@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import isolation, sandbox
+from analysis.grade import checks, isolation, render, sandbox
 from analysis.grade import similarity as S
 from analysis.tests.helpers import kit_fixture
 from analysis.tests.test_grade_similarity import tokenizer_bomb
@@ -155,6 +155,22 @@ def test_run_autograder_with_bubblewrap_writes_gradescope_results(gs_bundle, tmp
     seen = {t["name"]: t.get("visibility") for t in res["tests"]}
     assert seen["The timing file server_output_time_aggregated"] == "after_due_date"
     assert 0 < res["execution_time"] <= 150
+
+
+@pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox: {NO_SANDBOX}")
+def test_run_autograder_tells_a_2024_main_apart_and_fills_the_leaderboard(gs_bundle, tmp_path):
+    root = autograder_root(tmp_path, gs_bundle,
+                           kit_fixture("lab2024_main", tmp_path / "subs", "student"))
+    assert (root / "source" / "lockbench" / "bin" / "kitref4").is_file()  # setup.sh built it
+    res = run_autograder(root)
+    check_gradescope(res)
+    assert "graded as the 2024+ lab" in res["output"], res["output"][:2000]
+    (board,) = res["leaderboard"]
+    assert board["name"] == render.LEADERBOARD and board["order"] == "desc"
+    assert board["value"] > 0
+    # an rwlock per string: concurrent (10 of 10), or not scored on a busy machine
+    c = {t["name"]: t for t in res["tests"]}[checks.BY_ID["concurrency"].title]
+    assert c["status"] == "passed" and c["score"] == c["max_score"] in (0, 10), c
 
 
 @pytest.mark.root

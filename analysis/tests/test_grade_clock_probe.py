@@ -119,11 +119,11 @@ def test_a_probe_that_could_not_run_or_a_pool_is_not_judged():
         assert got is None and "not judged" in line, line
     # a one-server lab's main against the grader's reference rwlock per string
     after = dict(pool, unaccepted=0, lines=["2e-4"] * 3)
-    one = {"n": N, "judged": "main", "against": "the grader's rwlock per string's (main4)",
-           "main": after, "reference main4": fast}
+    one = {"n": N, "judged": "main", "against": "the grader's rwlock per string's (kitref4)",
+           "main": after, "kitref4": fast}
     got, line = W._probe_problem(one)
     assert got is True and line.startswith("main under the grader's clock probe"), line
-    assert "beyond the grader's rwlock per string's (main4)" in line
+    assert "beyond the grader's rwlock per string's (kitref4)" in line
     got, line = W._probe_problem({**one, "main": dict(after, lines=["1e-2"] * 3)})
     assert got is False and "the lock waiting is in" in line, line
     quiet = dict(pool, unaccepted=0, client=[3e-4] * 3)
