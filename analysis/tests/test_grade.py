@@ -81,10 +81,35 @@ def lab2024(root: Path, name: str, design: int = 4, defects: str = "") -> Path:
     return d
 
 
+# How real 2024+ hand-ins are packaged: a Makefile named `makefile` with CRLF line endings
+# whose first target, `compile`, relinks main every time and whose `all` also builds the
+# kit's client and attacker; a CMakeLists.txt beside it that make ignores; the kit's
+# common.h edited (COM_IS_VERBOSE 1, an extra include); handed in as a flat zip.
+PACKAGED_MAKEFILE = (
+    "# lab 2\r\ncompile:\r\n\tgcc -O2 -Wall -I. -DDESIGN=4 -o main server.c -lpthread\r\n"
+    "all: compile client attacker\r\nclient: client.c\r\n\tgcc -o client client.c\r\n"
+    "attacker: attacker.c\r\n\tgcc -o attacker attacker.c\r\n")
+
+
+def lab2024_packaged(root: Path) -> Path:
+    d = lab2024(root, "main_packaging_src")
+    (d / "Makefile").unlink()
+    (d / "makefile").write_bytes(PACKAGED_MAKEFILE.encode())
+    for tool in ("client", "attacker"):
+        (d / f"{tool}.c").write_text("int main(void) { return 0; }\n")
+    (d / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.10)\nproject(lab2 C)\n"
+                                      "add_executable(main server.c)\n")
+    common = (d / "common.h").read_text()
+    (d / "common.h").write_text(common.replace(
+        "#define COMMON_H\n", "#define COMMON_H\n#define COM_IS_VERBOSE 1\n#include <stdio.h>\n"
+    ).replace("\n", "\r\n"))
+    return zip_fixture(d, root / "main_packaging.zip")
+
+
 def lab_subs(root: Path) -> list:
     subs = [lab2024(root, name, k) for name, k in LAB_SUBS.items()]
     subs += [lab2024(root, name, defects=d) for name, (d, _, _) in LAB_DEFECTS.items()]
-    return [*subs, kit_fixture("lab2018_main", root, "lab2018")]
+    return [*subs, kit_fixture("lab2018_main", root, "lab2018"), lab2024_packaged(root)]
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +196,14 @@ def test_a_course_that_asks_for_one_design_fails_main_of_another_by_its_trace(tm
     assert {t["name"]: t["max_score"] for t in res["tests"]}[c["title"]] == 20
 
 
+def test_a_2024_hand_in_packaged_as_students_package_it_passes(graded):
+    ev, c = evidence(graded, "main_packaging"), checks(graded, "main_packaging")
+    assert ev["lab"]["name"] == "2024+", ev["lab"]
+    got = {k: x["status"] for k, x in c.items()}
+    assert not honest_statuses_problems(got), got
+    assert render.verdict(ev)[0] == "PASS"
+
+
 def test_main_on_the_2018_kit_writes_sums_and_its_design_is_not_timed(graded):
     ev, c = evidence(graded, "lab2018"), checks(graded, "lab2018")
     assert ev["lab"]["name"] == "2018" and "no usleep" in ev["lab"]["why"]
@@ -192,8 +225,8 @@ def test_every_fixture_has_its_pages_and_gradescope_results(graded):
         assert all(t["status"] in ("passed", "failed") for t in res["tests"])
     rows = (graded / "summary.csv").read_text().splitlines()
     assert rows[0].startswith("submission,source,verdict,score")
-    # the 2024+ ones, the lab 2018 one, the zip
-    assert len(rows) == 1 + len(NAMES) + len(LAB_SUBS) + len(LAB_DEFECTS) + 1 + 1
+    # the 2024+ ones, the lab 2018 one, the packaged 2024+ zip, the zip
+    assert len(rows) == 1 + len(NAMES) + len(LAB_SUBS) + len(LAB_DEFECTS) + 1 + 1 + 1
     assert all(f"{n}/verdict.html" in (graded / "index.html").read_text() for n in NAMES)
 
 
