@@ -844,17 +844,21 @@ def _check_cells(row: dict, ids: list) -> list:
 
 
 def write_summary_csv(path: Path, rows: list[dict]) -> None:
-    """summary.csv: SUMMARY_FIELDS, then 'ID points' and 'ID max' per check; every cell
+    """summary.csv: SUMMARY_FIELDS, then 'ID points' and 'ID max' per check, then 'speed'
+    (the leaderboard's number) when any row has one; every cell
     through names.csv_cell(), every text cell quoted (a spreadsheet that splits on ';' or
     tabs still keeps a cell whole)."""
     ids = check_fields(rows)
-    header = [*SUMMARY_FIELDS, *(f"{N.visible(i)} {w}" for i in ids for w in ("points", "max"))]
+    speed = any(_is_number(r.get("speed")) for r in rows)  # a leaderboard: its last column
+    header = [*SUMMARY_FIELDS, *(f"{N.visible(i)} {w}" for i in ids for w in ("points", "max")),
+              *(["speed"] if speed else [])]
     with open(path, "w", newline="") as f:
         csv.writer(f).writerow([N.csv_cell(h) for h in header])
         w = csv.writer(f, quoting=csv.QUOTE_NONNUMERIC)
         for r in rows:
             w.writerow([N.csv_cell(r.get(k, "")) for k in SUMMARY_FIELDS]
-                       + _check_cells(r, ids))
+                       + _check_cells(r, ids)
+                       + ([r["speed"] if _is_number(r.get("speed")) else ""] if speed else []))
 
 
 def _is_number(v) -> bool:

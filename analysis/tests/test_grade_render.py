@@ -208,6 +208,14 @@ def test_summary_csv_numbers_are_unquoted_numbers(tmp_path):
     assert text[1] == '"alice","/x/s","PASS",9.5,10,"",1.5,""'
 
 
+def test_summary_csv_ends_with_the_leaderboard_speed_when_one_was_measured(tmp_path):
+    dashboard.write_class(tmp_path, [dict(row("alice"), speed=1.25), row("bob")])
+    lines = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
+    assert lines[0][-1] == "speed" and lines[1][-1] == "1.25" and lines[2][-1] == ""
+    page = (tmp_path / "index.html").read_text()
+    assert "data-key='speed'" in page and "<td class='num' data-v='1.25'>1.25</td>" in page
+
+
 def hrefs(page: str) -> list:
     found = []
 
