@@ -5,7 +5,9 @@ and whether a failure of it is only a finding. The worker orchestrates the check
 this order; the pages and the score read their words from here; a lab version
 (labs.Lab) and the course's weights file name the checks by id.
 
-Each check's runner stays in worker.py (check_<id>); adding a check means a record here, a
+Each check's runner is a function check_<id> in the module of its kind (build.py,
+kit_checks.py, timing.py, bursts.py, robustness.py, races.py), registered by id in
+worker.RUNNERS when it follows the kit workload; adding a check means a record here, its
 runner there, and its points in grade_weights.toml.
 """
 

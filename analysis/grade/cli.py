@@ -164,7 +164,7 @@ def config(a) -> dict:
                  "cpus": isolation.effective_cpus(),
                  "timeout_s": a.timeout or (600.0 if a.quick else 3600.0)})
     if a.budget:
-        # The worker plans for 90 % of it (worker.PLAN_SHARE); the outer limit is the
+        # The worker plans for 85 % of it (sandboxed.PLAN_SHARE); the outer limit is the
         # budget itself.
         base.update({"budget_s": a.budget,
                      "timeout_s": min(base["timeout_s"], a.budget),

@@ -1,5 +1,5 @@
 /* The grader's own kit-style Lab 2 server: what a one-server lab's `main` is timed against
- * (worker.check_concurrency, the clock probe, the leaderboard). Written from the kit's
+ * (bursts.check_concurrency, timing's clock probe, the leaderboard). Written from the kit's
  * contract alone, the way the lab asks a student to write it, so that a student's server
  * is compared with a server of the same shape, not with lockbench's own:
  *

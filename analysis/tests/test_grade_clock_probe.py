@@ -1,4 +1,4 @@
-"""The grader's clock probe (kitload.window, worker._probe_problem) against real student-like
+"""The grader's clock probe (kitload.window, timing._probe_problem) against real student-like
 servers started by the test, outside the sandbox: every request is answered and the server
 writes one timing line per batch; the connections are all accepted before the first send;
 and main1's lines are judged from what the probe measured: a correct clock keeps the lock
@@ -17,7 +17,7 @@ import pytest
 
 from analysis import kernel_sockets as ks
 from analysis.grade import kitload as K
-from analysis.grade import worker as W
+from analysis.grade import timing as T
 from analysis.ports import twin
 from analysis.runner.procs import pick_port
 from analysis.tests.helpers import built_fixture, kit_fixture
@@ -39,7 +39,7 @@ class Probed:
     """A server started in its own folder, taking `batches` probe batches; what
     clock_probe records for it."""
 
-    def __init__(self, binary: Path, folder: Path, batches: int = W.PROBE_BATCHES):
+    def __init__(self, binary: Path, folder: Path, batches: int = T.PROBE_BATCHES):
         folder.mkdir()
         asked = pick_port()
         proc = subprocess.Popen([str(binary), str(N), "127.0.0.1", str(asked)], cwd=folder,
@@ -48,14 +48,14 @@ class Probed:
             port = ks.wait_listening([twin(asked), asked], proc, 10.0)
             self.client, self.left, self.reqs = [], [], []
             for _ in range(batches):
-                reqs = W._probe_plan(N)
-                err, left = K.window(port, reqs, W.PROBE_OUTSTANDING, 5.0,
+                reqs = T._probe_plan(N)
+                err, left = K.window(port, reqs, T.PROBE_OUTSTANDING, 5.0,
                                      lambda: ks.accept_queue(port) or 0)
                 assert err == "", err
                 self.left.append(left)
                 self.reqs.append(reqs)
                 self.client.append(statistics.fmean(r.end - r.start for r in reqs))
-            timing = folder / W.TIMING
+            timing = folder / T.TIMING
             for _ in range(100):
                 if timing.exists() and len(timing.read_text().splitlines()) >= batches:
                     break
@@ -101,33 +101,33 @@ def test_main1_lines_are_judged_against_the_lock_waiting_the_probe_made(
         case, left_out, correct, baseline, tmp_path):
     binary = correct / "main1" if case == "correct" else hostile_main1(case, tmp_path)
     probe = {"n": N, "main1": Probed(binary, tmp_path / "main1").entry(), **baseline}
-    got, line = W._probe_problem(probe)
+    got, line = T._probe_problem(probe)
     assert got is left_out, line
     assert ("the lock waiting is left out" in line) is left_out
-    assert f"below {W.AFTER_LOCK_SHARE:g} x" in line or not left_out
+    assert f"below {T.AFTER_LOCK_SHARE:g} x" in line or not left_out
 
 
 def test_a_probe_that_could_not_run_or_a_pool_is_not_judged():
-    assert W._probe_problem({"why": "needs main1 and main2 or main4"})[0] is None
+    assert T._probe_problem({"why": "needs main1 and main2 or main4"})[0] is None
     pool = {"client": [0.01] * 3, "lines": ["1e-4"] * 3, "unaccepted": 900, "why": ""}
     fast = {"client": [2e-4] * 3, "lines": ["1e-4"] * 3, "unaccepted": 0, "why": ""}
-    got, line = W._probe_problem({"n": N, "main1": pool, "main2": fast})
+    got, line = T._probe_problem({"n": N, "main1": pool, "main2": fast})
     assert got is None and "900 of 1000" in line and "not judged" in line
     for bad in ("nan", "inf", "0x1p-3 junk"):
         odd = dict(pool, unaccepted=0, lines=["1e-4", bad, "1e-4"])
-        got, line = W._probe_problem({"n": N, "main1": odd, "main2": fast})
+        got, line = T._probe_problem({"n": N, "main1": odd, "main2": fast})
         assert got is None and "not judged" in line, line
     # a one-server lab's main against the grader's reference rwlock per string
     after = dict(pool, unaccepted=0, lines=["2e-4"] * 3)
     one = {"n": N, "judged": "main", "against": "the grader's rwlock per string's (kitref4)",
            "main": after, "kitref4": fast}
-    got, line = W._probe_problem(one)
+    got, line = T._probe_problem(one)
     assert got is True and line.startswith("main under the grader's clock probe"), line
     assert "beyond the grader's rwlock per string's (kitref4)" in line
-    got, line = W._probe_problem({**one, "main": dict(after, lines=["1e-2"] * 3)})
+    got, line = T._probe_problem({**one, "main": dict(after, lines=["1e-2"] * 3)})
     assert got is False and "the lock waiting is in" in line, line
     quiet = dict(pool, unaccepted=0, client=[3e-4] * 3)
-    got, line = W._probe_problem({"n": N, "main1": quiet, "main2": fast})
+    got, line = T._probe_problem({"n": N, "main1": quiet, "main2": fast})
     assert got is None and "no lock waiting stands out" in line
 
 
@@ -165,7 +165,7 @@ class Silent:
 def test_a_server_that_does_not_answer_ends_the_probe_with_one_line(close_them, why):
     s = Silent(close_them)
     try:
-        err, left = K.window(s.port, W._probe_plan(N)[:200], W.PROBE_OUTSTANDING, 0.5,
+        err, left = K.window(s.port, T._probe_plan(N)[:200], T.PROBE_OUTSTANDING, 0.5,
                              lambda: ks.accept_queue(s.port) or 0)
     finally:
         s.stop()

@@ -1,0 +1,185 @@
+"""The build check: the submission built with make in an inner sandbox as a TA builds it,
+the lab version told apart from what was built (labs.detect), the --layout of a
+submission whose servers have other names."""
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from . import labs, safeio
+from . import packaging as P
+from . import sandbox as S
+from .sandboxed import Ctx, spawn
+
+SOURCES = (".c", ".cpp", ".cc")
+
+
+def _make(ctx: Ctx, bdir: Path, args: list, limits: dict, fcommon: bool) -> tuple:
+    """One make in an inner sandbox: (exit status or None on timeout, output text, line)."""
+    ro, env = {}, None
+    if fcommon:
+        tools = ctx.launcher.call(op="tools")["dir"]
+        ro, env = {tools: "/sub/tools"}, {"PATH": "/sub/tools:/usr/bin:/bin"}
+    code, text, took = _run(ctx, bdir, ["make", *args], limits, ro, env)
+    return code, text, took.replace(":", " (with -fcommon):", 1) if fcommon else took
+
+
+def _run(ctx: Ctx, bdir: Path, argv: list, limits: dict, ro=None, env=None) -> tuple:
+    """A build command in the copy: (exit status or None on timeout, output, one line)."""
+    t0 = time.monotonic()
+    proc, out = spawn(ctx, argv, ro or {}, {bdir: "/sub/src"}, "/sub/src", limits,
+                      safeio.KEEP, env)
+    try:
+        code = proc.wait(ctx.cfg["build_timeout_s"])
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = None
+    out.join()
+    what = " ".join(argv)
+    took = (f"{what}: did not finish within {ctx.cfg['build_timeout_s']:g} s"
+            if code is None else f"{what}: exit status {code} after "
+            f"{time.monotonic() - t0:.1f} s" + (
+                f", {out.total} bytes of output (cut: only the first and last "
+                f"{safeio.KEEP >> 10} KiB kept)" if out.total > 2 * safeio.KEEP else ""))
+    return code, out.text(), took
+
+
+def built(bdir: Path, names=labs.FOUR) -> list:
+    """The executables of `names` in bdir."""
+    return [m for m in names if (bdir / m).is_file() and os.access(bdir / m, os.X_OK)]
+
+
+def _tell_lab(ctx, bdir: Path) -> None:
+    """The lab version, when --lab did not say: from what the first make built (or what
+    was handed in) and the submission's own common.h."""
+    if ctx.lab is not None:
+        return
+    common, makefile = (_first_bytes(bdir / name) for name in ("common.h", "Makefile"))
+    if makefile is None:
+        makefile = _first_bytes(bdir / "makefile")
+    ctx.lab, ctx.lab_why = labs.detect(built(bdir, labs.CANDIDATES), common, makefile)
+
+
+def _first_bytes(path: Path) -> bytes | None:
+    """Up to 64 KiB of a file the submission wrote (never through a link), or None."""
+    try:
+        return safeio.read_bytes(path, 1 << 16)[0]
+    except (FileNotFoundError, safeio.Unsafe):
+        return None
+
+
+def _steps(ctx, bdir, extra, limits) -> tuple:
+    """make as a TA would: plain make, then `make all`, then each missing server by name;
+    a step whose link failed on multiple definitions is tried again with -fcommon.
+    Returns (evidence lines, servers the plain make built, fcommon needed, the first
+    failing step's output)."""
+    lines, first, fcommon, failure = [], None, False, []
+    plan = [list(extra)]
+    while plan:
+        args = plan.pop(0)
+        code, text, took = _make(ctx, bdir, args, limits, fcommon)
+        if code not in (0, None) and not fcommon and P.multiple_definitions(text):
+            lines += [took, P.FCOMMON_FIX]
+            fcommon = True  # -B: objects the failed make compiled are up to date, not fixed
+            code, text, took = _make(ctx, bdir, ["-B", *args], limits, fcommon)
+        if first is None:
+            _tell_lab(ctx, bdir)
+        servers = ctx.lab.servers
+        have = built(bdir, servers)
+        lines.append(took + f"; built so far: {', '.join(have) or 'none'}")
+        if code != 0 and not failure:  # the first failure says most
+            failure = text.splitlines()[-15:]
+        if first is None:
+            first = have
+            plan = [[*extra, *step] for step in P.make_steps([m for m in servers
+                                                               if m not in have])]
+        elif len(have) == len(servers):
+            break
+    return lines, first or [], fcommon, failure
+
+
+def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
+    """The course's --layout (mainN=NAME: the server mainN is built as NAME): each missing
+    mainN becomes a link to NAME, made with `make NAME` first if needed. Without a layout,
+    a hint when another executable is there."""
+    layout, lines = ctx.cfg.get("layout") or {}, []
+    for server, name in layout.items():
+        if (bdir / server).exists():
+            continue
+        if name.endswith(SOURCES) and (bdir / name).is_file():
+            compiler = "cc" if name.endswith(".c") else "c++"
+            _, text, took = _run(ctx, bdir, [compiler, "-O2", "-pthread", "-o", server, name,
+                                             "-lpthread"], limits)
+            lines += [took, *text.splitlines()[-5:]]
+            continue
+        if not (bdir / name).is_file():
+            code, _, took = _make(ctx, bdir, [*extra, name], limits, False)
+            lines.append(took)
+        if (bdir / name).is_file():
+            ctx.launcher.call(op="alias", tag=tag, name=server, target=name)
+            lines.append(f"layout: {server} is {name}")
+    servers = ctx.lab.servers
+    missing = [m for m in servers if m not in built(bdir, servers)]
+    others = sorted(p.name for p in bdir.iterdir() if p.is_file() and not p.is_symlink()
+                    and (p.name.endswith(SOURCES) or os.access(p, os.X_OK)
+                         and not P.describe_binary(_head(p)))
+                    and p.name not in servers)[:8] if missing and not layout else []
+    if others:
+        lines.append(f"{', '.join(missing)} missing; executables and sources found: "
+                     f"{', '.join(others)}. If they are the servers, grade with --layout "
+                     + ",".join(f"{m}={P.layout_guess(m, others)}" for m in missing)
+                     + " (a make target, a built file, or a .c/.cpp file compiled alone)")
+    return lines
+
+
+def _head(path: Path) -> bytes:
+    try:
+        return safeio.read_bytes(path, 64)[0]
+    except (OSError, safeio.Unsafe):
+        return b""
+
+
+def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
+    """The submission copied into scratch/`tag` by the launcher, or unpacked there when it
+    is a zip (links that leave it and anything over the size caps are not copied, and said
+    so; with a Makefile the handed-in servers are set aside so make must build them), then
+    make as a TA would. Returns (status, evidence lines, bin_dir, fraction)."""
+    copied = ctx.launcher.call(op="copy", dst=tag, set_aside=list(labs.CANDIDATES))
+    unpacked = copied.get("unpacked")  # a zip handed in: its notes say what was left out
+    notes = [*([unpacked] if unpacked else []),
+             *(n if unpacked is not None else f"not copied: {n}" for n in copied["notes"])]
+    for name, head in copied["set_aside"].items():
+        what = P.describe_binary(bytes.fromhex(head)) or "a binary"
+        notes.append(f"handed-in {name} ({what}) set aside: make must build it")
+    bdir = Path(S.SCRATCH) / tag
+    if not copied["makefile"]:
+        for m in labs.CANDIDATES:
+            try:
+                head, _ = safeio.read_bytes(bdir / m, 64)
+            except (FileNotFoundError, safeio.Unsafe):
+                continue
+            what = P.describe_binary(head)
+            if what:
+                notes.append(f"handed-in {m} is {what}: not used")
+                ctx.launcher.call(op="unlink", path=f"{tag}/{m}")
+        _tell_lab(ctx, bdir)
+        layout = _layout(ctx, tag, bdir, [], limits)
+        return "skip", ["no Makefile: using the binaries as handed in", *layout, *notes], \
+            bdir, 0.0
+    lines, first, fcommon, failure = _steps(ctx, bdir, extra_make, limits)
+    lines += _layout(ctx, tag, bdir, extra_make, limits)
+    servers = ctx.lab.servers
+    have = built(bdir, servers)
+    lines += notes
+    if len(first) == len(servers) and not fcommon:
+        return "pass", lines, bdir, 1.0
+    if len(have) < len(servers):
+        lines.append(f"not built by any step: {', '.join(m for m in servers if m not in have)}"
+                     "; the first make that failed said:")
+        lines += failure
+    elif len(first) < len(servers):
+        lines.append("plain `make` built " + (f"only {', '.join(first)}" if first else
+                                              f"none of {ctx.lab.names()}")
+                     + f": make the first target (or `all`) build {' '.join(servers)}")
+    return "fail", lines, bdir, len(first) / len(servers) if not fcommon else 0.0

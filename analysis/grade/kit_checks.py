@@ -1,0 +1,315 @@
+"""The checks that drive the kit's own requests: the command line and the port quirk, the
+initial values, the kit workload (like test.sh: errors, crashes, hangs), correctness under
+concurrency (per-slot linearizability) and a silent client beside the others."""
+
+import math
+import random
+import socket
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from .. import ports
+from . import checks as C
+from . import kitload as K
+from . import linearize as L
+from .sandboxed import MIN_RUNS, Server, await_lines, check, initial_value, start
+
+
+def check_initial(ctx, bin_dir, servers) -> tuple:
+    """Starts each server with the kit command line; checks port quirk and initial values."""
+    n = ctx.cfg["init_n"]
+    cmdline_ev, init_ev, cmd_ok, init_ok = [], [], True, True
+    for name in servers:
+        s, why = start(ctx, bin_dir, name, n, f"{name}_initial")
+        if why:
+            cmd_ok = init_ok = False
+            cmdline_ev.append(f"{name} {n} 127.0.0.1 {s.asked}: {why}")
+            init_ev.append(f"{name}: not checked (did not start)")
+            s.stop()
+            continue
+        if s.quirk:
+            cmdline_ev.append(f"{name} {n} 127.0.0.1 {s.asked}: listening on {s.port} "
+                              "(the kit's byte-swapped port)")
+        else:
+            cmd_ok = False
+            cmdline_ev.append(f"{name} {n} 127.0.0.1 {s.asked}: listening on {s.port}, not on "
+                              f"{ports.twin(s.asked)}: the kit client cannot reach it (htons?)")
+        bad = []
+        for i in range(n):
+            got, err = K.exchange(s.port, K.frame(K.request_text(i, True, "")),
+                                  ctx.cfg["request_timeout_s"])
+            if err:
+                bad.append(f"slot {i}: {err}" + ("" if s.alive() else f" (server {s.death()})"))
+                break
+            if got != initial_value(i):
+                bad.append(f"slot {i}: {got!r}, expected {initial_value(i)!r}")
+        if bad:
+            init_ok = False
+            init_ev.append(f"{name} (n={n}): {len(bad)} deviation(s): " + "; ".join(bad[:3])
+                           + (" ..." if len(bad) > 3 else ""))
+        else:
+            init_ev.append(f"{name} (n={n}): all {n} strings are 'String i: the initial value'")
+        s.stop()
+    return (check("cmdline", C.title("cmdline", ctx.lab), "pass" if cmd_ok else "fail",
+                  cmdline_ev),
+            check("initial", C.title("initial"),
+                  "pass" if init_ok else "fail", init_ev))
+
+
+def describe_failure(s: Server, failed: list) -> str:
+    first = min(failed, key=lambda r: r.start)
+    if not s.alive():
+        inflight = [r for r in failed if r.error and "refused" not in r.error]
+        culprit = min(inflight, key=lambda r: r.start) if inflight else first
+        return (f"crashed: {s.death()}; the first request that got no reply: "
+                f"{K.request_text(culprit.pos, culprit.is_read, culprit.text)!r} "
+                f"({len(inflight)} in flight)")
+    timeouts = [r for r in failed if "no reply" in r.error]
+    if timeouts:
+        return (f"hangs: {len(timeouts)} request(s) got no reply within "
+                f"{ctx_timeout(timeouts)}, e.g. {first.describe()}")
+    return f"errors: {first.describe()}"
+
+
+def ctx_timeout(reqs):
+    return reqs[0].error.split("within ")[-1]
+
+
+def _new_entry() -> dict:
+    return {"runs": 0, "runs_done": 0, "requests_ok": 0, "failure": "", "client_mean_s": [],
+            "client_wall_s": [], "timing": None, "timing_problem": "", "history": None}
+
+
+def _one_run(ctx, s, entry, n, r) -> None:
+    """One kit client run (1000 requests) against a started server; records its outcome."""
+    done, wall = K.drive(s.port, K.kit_plan(n), ctx.cfg["request_timeout_s"])
+    ok = [q for q in done if q.ok]
+    failed = [q for q in done if not q.ok]
+    entry["requests_ok"] += len(ok)
+    if r == 0:
+        entry["history"] = done
+    if failed or len(done) < K.THREADS * K.PER_THREAD:
+        time.sleep(0.2)
+        entry["failure"] = (f"run {r + 1}: " + describe_failure(s, failed) if failed
+                            else f"run {r + 1}: only {len(done)} requests finished")
+        return
+    entry["runs_done"] += 1
+    entry["client_mean_s"].append(statistics.fmean(q.end - q.start for q in ok))
+    entry["client_wall_s"].append(wall)
+    ctx.run_s.append(wall)
+    if ctx.cfg["pause_s"]:
+        time.sleep(ctx.cfg["pause_s"])
+
+
+def _finish(ctx, s, entry, tag, runs) -> None:
+    await_lines(ctx, s, entry["runs_done"])
+    ended = s.stop()
+    if ended and not entry["failure"]:
+        entry["failure"] = f"ended after the runs: {ended}"
+    entry["timing"], entry["timing_problem"] = s.timing_lines()
+    ctx.log(f"  {tag}: {entry['runs_done']}/{entry['runs']} runs"
+            + (f", {entry['failure']}" if entry["failure"] else ""))
+
+
+def _slot_end(ctx, sizes_left: int) -> float:
+    """When the runs at this n must stop under a time budget: what is left once the later
+    checks are provided for (at this machine's pace so far), split evenly over the sizes
+    still to run; infinite without a budget."""
+    if not ctx.budget_s:
+        return math.inf
+    later = sum(ctx.cost(c.id) for c in C.CHECKS if c.cost_in_runs)
+    now = time.monotonic()
+    return now + max(0.0, ctx.left() - later) / sizes_left
+
+
+def workload(ctx, bin_dir, servers, sizes, runs, tag_prefix="") -> dict:
+    """The kit workload like test.sh: per server and n a fresh server, `runs` client runs
+    (fewer, never below MIN_RUNS, when a time budget would run out: entry['runs'] says how
+    many were asked of that setting). The servers of one n are started side by side and
+    take their runs in turns, in a shuffled order each round, so a burst of noise on the
+    machine hits them alike and the speed check can compare them round by round. Returns
+    {name: {n: {...}}}."""
+    res: dict = {}
+    rng = random.Random(20261124)
+    for i, n in enumerate(sizes):
+        stop_at = _slot_end(ctx, len(sizes) - i)
+        live = {}
+        for name in servers:
+            tag = f"{tag_prefix}{name}_n{n}"
+            entry = res.setdefault(name, {})[n] = _new_entry()
+            s, why = start(ctx, bin_dir, name, n, tag)
+            if why:
+                entry["failure"] = f"did not start: {why}"
+                s.stop()
+                continue
+            live[name] = (s, entry, tag)
+        order, asked = list(live), runs
+        for r in range(runs):
+            if r >= MIN_RUNS and time.monotonic() > stop_at:
+                asked = r
+                break
+            rng.shuffle(order)
+            for name in order:
+                s, entry, _ = live[name]
+                if not entry["failure"]:
+                    _one_run(ctx, s, entry, n, r)
+        for name in servers:
+            res[name][n]["runs"] = asked
+        for s, entry, tag in live.values():
+            _finish(ctx, s, entry, tag, runs)
+    return res
+
+
+def check_workload(wl, runs) -> dict:
+    ev, ok = [], True
+    for name, per_n in wl.items():
+        for n, e in per_n.items():
+            asked = e.get("runs") or runs
+            if e["failure"]:
+                ok = False
+                ev.append(f"{name} n={n}: {e['failure']} ({e['runs_done']}/{asked} runs "
+                          "complete)")
+            else:
+                ev.append(f"{name} n={n}: {asked} runs, {e['requests_ok']} requests, no errors")
+    cut = sorted({e.get("runs") for v in wl.values() for e in v.values()
+                  if e.get("runs") and e["runs"] < runs})
+    if cut:
+        ev.append(f"the grader's time budget cut the runs per setting from {runs} to "
+                  f"{', '.join(map(str, cut))}")
+    total = sum(len(v) for v in wl.values())
+    good = sum(1 for v in wl.values() for e in v.values() if not e["failure"])
+    return check("workload", C.title("workload"),
+                 "pass" if ok else "fail", ev, fraction=good / total if total else 0.0)
+
+
+def _attack(ctx, s, n: int) -> tuple:
+    """Rounds of attacker-shaped load on four slots, each history checked from what the
+    slots held before it; ([(slot, violation)], [what could not be checked])."""
+    slots = [k * n // 4 for k in range(4)]
+    initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
+    bad, unchecked = [], []
+    for rnd in range(ctx.cfg["attack_rounds"]):
+        plan = K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"])
+        done, _ = K.drive(s.port, plan, ctx.cfg["request_timeout_s"])
+        failed = [q for q in done if not q.ok]
+        if failed:  # a crash or hang is the workload check's finding; no verdict here
+            unchecked.append(f"attacker load: {len(failed)} request(s) failed ("
+                             + describe_failure(s, failed) + ")")
+            break
+        for slot, r in L.check_history(done, initial, ctx.cfg["max_states"]).items():
+            if r.ok is False:
+                bad.append((slot, r))
+            elif r.ok is None:
+                unchecked.append(f"attacker load, slot {slot}: search {r.explanation}")
+        if bad or not s.alive():
+            break
+        # next round starts from what the slots hold now
+        initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
+    return bad, unchecked
+
+
+def _kit_histories(ctx, per_n: dict, unchecked: list) -> list:
+    """The first kit run of each n, checked; [(n, slot, violation)]."""
+    bad = []
+    for n_kit, e in per_n.items():
+        if e["history"] and e["failure"]:
+            unchecked.append(f"kit run at n={n_kit}: requests failed")
+        elif e["history"]:
+            for slot, r in L.check_history(e["history"], None, ctx.cfg["max_states"]).items():
+                if r.ok is False:
+                    bad.append((n_kit, slot, r))
+                elif r.ok is None:
+                    unchecked.append(f"kit run at n={n_kit}, slot {slot}: "
+                                     f"search {r.explanation}")
+    return bad
+
+
+WRITE_PROBE = "lockbench write probe"
+OLD_VALUE_FIX = ("answer a write with the string after it: set the string, then read it "
+                 "back for the reply (under the same lock), not the other way round")
+
+
+def _write_reply(ctx, s, name: str) -> str:
+    """One read, then one write, alone, of string 0 of a fresh server: '' when the write's
+    reply is the string it wrote, else what is wrong (the string it replaced named)."""
+    timeout = ctx.cfg["request_timeout_s"]
+    before, _ = K.exchange(s.port, K.frame(K.request_text(0, True, "")), timeout)
+    got, err = K.exchange(s.port, K.frame(K.request_text(0, False, WRITE_PROBE)), timeout)
+    if err or got == WRITE_PROBE:
+        return ""  # no answer at all is the workload's and robustness's to judge
+    old = " (the string it replaced: get before set)" if got == before else ""
+    return (f"{name}: a write of {WRITE_PROBE!r} to string 0, alone, was answered "
+            f"{got!r}{old}, not the string it wrote")
+
+
+def check_consistency(ctx, bin_dir, servers) -> dict:
+    """Attacker-shaped load with a recorded history, per-slot linearizability; plus the
+    histories of the first kit run of every setting (ctx.wl, the kit workload's). Before
+    the load, one write alone: its reply must be what it wrote."""
+    wl = ctx.wl
+    n = 100
+    ev, ok, examples, fix = [], True, [], []
+    for name in servers:
+        s, why = start(ctx, bin_dir, name, n, f"{name}_attack")
+        if why:
+            ev.append(f"{name}: not checked ({why})")
+            ok = False
+            s.stop()
+            continue
+        reply = _write_reply(ctx, s, name)
+        if reply:
+            ok = False
+            ev.append(reply)
+            fix = [OLD_VALUE_FIX]
+        bad_here, unchecked = _attack(ctx, s, n)
+        died = "" if s.alive() else s.death()
+        s.stop()
+        kit_bad = _kit_histories(ctx, wl.get(name, {}), unchecked)
+        if bad_here or kit_bad:
+            ok = False
+            ev.append(f"{name}: NOT linearizable: {len(bad_here)} slot(s) under the attacker's "
+                      f"load, {len(kit_bad)} under the kit workload")
+            for slot, r in bad_here[:1]:
+                examples.append(f"{name}, slot {slot} (attacker load):\n{r.explanation}")
+            for n_kit, slot, r in kit_bad[:1]:
+                examples.append(f"{name}, n={n_kit}, slot {slot} (kit workload):\n{r.explanation}")
+        elif unchecked:
+            ev.append(f"{name}: no violation seen, but not fully checked: " + "; ".join(unchecked))
+        else:
+            ev.append(f"{name}: every slot linearizable (attacker load x{ctx.cfg['attack_rounds']}"
+                      f" and the first kit run of each n)" + (f"; server {died}" if died else ""))
+    return check("consistency", C.title("consistency"),
+                 "pass" if ok else "fail", ev, counterexamples=examples,
+                 **({"fix": fix} if fix else {}))
+
+
+def idle_one(ctx, bin_dir, name) -> tuple:
+    s, why = start(ctx, bin_dir, name, 10, f"{name}_idle")
+    if why:
+        s.stop()
+        return False, f"{name}: not checked ({why})"
+    try:
+        idle = socket.create_connection(("127.0.0.1", s.port), timeout=2)
+    except OSError as e:
+        s.stop()
+        return False, f"{name}: cannot connect ({e})"
+    time.sleep(0.2)
+    done, wall = K.drive(s.port, K.kit_plan(10, threads=20), ctx.cfg["idle_timeout_s"])
+    served = sum(q.ok for q in done)
+    idle.close()
+    s.stop()
+    if served < 200:
+        return False, (f"{name}: with one silent connection open, {served} of 200 kit requests "
+                       f"were served (each given {ctx.cfg['idle_timeout_s']:g} s)")
+    return True, f"{name}: 200 of 200 requests served in {wall:.2f} s beside a silent connection"
+
+
+def check_idle(ctx, bin_dir, servers) -> dict:
+    """A client that connects and sends nothing must not stop others being served (the
+    servers are checked side by side: this is not a measurement)."""
+    with ThreadPoolExecutor(len(servers)) as pool:
+        res = list(pool.map(lambda name: idle_one(ctx, bin_dir, name), servers))
+    ok = all(r[0] for r in res)
+    return check("idle", C.title("idle"), "pass" if ok else "fail",
+                 [r[1] for r in res])

@@ -1,0 +1,206 @@
+"""The grading's context and its sandboxed servers, what every check is made of: Ctx (the
+configuration, the launcher, the ports, the time budget), Server (one submission's server,
+or one of the grader's own, in an inner sandbox with the kit command line), check() (one
+check's record of evidence), and the steps the checks share (start, start_all,
+await_lines, spread)."""
+
+import math
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .. import kernel_sockets as ks
+from .. import ports
+from . import checks as C
+from . import labs, safeio
+from . import launcher as LA
+from . import sandbox as S
+
+TIMING = "server_output_time_aggregated"
+SERVER_OUTPUT_KEEP = 16 << 10
+
+
+# What each check after the workload costs is its record's cost_in_runs (checks.py): under
+# a time budget the kit workload leaves room for them, and a check that still does not fit
+# is skipped rather than letting the whole grading run out of time.
+MIN_RUNS = 3           # runs per setting a time budget never cuts below
+PLAN_SHARE = 0.85      # of a time budget the checks plan for; the rest copies, cleans up and
+                       # writes the pages
+HAND_IN_SHARE = 0.93   # of a time budget: the worker hands in what it has, whatever runs
+# Every check of a grading is in checks.ORDER: one not finished when the budget runs out
+# is handed in as undetermined (not scored).
+
+
+def initial_value(i: int) -> str:
+    return f"String {i}: the initial value"
+
+
+class Ctx:
+    def __init__(self, cfg: dict, launcher):
+        self.cfg = cfg
+        self.launcher = launcher
+        self.limits = dict(cfg.get("limits", {}))
+        self._ports = ports.sequence(cfg.get("port_group", 0) % ports.GROUPS, ports.GROUPS)
+        self.port_lock = threading.Lock()
+        self.log_lines: list = []
+        self.t0 = time.monotonic()
+        self.budget_s = cfg.get("budget_s")  # the submission's time budget (s), or None
+        self.run_s: list = []                # seconds of each kit run so far
+        self.ev: dict = {"checks": []}       # the evidence so far (handed in on time)
+        self.wl: dict = {}                   # the kit workload's results, once run
+        self.probe: dict | None = None       # the clock probe's results, once run
+        self.traced: dict = {}               # server -> the design its lock trace showed
+        self.out_lock = threading.Lock()
+        self.handed_in = False
+        # the lab version: --lab's, else told apart after the first make (labs.detect)
+        self.lab = labs.by_name(cfg["lab"]) if cfg.get("lab") else None
+        self.lab_why = f"--lab {cfg['lab']}" if cfg.get("lab") else ""
+
+    def next_port(self) -> int:
+        """The next port of ports() whose twin is also free: in container mode the
+        loopback is shared with whatever else the container runs, so a port already
+        taken is never handed to a submission (its failing to bind would be ours)."""
+        with self.port_lock:
+            taken = ks.listening_ports()
+            for p in self._ports:
+                if p not in taken and ports.twin(p) not in taken:
+                    return p
+            raise OSError("no free port pair left")
+
+    def left(self) -> float:
+        """Seconds left of the time budget (infinite without one)."""
+        if not self.budget_s:
+            return math.inf
+        return self.t0 + PLAN_SHARE * self.budget_s - time.monotonic()
+
+    def cost(self, cid: str) -> float:
+        """What the check `cid` is expected to take here, from this machine's kit runs."""
+        per_run = statistics.median(self.run_s) if self.run_s else 0.3
+        return (C.BY_ID[cid].cost_in_runs if cid in C.BY_ID else 0) * per_run
+
+    def log(self, msg: str) -> None:
+        self.log_lines.append(f"{time.strftime('%H:%M:%S')} {msg}")
+        print(msg, file=sys.stderr, flush=True)
+
+
+def spawn(ctx: Ctx, argv, ro: dict, rw: dict, chdir: str, limits: dict, keep: int,
+          env: dict | None = None, trace: str = ""):
+    """An inner sandbox whose output is drained into a capped Capture: (proc, capture).
+    trace: the name of a lock trace file it inherits a descriptor on (LA.trace_path)."""
+    r, w = os.pipe()
+    try:
+        proc = ctx.launcher.spawn(argv, ro, rw, chdir, limits, stdout=w, stderr=w, env=env,
+                                  trace=trace)
+    finally:
+        os.close(w)
+    return proc, safeio.Capture(r, keep)
+
+
+class Server:
+    """One sandboxed server process (kit command line) in its own fresh working folder."""
+
+    def __init__(self, ctx: Ctx, bin_dir: Path, name: str, n: int, tag: str, wrap=(),
+                 extra_ro: dict | None = None, trace: bool = False):
+        """trace: the server inherits a descriptor on a lock trace file (self.trace)."""
+        self.ctx, self.name, self.n = ctx, name, n
+        ctx.launcher.call(op="mkdir", path=f"runs/{tag}")
+        self.run_dir = Path(S.SCRATCH) / "runs" / tag
+        self.trace = LA.trace_path(tag) if trace else None
+        self.asked = ctx.next_port()
+        argv = [*wrap, f"/sub/bin/{name}", str(n), "127.0.0.1", str(self.asked)]
+        self.proc, self.output = spawn(ctx, argv, {bin_dir: "/sub/bin", **(extra_ro or {})},
+                                       {self.run_dir: "/sub/run"}, "/sub/run", ctx.limits,
+                                       SERVER_OUTPUT_KEEP, trace=tag if trace else "")
+        self.port = None
+        self.stopped_by_us = False
+
+    def wait_ready(self, timeout: float) -> str:
+        """'' when listening (self.port set), else why not. Seen in this sandbox's own
+        socket table (the server runs as another uid, so its descriptors are not ours to
+        read); ports are never reused within a grading."""
+        want = [ports.twin(self.asked), self.asked]
+        self.port, why = ks.wait_for_port(want, ks.listening_ports, self.alive, timeout, 0.05)
+        if why == "exited":
+            return f"exited before listening ({self.death()})"
+        if why:
+            return (f"not listening on port {want[0]} (kit quirk) or {self.asked} "
+                    f"within {timeout:g} s")
+        return ""
+
+    @property
+    def quirk(self) -> bool:
+        return self.port == ports.twin(self.asked)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def death(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        sig = S.exit_signal(code)
+        if sig:
+            return ks.describe_exit(-sig)
+        return ks.describe_exit(code)
+
+    def stop(self) -> str:
+        """Stops it (SIGKILL to the sandbox: a kit server has no handler anyway). Returns
+        '' if it was still running, else how it had ended."""
+        ended = "" if self.alive() else self.death()
+        if not ended:
+            self.stopped_by_us = True
+            self.proc.kill()
+        self.output.join()
+        return ended
+
+    def timing_lines(self) -> tuple:
+        """(lines or None when absent, '' or why the file was not read). Never follows a
+        link, never reads more than safeio.READ_CAP bytes."""
+        try:
+            text, cut = safeio.read_text(self.run_dir / TIMING)
+        except FileNotFoundError:
+            return None, ""
+        except safeio.Unsafe as e:
+            return None, f"{TIMING} is {e}: not read"
+        lines = text.splitlines()
+        return lines, (f"only the first {safeio.READ_CAP} bytes read ({cut} more)" if cut
+                       else "")
+
+
+def check(cid, title, status, evidence, **data) -> dict:
+    return {"id": cid, "title": title, "status": status,
+            "evidence": evidence if isinstance(evidence, list) else [evidence], **data}
+
+
+def start(ctx, bin_dir, name, n, tag):
+    s = Server(ctx, bin_dir, name, n, tag)
+    why = s.wait_ready(ctx.cfg["ready_timeout_s"])
+    return s, why
+
+
+def await_lines(ctx, s: Server, count: int) -> None:
+    """The last batch's line is written after the last reply: gives it a moment."""
+    deadline = time.monotonic() + ctx.cfg["timing_wait_s"]
+    while (time.monotonic() < deadline and s.alive()
+           and len(s.timing_lines()[0] or []) < count):
+        time.sleep(0.05)
+
+
+def start_all(ctx, bin_dir, names, n, suffix) -> tuple:
+    servers, ev = {}, []
+    for name in names:
+        s, why = start(ctx, bin_dir, name, n, f"{name}_{suffix}")
+        if why:
+            s.stop()
+            ev.append(f"{name}: did not start ({why})")
+        else:
+            servers[name] = s
+    return servers, ev
+
+
+def spread(n: int, k: int) -> list:
+    """k distinct strings spread over [0, n)."""
+    return sorted({i * n // k for i in range(k)})
