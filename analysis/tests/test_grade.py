@@ -68,6 +68,11 @@ LAB_DEFECTS = {
     "main_read_in_accept": ("READ_IN_ACCEPT", {"idle": "fail"}, {"idle": "0 of 200"}),
     # the second batch writes past times[] (over n and the array's pointer) and crashes;
     # the robustness probes' batch crosses into it too
+    "main_init_brackets": ("INIT_BRACKETS", {"initial": "fail"},
+                           {"initial": "slot 0: 'String[0]: initial value'"}),
+    # a hand-made rwlock whose mutex is held across the whole request: the design is named
+    # for what it is, one mutex (which the lab accepts), and timed as one lock
+    "main_handmade_serial": ("HANDMADE_SERIAL", {}, {"design": "main behaves as one mutex"}),
     "main_times_overflow": ("TIMES_OVERFLOW", {"workload": "fail", "robustness": ("fail", "pass")},
                             {"workload": "run 2: crashed: killed by signal SIGSEGV"}),
 }
