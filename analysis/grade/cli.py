@@ -90,8 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--weights", type=Path, default=render.DEFAULT_WEIGHTS,
                     help="points per check, TOML (default: %(default)s)")
     ap.add_argument("--bin-dir", type=Path, default=None,
-                    help="lockbench's reference main1..main4 (default: build/release of this "
-                         "repository)")
+                    help="lockbench's reference main1..main4, and the grader's own programs "
+                         "(the lock tracer liblocktrace.so, the kit-style kitref1 and kitref4) "
+                         "(default: build/release of this repository)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not measure the reference servers beside the submissions")
     ap.add_argument("--lab", type=_lab, metavar="VERSION",
