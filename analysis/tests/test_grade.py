@@ -275,7 +275,10 @@ def test_servers_built_with_the_wrong_design_for_their_number_are_named(graded):
     assert "main2 behaves as one rwlock for the whole array; expected a mutex per string" in text
     assert "main3 behaves as an rwlock per string" in text
     assert "main4 behaves as a mutex per string" in text
-    assert c["fraction"] == 0.25  # main1 conforms
+    # main1 conforms: a quarter of the four; on a busy machine (these gradings run two at a
+    # time) its measurement may stay unclear, and then it is left out (none of three)
+    main1 = next(x for x in c["evidence"] if x.startswith("main1"))
+    assert c["fraction"] == (0.0 if main1.endswith(": undetermined") else 0.25), c
     hand = checks(graded, "handmade_rwlock")
     assert not honest_statuses_problems({"design": hand["design"]["status"]})
     assert "hand-made" in "\n".join(hand["design"]["evidence"])
