@@ -181,6 +181,24 @@ def test_a_2024_hand_in_with_a_mistake_fails_the_checks_it_should_and_says_why(g
         assert "not when the next batch's first connection arrives" in c["timing"]["fix"][0]
 
 
+def test_the_reference_servers_are_measured_once_and_tabled_beside_the_submission(tmp_path):
+    if NO_SANDBOX:
+        pytest.skip(f"no sandbox: {NO_SANDBOX}")
+    sub = lab2024(tmp_path, "beside", 4)
+    p = grade(sub, "--quick", "--runs", "1", "--sizes", "10", "--no-progress",
+              "--out", tmp_path / "out")
+    assert p.returncode == 0, p.stderr[-2000:]
+    ref = json.loads((tmp_path / "out" / "reference" / "evidence.json").read_text())
+    assert set(ref["tables"]) == set(labs.FOUR), ref
+    assert all(t["10"]["mean"] > 0 for t in ref["tables"].values()), ref["tables"]
+    page = (tmp_path / "out" / "beside" / "verdict.md").read_text()
+    assert "submission | reference" in page
+    # a second command with the same settings keeps that measurement (same sitting's key)
+    p = grade(sub, "--quick", "--runs", "1", "--sizes", "10", "--no-progress",
+              "--out", tmp_path / "out")
+    assert p.returncode == 0 and "measuring the reference" not in p.stderr, p.stderr[-2000:]
+
+
 def test_a_course_that_asks_for_one_design_fails_main_of_another_by_its_trace(tmp_path):
     if NO_SANDBOX:
         pytest.skip(f"no sandbox: {NO_SANDBOX}")
