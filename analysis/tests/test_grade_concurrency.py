@@ -2,9 +2,9 @@
 (analysis/grade/kitref.c: kitref1, one mutex, and kitref4, an rwlock per string) in turns:
 the concurrency check and the leaderboard built from it. One grading of 2024+ hand-ins (a
 mutex, one rwlock and an rwlock per string, one that locks per string but serves one
-request at a time, and a one-mutex one whose clock starts after the lock) is shared by the
-tests of this module. kitref4 is also what the clock probe compares main's lock waiting
-with."""
+request at a time, and one-mutex ones whose clock starts after the lock or keeps its start
+time in a global shared by every thread) is shared by the tests of this module. kitref4 is
+also what the clock probe compares main's lock waiting with."""
 
 import json
 import shutil
@@ -18,7 +18,8 @@ from analysis.tests.test_grade import NO_SANDBOX, REPO, checks, grade, lab2024
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
 SUBS = {"one_mutex": (1, ""), "one_rwlock": (3, ""), "rwlock_per_string": (4, ""),
-        "serialised": (4, "SERIALISED"), "clock_after_lock": (1, "CLOCK_AFTER_LOCK")}
+        "serialised": (4, "SERIALISED"), "clock_after_lock": (1, "CLOCK_AFTER_LOCK"),
+        "racy_clock": (1, "RACY_CLOCK")}
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +73,10 @@ def test_a_lock_per_string_that_serves_one_request_at_a_time_fails(graded):
         assert "pthread_join" in (graded / "serialised" / "verdict.md").read_text()
 
 
-def test_the_clock_probe_judges_main_against_the_graders_rwlock_per_string(graded):
-    honest, after = (checks(graded, n)["timing"] for n in ("one_mutex", "clock_after_lock"))
+@pytest.mark.parametrize("defect", ["clock_after_lock", "racy_clock"])
+def test_the_clock_probe_judges_main_against_the_graders_rwlock_per_string(graded, defect):
+    # racy_clock: each request's start time in one global shared by every thread
+    honest, after = (checks(graded, n)["timing"] for n in ("one_mutex", defect))
     probe = "main under the grader's clock probe"
     line = next(x for x in honest["evidence"] if x.startswith(probe))
     assert honest["status"] == "pass", honest["evidence"]
