@@ -767,7 +767,7 @@ def _board_value(evidence: dict) -> float | None:
 
 
 def leaderboard_speed(evidence: dict) -> float | None:
-    """The concurrency check's speed against the grader's reference rwlock per string
+    """The concurrency check's speed against the grader's own rwlock per string (kitref4)
     (the median of its burst over the submission's, round by round, in turns): what the
     leaderboard ranks; None when it was not measured."""
     for c in evidence.get("checks") or ():
