@@ -258,10 +258,10 @@ NO_REFS = ("the grader's own kit-style servers (kitref1, kitref4) are not built 
 ONE_LOCK = (D.ONE_MUTEX, D.ONE_RWLOCK)
 
 
-def _turn(ctx, where: tuple, positions: list, tag: str) -> tuple:
-    """(seconds of one burst, '') on a server started afresh for it, after one burst
+def _turn(ctx, where: tuple, n: int, positions: list, tag: str) -> tuple:
+    """(seconds of one burst, '') on a server started afresh for it at n, after one burst
     unmeasured to warm it, and stopped after it; else (None, why not)."""
-    s, why = start(ctx, *where, max(positions) + 1, tag)
+    s, why = start(ctx, *where, n, tag)
     try:
         if why:
             return None, f"did not start for its turn ({why})"
@@ -276,7 +276,7 @@ def _turn(ctx, where: tuple, positions: list, tag: str) -> tuple:
         s.stop()
 
 
-def _turns(ctx, servers: dict, positions: list, spans: dict, rounds: int) -> tuple:
+def _turns(ctx, servers: dict, n: int, positions: list, spans: dict, rounds: int) -> tuple:
     """`rounds` rounds of write bursts, every server of servers {key: (folder,
     executable)} once a round in a shuffled order, each started afresh for its turn and
     stopped after it (_turn): nothing of one runs during another's turn, and each is
@@ -286,7 +286,7 @@ def _turns(ctx, servers: dict, positions: list, spans: dict, rounds: int) -> tup
     for _ in range(rounds):
         rng.shuffle(order)
         for key in order:
-            span, why = _turn(ctx, servers[key], positions, f"{key}_turn{len(spans[key])}")
+            span, why = _turn(ctx, servers[key], n, positions, f"{key}_turn{len(spans[key])}")
             if why:
                 return key, why
             spans[key].append(span)
@@ -309,14 +309,15 @@ def check_concurrency(ctx, bin_dir, present: list) -> dict:
                      f"not measured: {NO_REFS}; not scored")
     if not ctx.lab.delay:
         return check("concurrency", title, "undetermined", f"not measured: {NO_DELAY}")
-    positions = spread(max(ctx.cfg["sizes"]), BURST)
+    n = max(ctx.cfg["sizes"])
+    positions = spread(n, BURST)
     servers = {"sub": (bin_dir, name), **{m: (refs_dir, m) for m in (REF_ONE_LOCK,
                                                                        REF_PER_STRING)}}
     spans: dict = {key: [] for key in servers}
     failed, why, looks, verdict = "", "", 0, None
     while not why and verdict is None and looks < SPEED_LOOKS:
         looks += 1
-        failed, why = _turns(ctx, servers, positions, spans, ctx.cfg["burst_rounds"])
+        failed, why = _turns(ctx, servers, n, positions, spans, ctx.cfg["burst_rounds"])
         verdict = None if why else _slower(ctx, spans, REF_ONE_LOCK, "sub")[0]
     if failed == "sub":
         return check("concurrency", title, "fail", f"{name}: {why}")

@@ -207,9 +207,10 @@ def _th(key: str, kind: str, label: str, tip: str = "") -> str:
             f"<button type='button'>{label}</button></th>")
 
 
-def _table_head(rows: list, columns: list) -> str:
+def _table_head(rows: list, columns: list, speeds: bool = False) -> str:
     """The header row: the fixed columns, a column per check (its title and its maximum
-    when one for all), the time and the similarity flag; every one sortable."""
+    when one for all), the leaderboard's speed when the class has one (speeds), the time
+    and the similarity flag; every one sortable."""
     cells = [_th("name", "text", "Submission"), _th("source", "text", "Source"),
              _th("verdict", "text", "Verdict"), _th("score", "num", "Score / max"),
              _th("pct", "num", "%", "score as a percentage of the maximum")]
@@ -217,7 +218,7 @@ def _table_head(rows: list, columns: list) -> str:
         mx = _check_max(rows, cid)
         cells.append(_th(key, "num", _e(title) + (f" <small>/ {mx:g}</small>" if mx else ""),
                          f"{title}: points earned"))
-    if any(R._is_number(r.get("speed")) for r in rows):
+    if speeds:
         cells.append(_th("speed", "num", "Speed", f"the leaderboard: {R.LEADERBOARD}, "
                          "measured by the grader in turns with its own server"))
     cells += [_th("time", "num", "Time (s)", "how long grading took"),
@@ -283,7 +284,7 @@ def html_table(rows: list) -> str:
             "<label>Name <input type='search' id='q' placeholder='part of a name'></label> "
             f"<label>Verdict <select id='verdict'><option value=''>all</option>{options}"
             "</select></label> <span id='shown'></span></form>"
-            f"<div class='wide'><table id='class'>{_table_head(rows, columns)}<tbody>"
+            f"<div class='wide'><table id='class'>{_table_head(rows, columns, speeds)}<tbody>"
             + "".join(_row(r, i, columns, speeds) for i, r in enumerate(rows))
             + "</tbody></table></div>")
 

@@ -751,7 +751,7 @@ def gradescope(evidence: dict, weights: dict) -> dict:
     secs = evidence.get("seconds")
     if isinstance(secs, (int, float)) and not isinstance(secs, bool) and math.isfinite(secs):
         out["execution_time"] = max(0, round(secs))
-    speed = _board_value(evidence)
+    speed = leaderboard_speed(evidence)
     if speed is not None:
         out["leaderboard"] = [{"name": LEADERBOARD, "value": speed, "order": "desc"}]
     return out
@@ -760,21 +760,16 @@ def gradescope(evidence: dict, weights: dict) -> dict:
 LEADERBOARD = "Speed (x the grader's rwlock per string)"
 
 
-def _board_value(evidence: dict) -> float | None:
-    """leaderboard_speed() as the leaderboard and the class page show it: two decimals."""
-    speed = leaderboard_speed(evidence)
-    return None if speed is None else round(speed, 2)
-
-
 def leaderboard_speed(evidence: dict) -> float | None:
     """The concurrency check's speed against the grader's own rwlock per string (kitref4)
     (the median of its burst over the submission's, round by round, in turns): what the
-    leaderboard ranks; None when it was not measured."""
+    leaderboard ranks, in two decimals as the leaderboard and the class page show it; None
+    when it was not measured."""
     for c in evidence.get("checks") or ():
         board = c.get("leaderboard") if isinstance(c, dict) else None
         if isinstance(board, dict) and c.get("id") == "concurrency" and \
                 _is_number(board.get("speed")):
-            return float(board["speed"])
+            return round(float(board["speed"]), 2)
     return None
 
 
@@ -811,7 +806,7 @@ def summary_row(name: str, source, evidence: dict, weights: dict) -> dict:
     names.assign() name), `source` the folder it was graded from; SUMMARY_FIELDS, with
     'similarity' empty (write_class() fills it from the similarity check's flags), then
     'checks', each check's points and maximum (check_points()), and 'speed', the
-    leaderboard's number (two decimals of leaderboard_speed(); None when not measured)."""
+    leaderboard's number (leaderboard_speed(); None when not measured)."""
     scored = score(evidence, weights)
     got, mx = totals(scored)
     word, failed = verdict(evidence)
@@ -819,7 +814,7 @@ def summary_row(name: str, source, evidence: dict, weights: dict) -> dict:
     return {"submission": name, "source": str(source), "verdict": word, "score": got,
             "max_score": mx, "failed": " ".join(map(str, failed)),
             "seconds": round(secs, 1) if _is_number(secs) else 0.0, "similarity": "",
-            "checks": check_points(scored), "speed": _board_value(evidence)}
+            "checks": check_points(scored), "speed": leaderboard_speed(evidence)}
 
 
 def check_fields(rows: list[dict]) -> list:

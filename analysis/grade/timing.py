@@ -144,7 +144,7 @@ def clock_probe(ctx, bin_dir, present: list) -> dict:
     n, fresh = max(ctx.cfg["sizes"]), not ctx.lab.speed
     res: dict = {"n": n, "judged": judged, "against": against}
     where = {label: (folder, exe) for label, folder, exe in [(judged, bin_dir, judged), *others]}
-    servers: dict = {}
+    servers: dict = {}   # label: (the running server, batches done before it started)
 
     def up(label: str, tag: str) -> None:
         s, why = start(ctx, *where[label], n, tag)
@@ -152,17 +152,16 @@ def clock_probe(ctx, bin_dir, present: list) -> dict:
             s.stop()
             res[label]["why"] = f"did not start ({why})"
         else:
-            servers[label] = s
+            servers[label] = (s, len(res[label]["client"]))
 
     def down(label: str) -> None:
-        s = servers.pop(label)
-        await_lines(ctx, s, len(res[label]["client"]) - res[label]["before"])
+        s, before = servers.pop(label)
+        await_lines(ctx, s, len(res[label]["client"]) - before)
         s.stop()
         res[label]["lines"] = (res[label]["lines"] or []) + (s.timing_lines()[0] or [])
-        res[label]["before"] = len(res[label]["client"])
 
     for label in where:
-        res[label] = {"client": [], "lines": None, "unaccepted": 0, "why": "", "before": 0}
+        res[label] = {"client": [], "lines": None, "unaccepted": 0, "why": ""}
         if not fresh:
             up(label, f"{label}_clock")
     rng = random.Random(20261126)
@@ -175,14 +174,11 @@ def clock_probe(ctx, bin_dir, present: list) -> dict:
                 up(label, f"{label}_clock{b}")
             if e["why"]:
                 continue
-            _probe_batch(ctx, servers[label].port, n, e)
+            _probe_batch(ctx, servers[label][0].port, n, e)
             if fresh:
                 down(label)
     for label in list(servers):
         down(label)
-    for e in res.values():
-        if isinstance(e, dict):
-            e.pop("before", None)
     return res
 
 
