@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..numbers import float_above, int_in, list_of
 from ..progress import Progress
-from . import bundle, dashboard, handin, isolation, labs, names, render, safeio, sandbox
+from . import bundle, checks, dashboard, handin, isolation, labs, names, render, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +53,19 @@ def _layout(t):
         if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name) or name.startswith((".", "-")):
             raise argparse.ArgumentTypeError(f"{name!r} is not a plain file name")
         out[server] = name
+    return out
+
+
+def _skip(t):
+    """--skip CHECK,...: checks the grader leaves out (checks.SKIPPABLE), distinct."""
+    out = []
+    for part in t.split(","):
+        cid = part.strip()
+        if cid not in checks.SKIPPABLE:
+            raise argparse.ArgumentTypeError(
+                f"{cid!r} cannot be skipped (one of: {', '.join(checks.SKIPPABLE)})")
+        if cid not in out:
+            out.append(cid)
     return out
 
 
@@ -95,16 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: build/release of this repository)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not measure the reference servers beside the submissions")
-    ap.add_argument("--lab", type=_lab, metavar="VERSION",
-                    help="the version of the lab: 2019-2023 (main1..main4), 2024+ (one "
-                         "server main) or 2018 (main, the kit without its delay; timing "
-                         "lines are sums); a year names its version (default: told apart "
-                         "from what the submission builds and its common.h)")
-    ap.add_argument("--layout", type=_layout, metavar="mainN=NAME,...",
-                    help="where the servers are when a submission names them otherwise, e.g. "
-                         "main1=main (a make target or a built file)")
-    ap.add_argument("--race", action="store_true",
-                    help="also rebuild with -fsanitize=thread (CC/CFLAGS/LDFLAGS) and report races")
+    _what_options(ap)
     ap.add_argument("--timeout", type=_seconds, metavar="S",
                     help="wall-clock limit for one submission (default 3600; 600 quick)")
     ap.add_argument("--budget", type=_seconds, metavar="S",
@@ -122,6 +126,25 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     _platform_options(ap)
     return ap
+
+
+def _what_options(ap) -> None:
+    """The options that say what a submission is graded as, and on which checks."""
+    ap.add_argument("--lab", type=_lab, metavar="VERSION",
+                    help="the version of the lab: 2019-2023 (main1..main4), 2024+ (one "
+                         "server main) or 2018 (main, the kit without its delay; timing "
+                         "lines are sums); a year names its version (default: told apart "
+                         "from what the submission builds and its common.h)")
+    ap.add_argument("--layout", type=_layout, metavar="mainN=NAME,...",
+                    help="where the servers are when a submission names them otherwise, e.g. "
+                         "main1=main (a make target or a built file)")
+    ap.add_argument("--skip", type=_skip, metavar="CHECK,...",
+                    help="leave these checks out, each undetermined and not scored: "
+                         f"{', '.join(checks.SKIPPABLE)} (probe: the timing lines are judged "
+                         "without the grader's clock probe); for a faster look, never for "
+                         "final grades")
+    ap.add_argument("--race", action="store_true",
+                    help="also rebuild with -fsanitize=thread (CC/CFLAGS/LDFLAGS) and report races")
 
 
 def _platform_options(ap) -> None:
@@ -152,6 +175,7 @@ def config(a) -> dict:
         base["sizes"] = a.sizes
     weights = render.load_weights(a.weights)
     base.update({"quick": a.quick, "race": a.race, "layout": a.layout or {}, "lab": a.lab,
+                 "skip": a.skip or [],
                  "build_timeout_s": a.build_timeout,
                  "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
                  "max_states": 200_000,
@@ -419,6 +443,9 @@ def choose_sandbox(cfg: dict, wanted: str) -> str:
 def _bundle(a, ap) -> int:
     if a.submissions:
         ap.error("--bundle writes the grader for a platform: give no SUBMISSION")
+    if a.skip:
+        ap.error("--skip is for a faster look on this machine: a course platform's grades "
+                 "run every check")
     try:
         path = bundle.write(a.bundle, a.out, a.weights, a.budget, a.quick,
                             "auto" if a.sandbox == "bubblewrap" else a.sandbox,
@@ -489,7 +516,7 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     settings (resuming); (name, evidence, what happened)."""
     sdir = a.out / name
     stamp = sdir / "grade-key.json"
-    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout", "lab")}
+    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout", "lab", "skip")}
     if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
             and json.loads(stamp.read_text()) == key):
         ev = json.loads((sdir / "evidence.json").read_text())
@@ -525,7 +552,7 @@ def _grade_all(a, cfg, weights) -> list:
             raise
     rows = [rows[n] for n in out_names]
     meta = {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
-            "settings": {k: cfg[k] for k in ("runs", "sizes", "quick", "race")},
+            "settings": {k: cfg[k] for k in ("runs", "sizes", "quick", "race", "skip")},
             "grader": cfg["grader"]}
     # The class pages before the similarity phase (bounded, but it reads what students
     # wrote); written again with its flags once it is done.

@@ -194,10 +194,13 @@ def settings_text(evidence: dict) -> str:
     """'R kit runs per server and n = 10, 1000 (quick)', from numbers only."""
     cfg = evidence.get("config", {})
     budget, cpus = cfg.get("budget_s"), cfg.get("cpus")
+    skip = cfg.get("skip")
+    left = [c for c in C.SKIPPABLE if isinstance(skip, list) and c in skip]
     return (f"{_num(cfg.get('runs'))} kit runs per server and n = "
             f"{', '.join(map(str, sizes_of(evidence)))}" + (" (quick)" if cfg.get("quick") else "")
             + (f"; time budget {_num(budget, '.0f')} s" if _is_number(budget) else "")
-            + (f"; {_num(cpus)} CPU" if _is_number(cpus) else ""))
+            + (f"; {_num(cpus)} CPU" if _is_number(cpus) else "")
+            + (f"; left out: {', '.join(left)}" if left else ""))
 
 
 def lab_text(evidence: dict) -> str:
@@ -254,8 +257,15 @@ def _word_scored(c: dict) -> str:
     return status_word(c) + (", not scored" if c["status"] == "undetermined" else "")
 
 
+# Said of a check the grader did not run (its time budget, or the command's --skip).
+NOT_RUN_NOTE = ("Not run: the grader left this check out (the evidence says why), so it is not "
+                "scored: neither its points nor its maximum count, and no point is lost.")
+
+
 def status_note(check: dict) -> str:
     """STATUS_NOTE's sentence for a skipped or undetermined check, else ''."""
+    if check.get("not_run") is True and check.get("status") == "undetermined":
+        return NOT_RUN_NOTE
     status = check.get("status")
     return STATUS_NOTE.get(status, "") if isinstance(status, str) else ""
 
@@ -263,8 +273,9 @@ def status_note(check: dict) -> str:
 def fixes(check: dict) -> list:
     """What to fix for a check that did not pass: its own `fix` (a text or a list of texts,
     the worker's specific diagnosis) when it has one, else its record's default fix
-    (checks.py); [] for a passed check. The texts may quote a student's: show them escaped."""
-    if check.get("status") == "pass":
+    (checks.py); [] for a passed check or one the grader did not run. The texts may quote a
+    student's: show them escaped."""
+    if check.get("status") == "pass" or check.get("not_run") is True:
         return []
     own = check.get("fix")
     own = [own] if isinstance(own, str) else own if isinstance(own, list) else []
@@ -302,7 +313,8 @@ def score_rule(check: dict) -> str:
     """How this check's points were counted, in words."""
     status = check.get("status")
     if status == "undetermined":
-        return "not scored: the grader could not tell"
+        return ("not scored: the grader did not run it" if check.get("not_run") is True
+                else "not scored: the grader could not tell")
     if status == "skip":
         return "skipped: earns nothing"
     if "fraction" not in check:
@@ -687,7 +699,7 @@ def _gs_test_output(c: dict) -> str:
     """One Gradescope test's output: its verdict and points, the evidence, a status note
     (skipped, undetermined) and what to fix, each line through names.visible."""
     if c["status"] == "undetermined":
-        head = f"{status_word(c)}: not scored (0 of 0 points): the grader could not tell"
+        head = f"{status_word(c)}: {score_rule(c).replace(':', ' (0 of 0 points):', 1)}"
     else:
         head = (f"{status_word(c)}: {c['points']:g} of {c['max_points']:g} points; "
                 f"counted: {score_rule(c)}")
@@ -720,8 +732,8 @@ def gradescope_output(evidence: dict, weights: dict, scored: list) -> str:
                 for c, items in todo for x in items]
     out += ["", "How the score was made (check: verdict, weight x share earned = points; "
                 "how it is counted):"]
-    out += [f"- {N.visible(t)}: {w}, weight {wt}, not scored: the grader could not tell"
-            if sh == "not scored" else f"- {N.visible(t)}: {w}, {wt} x {sh} = {pts}; {rule}"
+    out += [f"- {N.visible(t)}: {w}, weight {wt}, {rule}" if sh == "not scored"
+            else f"- {N.visible(t)}: {w}, {wt} x {sh} = {pts}; {rule}"
             for t, w, wt, sh, pts, rule in how_rows(evidence, weights)]
     out += [score_sums(evidence, weights, scored), f"Verdict rule: {VERDICT_RULE}", "",
             f"Settings: {settings_text(evidence)}; grading took "

@@ -85,13 +85,21 @@ def _over_budget(ctx: Ctx, cid: str) -> str:
             f"and this check takes about {need:.0f} s here")
 
 
+SKIPPED = "the grading command left it out (--skip)"
+
+
 def within_budget(ctx: Ctx, cid: str, run) -> dict:
     """run() when the check's expected cost fits in what is left of the time budget, else
-    the check undetermined (not scored): the grader's budget never costs a point."""
+    the check undetermined (not scored): the grader's budget never costs a point. A check
+    the command left out (--skip) is undetermined too."""
+    if cid in ctx.cfg.get("skip", ()):
+        ctx.log(f"{cid}: left out (--skip)")
+        return check(cid, C.title(cid, ctx.lab), "undetermined",
+                     f"not checked: {SKIPPED}; not scored", not_run=True)
     why = _over_budget(ctx, cid)
     if why:
         return check(cid, C.title(cid, ctx.lab), "undetermined",
-                     f"not checked: {why}; not scored")
+                     f"not checked: {why}; not scored", not_run=True)
     ctx.log(cid)
     return run()
 
@@ -99,6 +107,8 @@ def within_budget(ctx: Ctx, cid: str, run) -> dict:
 def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
     """The clock probe when it fits in what is left of the time budget; else why not (the
     timing lines are then judged without it)."""
+    if "probe" in ctx.cfg.get("skip", ()):
+        return {"why": SKIPPED}
     why = _over_budget(ctx, "timing")
     if why:
         return {"why": why}
@@ -111,7 +121,7 @@ def grade(ctx: Ctx) -> dict:
     checks: list = []
     ev: dict = {"checks": checks,
                 "config": {k: cfg.get(k) for k in ("runs", "sizes", "quick", "budget_s",
-                                                   "cpus")}}
+                                                   "cpus", "skip")}}
     ctx.ev = ev
     t0 = time.monotonic()
     ctx.log("build")
@@ -196,7 +206,7 @@ def out_of_time(ctx: Ctx) -> None:
     left = [cid for cid in (ctx.lab.checks if ctx.lab else C.ORDER) if cid not in have]
     checks += [check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "
-                     "not scored") for cid in left]
+                     "not scored", not_run=True) for cid in left]
     ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - ctx.t0)
     ctx.log(f"time budget: handed in with {len(left)} check(s) unfinished")
     if hand_in(ctx, ev):

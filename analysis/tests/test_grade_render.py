@@ -518,6 +518,29 @@ def test_undetermined_is_not_scored_and_only_findings_give_pass_with_findings():
         "PASS because no check failed"
 
 
+def test_a_check_the_grader_did_not_run_has_no_fix_and_says_it_was_left_out():
+    left = check("design", "undetermined", not_run=True,
+                 evidence=["not checked: the grading command left it out (--skip); not scored"])
+    e = teaching_ev(check("build", "pass"), left, check("speed", "undetermined"))
+    e["config"]["skip"] = ["design", "<b>x</b>", "probe"]
+    assert render.fixes(left) == [] and render.fixes(e["checks"][2])  # speed: measured
+    assert render.status_note(left) == render.NOT_RUN_NOTE
+    assert render.totals(render.score(e, FULL_W)) == (5, 5)
+    page, md = render.html_page("s", e, None, FULL_W), render.markdown("s", e, None, FULL_W)
+    # only the ids the grader knows, in its order: never a word the evidence brought along
+    assert "left out: design, probe" in md and "left out: design, probe" in page
+    assert "&lt;b&gt;" not in page and "<b>x" not in page
+    assert render.NOT_RUN_NOTE in md and "What to fix" in md  # speed's, not design's
+    assert "Design**" not in md.split("## What to fix")[1].split("##")[0]
+    g = render.gradescope(e, FULL_W)
+    fix = g["output"].split("What to fix:")[1].split("How the score was made")[0]
+    assert "Design" not in fix and "Speed" in fix
+    assert "- Design: UNDETERMINED, weight 0, not scored: the grader did not run it" in g["output"]
+    test = next(t for t in g["tests"] if t["name"].startswith("Design"))
+    assert test["output"].startswith("UNDETERMINED: not scored (0 of 0 points): the grader did "
+                                     "not run it") and "What to fix" not in test["output"]
+
+
 @pytest.mark.parametrize("fraction,points", [(1.5, 5), (-1, 0), ("0.5", 0), (float("nan"), 0),
                                              (True, 0), (0.25, 1.25)])
 def test_a_fraction_earns_between_none_and_all_of_the_points(fraction, points):
