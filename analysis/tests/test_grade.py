@@ -68,7 +68,9 @@ LAB_DEFECTS = {
     "main_read_in_accept": ("READ_IN_ACCEPT", {"idle": "fail"}, {"idle": "0 of 200"}),
     # the second batch writes past times[] (over n and the array's pointer) and crashes;
     # the robustness probes' batch crosses into it too
-    "main_init_brackets": ("INIT_BRACKETS", {"initial": "fail"},
+    # and it crashes when started without arguments (ARGS_CRASH): the grader starts every
+    # server with them, so that costs nothing (test_a_main_that_crashes_without_arguments_...)
+    "main_init_brackets": ("INIT_BRACKETS ARGS_CRASH", {"initial": "fail"},
                            {"initial": "slot 0: 'String[0]: initial value'"}),
     # a hand-made rwlock whose mutex is held across the whole request: the design is named
     # for what it is, one mutex (which the lab accepts), and timed as one lock
@@ -179,6 +181,25 @@ def test_a_2024_hand_in_with_a_mistake_fails_the_checks_it_should_and_says_why(g
         assert "set the string, then read it back" in c["consistency"]["fix"][0]
     if name == "main_late_line":
         assert "not when the next batch's first connection arrives" in c["timing"]["fix"][0]
+
+
+def test_a_main_that_crashes_without_arguments_costs_nothing(graded, tmp_path):
+    # The defect is real: built as the grading built it, `./main` alone dies of SIGSEGV.
+    defects = LAB_DEFECTS["main_init_brackets"][0]
+    assert "ARGS_CRASH" in defects.split()
+    d = lab2024(tmp_path, "crash_alone", defects=defects)
+    made = subprocess.run(["make", "-s", "CC=gcc"], cwd=d, capture_output=True, text=True,
+                          timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    alone = subprocess.run(["./main"], cwd=d, capture_output=True, timeout=10)
+    assert alone.returncode == -11, alone  # SIGSEGV
+    # The grader starts `main` only as the kit does (n ip port): no start of it crashed,
+    # every probe of robustness found it alive, and no check names the crash.
+    c = checks(graded, "main_init_brackets")
+    said = "\n".join(line for x in c.values() for line in x["evidence"])
+    assert "SIGSEGV" not in said and "exited before listening" not in said, said
+    assert c["workload"]["status"] == "pass" and c["robustness"]["status"] == "pass", said
+    assert all("survived" in line for line in c["robustness"]["evidence"]), said
 
 
 def test_the_reference_servers_are_measured_once_and_tabled_beside_the_submission(tmp_path):
