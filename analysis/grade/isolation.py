@@ -58,8 +58,9 @@ def release_slot(slot: Slot) -> None:
     os.close(slot.lock_fd)
 
 
-def processes_of(uids: set) -> list:
-    """pids of processes whose real or effective uid is in `uids`."""
+def processes_of(uids: set, live: bool = False) -> list:
+    """pids of processes whose real or effective uid is in `uids`; live: not those that
+    have ended and wait to be reaped (zombies run nothing, and no signal removes them)."""
     found = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -67,6 +68,8 @@ def processes_of(uids: set) -> list:
         try:
             with open(f"/proc/{d}/status") as f:
                 for line in f:
+                    if live and line.startswith("State:") and line.split()[1] in ("Z", "X"):
+                        break
                     if line.startswith("Uid:"):
                         real, eff = (int(x) for x in line.split()[1:3])
                         if real in uids or eff in uids:
@@ -128,12 +131,12 @@ def _kill_as_each(uids: set):
     return kill
 
 
-def kill_uids(uids: set) -> int:
+def kill_uids(uids: set, live: bool = False) -> int:
     """Ends every process of `uids` and checks that none is left (repeated while some are:
     one may be in the middle of a fork); how many were found. As root, by kill_as (the
-    kernel, all at once); otherwise pid by pid."""
+    kernel, all at once); otherwise pid by pid. live: zombies are not looked for."""
     kill = _kill_as_each(uids) if os.geteuid() == 0 else _kill_pids
-    return kill_until_none(lambda: processes_of(uids), kill=kill)
+    return kill_until_none(lambda: processes_of(uids, live), kill=kill)
 
 
 @dataclass

@@ -1,5 +1,10 @@
 """isolation.kill_as refuses any uid that is not one of the grader's slots: issued as root, or
-as a person's uid, kill(-1, SIGKILL) would end everything of theirs on the machine."""
+as a person's uid, kill(-1, SIGKILL) would end everything of theirs on the machine; and
+processes_of tells live processes from zombies."""
+
+import os
+import time
+from pathlib import Path
 
 import pytest
 
@@ -11,3 +16,23 @@ from analysis.grade import isolation
 def test_kill_as_refuses_a_uid_outside_the_slots(uid):
     with pytest.raises(ValueError, match="is not one of the grader's"):
         isolation.kill_as(uid)
+
+
+def test_live_processes_leave_out_a_zombie():
+    # the sweep between turns (launcher op_sweep) looks for live processes only: a zombie
+    # runs nothing and no signal removes it, so looking for it would only spin until the
+    # container's init reaps it
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child did not end"
+            time.sleep(0.01)
+        uid = {os.geteuid()}
+        assert pid in isolation.processes_of(uid)
+        assert pid not in isolation.processes_of(uid, live=True)
+        assert os.getpid() in isolation.processes_of(uid, live=True)
+    finally:
+        os.waitpid(pid, 0)
