@@ -258,6 +258,22 @@ NO_REFS = ("the grader's own kit-style servers (kitref1, kitref4) are not built 
 ONE_LOCK = (D.ONE_MUTEX, D.ONE_RWLOCK)
 
 
+def stop_strays(ctx) -> int:
+    """Before a server's turn: how many processes the submission had left running, stopped
+    by the launcher. Only in container mode are there any: a process started with setsid
+    or a double fork outlives the server that started it there (under bubblewrap the
+    server's pid namespace ends with it) and would run on, a CPU hog say, through the
+    grader's own servers' turns."""
+    return ctx.launcher.call(op="sweep")["stopped"]
+
+
+def strays_line(name: str, stopped: int) -> str:
+    return (f"{stopped} process(es) that {name} left running after its server was stopped "
+            "(started with setsid or a double fork, which outlive the server in container "
+            "mode) were stopped before the next server's turn: nothing of the submission "
+            "ran during another server's turn")
+
+
 def _turn(ctx, where: tuple, n: int, positions: list, tag: str) -> tuple:
     """(seconds of one burst, '') on a server started afresh for it at n, after one burst
     unmeasured to warm it, and stopped after it; else (None, why not)."""
@@ -276,16 +292,23 @@ def _turn(ctx, where: tuple, n: int, positions: list, tag: str) -> tuple:
         s.stop()
 
 
-def _turns(ctx, servers: dict, n: int, positions: list, spans: dict, rounds: int) -> tuple:
+def _turns(ctx, servers: dict, n: int, positions: list, spans: dict, rounds: int,
+           strays: list) -> tuple:
     """`rounds` rounds of write bursts, every server of servers {key: (folder,
     executable)} once a round in a shuffled order, each started afresh for its turn and
-    stopped after it (_turn): nothing of one runs during another's turn, and each is
-    measured alike. Returns ('', '') or (the key whose turn failed, why)."""
+    stopped after it (_turn), with whatever the submission left running stopped before
+    each turn (stop_strays; how many appended to strays): nothing of one runs during
+    another's turn, and each is measured alike. Returns ('', '') or (the key whose turn
+    failed, why)."""
     rng = random.Random(20261128 + len(spans["sub"]))
     order = list(servers)
     for _ in range(rounds):
         rng.shuffle(order)
         for key in order:
+            try:
+                strays.append(stop_strays(ctx))
+            except OSError as e:  # the grader's own trouble: never the submission's
+                return "the grader", f"what the submission left running was not stopped ({e})"
             span, why = _turn(ctx, servers[key], n, positions, f"{key}_turn{len(spans[key])}")
             if why:
                 return key, why
@@ -314,17 +337,24 @@ def check_concurrency(ctx, bin_dir, present: list) -> dict:
     servers = {"sub": (bin_dir, name), **{m: (refs_dir, m) for m in (REF_ONE_LOCK,
                                                                        REF_PER_STRING)}}
     spans: dict = {key: [] for key in servers}
-    failed, why, looks, verdict = "", "", 0, None
+    failed, why, looks, verdict, strays = "", "", 0, None, []
     while not why and verdict is None and looks < SPEED_LOOKS:
         looks += 1
-        failed, why = _turns(ctx, servers, n, positions, spans, ctx.cfg["burst_rounds"])
+        failed, why = _turns(ctx, servers, n, positions, spans, ctx.cfg["burst_rounds"],
+                             strays)
         verdict = None if why else _slower(ctx, spans, REF_ONE_LOCK, "sub")[0]
     if failed == "sub":
-        return check("concurrency", title, "fail", f"{name}: {why}")
-    if why:  # the grader's own server: its failure costs nothing
-        return check("concurrency", title, "undetermined",
-                     f"not measured: {failed}: {why}; not scored")
-    return _judge_concurrency(ctx, name, title, spans, looks)
+        out = check("concurrency", title, "fail", f"{name}: {why}")
+    elif why:  # the grader's own server (or the grader): its failure costs nothing
+        out = check("concurrency", title, "undetermined",
+                    f"not measured: {failed}: {why}; not scored")
+    else:
+        out = _judge_concurrency(ctx, name, title, spans, looks)
+    if sum(strays):
+        ctx.log(f"concurrency: {sum(strays)} process(es) {name} left running stopped "
+                f"before {sum(map(bool, strays))} turn(s)")
+        out["evidence"].insert(1, strays_line(name, sum(strays)))
+    return out
 
 
 def _judge_concurrency(ctx, name, title, spans, looks) -> dict:

@@ -1,10 +1,12 @@
 """The launcher: the first process of the outer sandbox, and the only one there with
 privileges. It starts the grading worker as an unprivileged uid with no capabilities, then
-does for it, over a socket pair, the three things that need root: copy the submission into
+does for it, over a socket pair, the things that need root: copy the submission into
 the scratch tmpfs (never following a link), make working folders owned by the
-submission's uid, and start inner sandboxes as that uid (in its cgroup), handing one a
-descriptor on a lock trace file in a folder of the launcher's when asked. It never reads
-anything a submission produced; the worker does, unprivileged.
+submission's uid, start inner sandboxes as that uid (in its cgroup), handing one a
+descriptor on a lock trace file in a folder of the launcher's when asked, and in container
+mode, between the turns of servers timed against each other, stop whatever the
+submission left running (op_sweep). It never reads anything a submission produced; the
+worker does, unprivileged.
 
     python -m analysis.grade.launcher      (configuration in $LOCKBENCH_GRADE, JSON)
 
@@ -23,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import isolation
 from . import sandbox as S
 
 MAX_MSG = 1 << 20
@@ -264,6 +267,21 @@ class Launcher:
                 os.close(fd)
         self.procs[p.pid] = p
         return {"pid": p.pid}
+
+    def op_sweep(self, msg, fds) -> dict:
+        """Container mode: stops every process of the submission's uid, each of which is
+        one its programs left behind (with setsid or a double fork: there no pid namespace
+        ends them with the program), and returns how many there were. Asked between the
+        turns of the servers timed against each other, so that nothing of the submission
+        runs during a turn of the grader's own; refused while a program the launcher
+        started still runs (it might be one of the grader's own servers, which run as that
+        uid too). Under bubblewrap a program's pid namespace ends with it: nothing to do."""
+        if self.cfg.get("sandbox") != "container":
+            return {"stopped": 0}
+        running = [pid for pid, p in self.procs.items() if p.poll() is None]
+        if running:
+            raise ValueError(f"not swept: {len(running)} started program(s) still running")
+        return {"stopped": isolation.kill_uids({self.uid}, live=True)}
 
     def op_poll(self, msg, fds) -> dict:
         return {"code": self.procs[msg["pid"]].poll()}

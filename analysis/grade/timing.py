@@ -11,7 +11,7 @@ from .. import kernel_sockets as ks
 from . import checks as C
 from . import kitload as K
 from . import sandbox as S
-from .bursts import NO_DELAY, NO_REFS, REF_PER_STRING
+from .bursts import NO_DELAY, NO_REFS, REF_PER_STRING, stop_strays, strays_line
 from .sandboxed import TIMING, await_lines, check, start
 
 LATENCY_FLOOR_S = 5e-6   # every kit access sleeps usleep(10), so a mean below this is garbage
@@ -133,20 +133,26 @@ def clock_probe(ctx, bin_dir, present: list) -> dict:
     those it is compared with (_probe_servers), at the largest n, each take PROBE_BATCHES
     batches of the kit's 1000 requests with PROBE_OUTSTANDING of them waiting in the server
     at once (K.window), in turns, and write one line per batch. Against the grader's own
-    servers, each is started afresh for each batch and stopped after its line: nothing of
-    the submission runs during theirs, and each is measured alike. Returns {'n',
-    'judged', 'against', label: {'client': [mean s a batch], 'lines', 'why'}} or {'why':
-    what kept it from running}."""
+    servers, each is started afresh for each batch and stopped after its line, with
+    whatever the submission left running stopped before each start (stop_strays, counted
+    in 'strays'): nothing of the submission runs during theirs, and each is measured
+    alike. Returns {'n', 'judged', 'against', 'strays', label: {'client': [mean s a
+    batch], 'lines', 'why'}} or {'why': what kept it from running}."""
     judged, *rest = _probe_servers(ctx, bin_dir, present)
     if judged is None:
         return {"why": rest[0]}
     others, against = rest
     n, fresh = max(ctx.cfg["sizes"]), not ctx.lab.speed
-    res: dict = {"n": n, "judged": judged, "against": against}
+    res: dict = {"n": n, "judged": judged, "against": against, "strays": 0}
     where = {label: (folder, exe) for label, folder, exe in [(judged, bin_dir, judged), *others]}
     servers: dict = {}   # label: (the running server, batches done before it started)
 
     def up(label: str, tag: str) -> None:
+        try:
+            res["strays"] += stop_strays(ctx) if fresh else 0
+        except OSError as e:  # the grader's own trouble: that server's batches not judged
+            res[label]["why"] = f"what the submission left running was not stopped ({e})"
+            return
         s, why = start(ctx, *where[label], n, tag)
         if why:
             s.stop()
@@ -253,6 +259,8 @@ def check_timing(wl, runs, probe=None, lab=None) -> dict:
     total = sum(len(v) for v in wl.values())
     left_out, line = _probe_problem(probe)
     ev.append(line)
+    if (probe or {}).get("strays"):
+        ev.append(f"clock probe: {strays_line(probe['judged'], probe['strays'])}")
     if left_out is not None:
         total, good = total + 1, good + (not left_out)
     if left_out:
