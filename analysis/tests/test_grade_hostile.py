@@ -526,31 +526,106 @@ def test_race_finds_no_lock_and_a_server_that_does_not_start_is_no_pass(tmp_path
     assert races["tsan_no_start"].get("status") not in ("pass", None), races["tsan_no_start"]
 
 
+def _state(pid: int) -> str:
+    """The process's state letter ('' when it is gone): Z and X have ended, run nothing."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _live(pid: int) -> bool:
+    return _state(pid) not in ("", "Z", "X")
+
+
+def _kitref_or_marked(mark: bytes) -> tuple:
+    """({pid: uid} of the grader's kitref1/kitref4 servers, {pid: uid} of processes whose
+    command line holds mark) on the host now."""
+    refs, marked = {}, {}
+    for d in os.scandir("/proc"):
+        if not d.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d.name}/cmdline", "rb") as f:
+                cmd = f.read(4096)
+            uid = d.stat().st_uid
+        except OSError:
+            continue
+        if mark in cmd:
+            marked[int(d.name)] = uid
+        elif os.path.basename(cmd.split(b"\0", 1)[0]) in (b"kitref1", b"kitref4"):
+            refs[int(d.name)] = uid
+    return refs, marked
+
+
+def _watch_turns(mark: str, stop: threading.Event, seen: dict) -> None:
+    """Until stop, every 0.05 s: whether a kitref server and a live process marked `mark`
+    run as one uid (the submission's: the grader starts its own servers as that uid too)
+    at once. A look at /proc takes milliseconds, during which a turn may end and the next
+    begin, so an overlap counts only when, after that look, the kitref is seen alive and
+    then the marked process still alive: both were alive at the same moment. seen:
+    "ref_looks" (looks that saw a kitref of a uid that ran a marked process),
+    "overlaps" (what was seen running together), "marked" (pids seen marked)."""
+    seen.update(ref_looks=0, overlaps=[], marked=set())
+    uids: set = set()
+    while not stop.wait(0.05):
+        refs, marked = _kitref_or_marked(mark.encode())
+        seen["marked"] |= set(marked)
+        uids |= set(marked.values())
+        seen["ref_looks"] += any(u in uids for u in refs.values())
+        for ref, uid in refs.items():
+            if not _live(ref):
+                continue
+            both = [pid for pid, u in marked.items() if u == uid and _live(pid)]
+            if both:
+                seen["overlaps"].append(f"kitref pid {ref} and marked pids {both}, uid {uid}")
+
+
 @pytest.fixture(scope="module")
 def container_group(tmp_path_factory, kit_fixtures):
     """In container mode, in one command: the .pth planter first, then the trace forgers,
-    then an honest submission (graded well after the planter's make ran)."""
+    then an honest submission (graded well after the planter's make ran), then a 2024+
+    main that leaves a CPU hog behind each time it starts, watched while it is graded
+    (_watch_turns: .turns)."""
     if os.geteuid() != 0:
         pytest.skip("container mode needs root")
     base = tmp_path_factory.mktemp("container")
     subs = [prepare("pth_planter", base / "subs" / "planter")]
     subs += [prepare(case, base / "subs" / case) for case in TRACE_FORGERS]
+    hog = prepare("stray_hog", base / "subs" / "stray_hog")
     planted, ran = [], []
+    stop, turns = threading.Event(), {}
+    watch = threading.Thread(target=_watch_turns, args=(marker("stray_hog"), stop, turns),
+                             daemon=True)
+    watch.start()
     try:
         # the honest one handed in as a zip: container mode unpacks it too
         correct = zip_fixture(kit_fixtures / "correct", base / "correct.zip", top="correct",
                               hostile=True)
-        g = grade([*subs, correct], base / "out", *QUICK, "--no-reference",
+        g = grade([*subs, correct, hog], base / "out", *QUICK, "--no-reference",
                   "--sandbox", "container")
     finally:
+        stop.set()
+        watch.join()
         planted = list(Path("/tmp/.local/lib").glob(
             f"python3*/site-packages/{marker('pth_planter')}.pth"))
         ran = list(Path("/tmp").glob(f"{marker('pth_planter')}-ran-as-*"))
         for f in [*planted, *ran]:
             f.unlink()
     assert g.code == 0, g.stderr[-3000:]
-    g.planted, g.ran = planted, ran
+    g.planted, g.ran, g.turns = planted, ran, turns
+    g.hogs_left = live_marked(marker("stray_hog"))
+    survivors(marker("stray_hog"), grace_s=0)
     return g
+
+
+def live_marked(mark: str, grace_s: float = 3.0) -> list:
+    """The marked processes still running (not ended and waiting to be reaped) grace_s
+    after grading."""
+    deadline = time.monotonic() + grace_s
+    while (left := [p for p in marked_pids(mark) if _live(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
 
 
 @pytest.mark.root
@@ -577,6 +652,25 @@ def test_a_forged_lock_trace_does_not_pass_the_design_check_in_container_mode(
         container_group):
     assert_forged_designs_fail(container_group.out)
     assert checks(container_group.out, "correct")["design"]["status"] != "fail"
+
+
+@pytest.mark.root
+def test_nothing_a_main_left_behind_runs_during_the_graders_own_servers_turns(
+        container_group):
+    # In container mode no pid namespace ends with a server: a CPU hog that main started
+    # with setsid ran on through the turns of kitref1 and kitref4 it was timed against in
+    # the concurrency check and the clock probe, skewing both, until grading ended.
+    g = container_group
+    assert g.turns["marked"], "no hog seen while grading: the test is void"
+    assert g.turns["ref_looks"], "no turn of kitref1/kitref4 seen: the test is void"
+    assert not g.turns["overlaps"], g.turns["overlaps"][:5]
+    # what was stopped is said, with the check it was stopped for
+    c = checks(g.out, "stray_hog")
+    said = "\n".join(c["concurrency"]["evidence"])
+    assert "that main left running after its server was stopped" in said, said
+    assert any(ln.startswith("clock probe: ") and "left running" in ln
+               for ln in c["timing"]["evidence"]), c["timing"]["evidence"]
+    assert not g.hogs_left, f"hogs still running after grading: {g.hogs_left}"
 
 
 # A mount namespace of the grader's own where every cgroup mount is read-only: no cgroup
