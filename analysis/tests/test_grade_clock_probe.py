@@ -129,6 +129,14 @@ def test_a_probe_that_could_not_run_or_a_pool_is_not_judged():
     quiet = dict(pool, unaccepted=0, client=[3e-4] * 3)
     got, line = T._probe_problem({"n": N, "main1": quiet, "main2": fast})
     assert got is None and "no lock waiting stands out" in line
+    # a busy machine delayed two of main's batches, not the third: lock waiting would be in
+    # all three, so nothing is judged (an honest clock was failed so once)
+    noisy = dict(after, client=[0.01, 2.5e-4, 0.012])
+    got, line = T._probe_problem({**one, "main": noisy})
+    assert got is None and "no lock waiting stands out in every batch" in line, line
+    # and one slow batch of the reference's lifts the bar for every batch of main's
+    got, line = T._probe_problem({**one, "kitref4": dict(fast, client=[2e-4, 2e-4, 0.009])})
+    assert got is None and "(the most 9.000e-03 s)" in line, line
 
 
 class Silent:
