@@ -81,11 +81,13 @@ def preload_library(lib: Path) -> Path:
 BUSY_UNDETERMINED = ("design", "concurrency")
 
 
-def honest_statuses_problems(statuses: dict) -> list:
+def honest_statuses_problems(statuses: dict, skipped: str = "") -> list:
     """What keeps an honest submission's {check: status} from passing: every check passes,
-    except that those of BUSY_UNDETERMINED may be undetermined (never failed)."""
+    except that those of BUSY_UNDETERMINED, and those the grading left out (`skipped`,
+    --skip's value), may be undetermined (never failed)."""
+    may = (*BUSY_UNDETERMINED, *skipped.split(","))
     return [f"{k}: {v}" for k, v in statuses.items()
-            if v != "pass" and not (k in BUSY_UNDETERMINED and v == "undetermined")]
+            if v != "pass" and not (k in may and v == "undetermined")]
 
 
 def kit_fixture(name: str, into: Path, folder: str | None = None) -> Path:
