@@ -613,8 +613,10 @@ def container_group(tmp_path_factory, kit_fixtures):
         # the honest one handed in as a zip: container mode unpacks it too
         correct = zip_fixture(kit_fixtures / "correct", base / "correct.zip", top="correct",
                               hostile=True)
+        # the planter's point is its make, the forgers' the design check, the hog's the
+        # concurrency check and the clock probe, the honest one's its workload
         g = grade([*subs, correct, hog], base / "out", *QUICK, "--no-reference",
-                  "--sandbox", "container")
+                  "--sandbox", "container", "--skip", "consistency,idle,speed,robustness")
     finally:
         stop.set()
         watch.join()
