@@ -1,5 +1,5 @@
 """Design conformance: the lock trace's parser and classifier (analysis/grade/design.py) on
-made-up traces, then liblocktrace.so (analysis/grade/locktrace.c) preloaded into the
+made-up traces, then liblockprof.so (profile/lockprof.c) in trace mode preloaded into the
 student-like fixtures (tests/fixtures/correct, design_swap, handmade_rwlock, no_lock,
 clocked_locks),
 each server driven with kit-like requests and its design classified."""
@@ -23,7 +23,7 @@ from analysis.tests.helpers import RELEASE, built_fixture, preload_library
 
 pytestmark = [pytest.mark.slow]
 
-LIB = RELEASE / "liblocktrace.so"
+LIB = RELEASE / "liblockprof.so"  # its trace mode: $LOCKTRACE_FD or $LOCKTRACE_FILE
 N = 1000
 FRESH = itertools.count(10_000)  # a new lock object each time
 BASE = 0x55D4C8A0C040    # a plausible heap address
@@ -283,8 +283,8 @@ def plan(seed: int) -> list:
     return [reqs[t::30] for t in range(30)]
 
 
-def traced_design(binary: Path, trace_file: Path, seed: int) -> D.Design:
-    server = TracedServer(binary, trace_file)
+def traced_design(binary: Path, trace_file: Path, seed: int, env_extra=None) -> D.Design:
+    server = TracedServer(binary, trace_file, env_extra)
     try:
         done, _ = kitload.drive(server.port, plan(seed), timeout=5.0)
     finally:
@@ -306,6 +306,19 @@ def test_tracer_tells_each_fixtures_design(fixture, lib, tmp_path):
         assert design.requests == 300, design.evidence
         ok, text = D.verdict_line(name, design)
         assert ok is (EXPECTED_BY_FIXTURE[fixture][name] == D.EXPECTED[name]), text
+
+
+@pytest.mark.parametrize("swap", ["mcs", "futex-mutex"])
+def test_trace_mode_combines_with_the_lock_swapper(swap, lib, tmp_path):
+    """The preload's modes combine: with clocked_locks' locks swapped for ours (its
+    pthread_*_clock*lock calls served by the swap locks' timed paths; rwlocks by pflock),
+    the trace still names each server's design."""
+    d = built_fixture("clocked_locks", tmp_path)
+    for k, name in enumerate(("main2", "main3")):
+        got = traced_design(d / name, tmp_path / f"{name}.trace", seed=k + 1,
+                            env_extra={"LOCKPROF_SWAP": swap})
+        assert got.kind == D.EXPECTED[name], got.evidence
+        assert got.requests == 300, got.evidence
 
 
 def test_tracer_writes_to_an_inherited_descriptor_and_closes_it_on_exec(lib, tmp_path):
