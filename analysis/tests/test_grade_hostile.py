@@ -228,7 +228,7 @@ def tree_size(root: Path) -> tuple:
 def group(tmp_path_factory):
     """forged/honest timing, two symlinked timing files (each main4 pointing into the
     other's output), include -> /etc, up -> .., a daemon, a loud make and the trace
-    forgers, graded together."""
+    forgers, graded into one folder by two commands (what each case's tests assert)."""
     base = tmp_path_factory.mktemp("hostile")
     subs = base / "subs"
     canary = base / "secret" / "canary.txt"
@@ -253,12 +253,21 @@ def group(tmp_path_factory):
     (subs / "up_link" / "up").symlink_to("..")
     for case in ("daemon", "loud_make", *TRACE_FORGERS):
         prepare(case, subs / case)
-    names += ["etc_link", "up_link", "daemon", "loud_make", *TRACE_FORGERS]
-    # the twins are judged on speed, timing and score, the forgers on design
-    g = grade([subs / n for n in names], base / "out", *QUICK, "--no-reference",
+    files = [*names, "etc_link", "up_link", "daemon", "loud_make"]
+    judged = ["forged_timing", "honest_timing", *TRACE_FORGERS]
+    # the links, the daemon and the loud make need their servers built and started; the
+    # twins are judged on speed, timing and score, the forgers on design: two commands into
+    # one output folder
+    first = grade([subs / n for n in files if n not in judged], base / "out", *QUICK,
+                  "--no-reference", *SKIP_ALL)
+    g = grade([subs / n for n in judged], base / "out", *QUICK, "--no-reference",
               "--skip", "consistency,idle,robustness")
-    g.names, g.canary, g.other_secret = names, token, other_secret
+    assert first.code == 0, first.stderr[-3000:]
     assert g.code == 0, g.stderr[-3000:]
+    g.stdout, g.stderr = first.stdout + g.stdout, first.stderr + g.stderr
+    g.marks |= first.marks
+    g.peak = max(first.peak, g.peak, key=lambda p: p["kib"])
+    g.names, g.canary, g.other_secret = [*files, *TRACE_FORGERS], token, other_secret
     return g
 
 
