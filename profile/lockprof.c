@@ -26,7 +26,7 @@
  * Tracer. With $LOCKTRACE_FD or $LOCKTRACE_FILE it records which lock objects each request of
  * a kit-style server touched (the section "the per-request trace" says how and in which
  * format). It combines with the other two; the grader uses it alone. Without it, the read,
- * recv, write, send and close it also wraps cost one flag check and the forwarding.
+ * recv, write, send and close it also wraps cost one check and the forwarding.
  *
  * It runs inside someone else's program, so on the lock path it never allocates (records
  * in a static open-addressing table, inserted by compare-and-swap on the key; per-thread

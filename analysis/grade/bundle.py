@@ -2,10 +2,11 @@
 platform, from this checkout.
 
 Both bundles hold the same `lockbench/` folder: the `analysis` package without its tests
-(the grader itself needs the standard library only), the course's weights, bundle.json (budget,
-quick, sandbox) and setup.sh, which installs what grading needs from the distribution's
-packages and compiles the lock tracer and the grader's kit-style servers; nothing is
-fetched from anywhere else.
+(the grader itself needs the standard library only), the lock tracer's source
+(profile/lockprof.c, whose trace mode the design check preloads), the course's weights,
+bundle.json (budget, quick, sandbox) and setup.sh, which installs what grading needs from the
+distribution's packages and compiles the lock tracer and the grader's kit-style servers;
+nothing is fetched from anywhere else.
 
 - Gradescope: DIR/autograder.zip with setup.sh and run_autograder at its root.
 - PrairieLearn: DIR/prairielearn/ with a Dockerfile for the external grader image,
@@ -48,8 +49,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 mkdir -p "$code/bin"
-gcc -O2 -Wall -Wextra -shared -fPIC -o "$code/bin/liblocktrace.so" \\
-  "$code/analysis/grade/locktrace.c" -ldl -pthread
+gcc -O2 -Wall -Wextra -shared -fPIC -o "$code/bin/liblockprof.so" \\
+  "$code/profile/lockprof.c" -ldl -pthread  # the lock tracer (its trace mode)
 for design in 1 4; do  # the grader's own kit-style servers (one mutex, an rwlock per string)
   gcc -O2 -Wall -Wextra -DDESIGN=$design -o "$code/bin/kitref$design" \\
     "$code/analysis/grade/kitref.c" -pthread
@@ -83,6 +84,8 @@ def copy_grading_code(dst: Path) -> None:
 def _copy_code(dst: Path, weights: Path) -> None:
     """The grading code and the weights."""
     copy_grading_code(dst)
+    (dst / "profile").mkdir()  # the lock tracer's source: setup.sh compiles it
+    shutil.copy(REPO / "profile" / "lockprof.c", dst / "profile" / "lockprof.c")
     shutil.copy(weights, dst / "grade_weights.toml")
 
 

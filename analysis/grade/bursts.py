@@ -161,7 +161,9 @@ def check_speed(ctx, bin_dir, present: list) -> dict:
     return check("speed", title, status, lines)
 
 
-TRACER = Path(S.REFERENCE) / "liblocktrace.so"
+# The lock tracer: the preload of `./lockbench profile` in its trace mode (profile/lockprof.c),
+# which the launcher turns on by handing the server a descriptor in $LOCKTRACE_FD.
+TRACER = Path(S.REFERENCE) / "liblockprof.so"
 TRACE_CAP = 8 << 20
 DESIGN_THREADS = 30   # of the kit client's 100, ten requests each
 NO_DELAY = ("this lab's kit has no delay in the accesses, so how long a lock is held cannot "
@@ -176,8 +178,8 @@ def _design_one(ctx, bin_dir, name) -> tuple:
     it."""
     n = 1000
     s = Server(ctx, bin_dir, name, n, f"{name}_design",
-               wrap=("/usr/bin/env", "LD_PRELOAD=/sub/liblocktrace.so"),
-               extra_ro={TRACER: "/sub/liblocktrace.so"}, trace=True)
+               wrap=("/usr/bin/env", "LD_PRELOAD=/sub/liblockprof.so"),
+               extra_ro={TRACER: "/sub/liblockprof.so"}, trace=True)
     why = s.wait_ready(ctx.cfg["ready_timeout_s"])
     measured = D.Measured(error=why or NO_DELAY)
     if not why:
@@ -240,7 +242,7 @@ def check_design(ctx, bin_dir, present: list) -> dict:
     who = C.title("design", ctx.lab)
     if not TRACER.is_file():
         return check("design", who, "undetermined",
-                     "not checked: the lock tracer (liblocktrace.so) is not built")
+                     "not checked: the lock tracer (liblockprof.so) is not built")
     res = [_design_one(ctx, bin_dir, name) for name in present]
     decided = [ok for ok, _, _ in res if ok is not None]
     status = ("fail" if False in decided else

@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="points per check, TOML (default: %(default)s)")
     ap.add_argument("--bin-dir", type=Path, default=None,
                     help="lockbench's reference main1..main4, and the grader's own programs "
-                         "(the lock tracer liblocktrace.so, the kit-style kitref1 and kitref4) "
+                         "(the lock tracer liblockprof.so, the kit-style kitref1 and kitref4) "
                          "(default: build/release of this repository)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not measure the reference servers beside the submissions")
@@ -250,7 +250,7 @@ def run_worker(cfg: dict, out: Path, submission: Path | None = None,
 
 # The grader's own programs beside a submission, from --bin-dir: the design check's lock
 # tracer, and the kit-style servers a one-server lab's main is timed against.
-TOOLS = ("liblocktrace.so", "kitref1", "kitref4")
+TOOLS = ("liblockprof.so", "kitref1", "kitref4")
 
 
 def _tools(cfg: dict) -> list:

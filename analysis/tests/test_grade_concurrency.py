@@ -113,7 +113,7 @@ def test_without_the_graders_servers_nothing_is_measured_nor_scored(tmp_path):
         pytest.skip(f"no sandbox: {NO_SANDBOX}")
     tools = tmp_path / "bin"  # the lock tracer, but not the kit-style servers
     tools.mkdir()
-    shutil.copy(REPO / "build" / "release" / "liblocktrace.so", tools)
+    shutil.copy(REPO / "build" / "release" / "liblockprof.so", tools)
     sub = lab2024(tmp_path, "alone", 4)
     p = grade(sub, "--quick", "--runs", "1", "--sizes", "10", "--no-reference", "--no-progress",
               "--skip", "consistency,idle,design,robustness", "--bin-dir", tools,
