@@ -134,9 +134,9 @@ def test_a_probe_that_could_not_run_or_a_pool_is_not_judged():
     noisy = dict(after, client=[0.01, 2.5e-4, 0.012])
     got, line = T._probe_problem({**one, "main": noisy})
     assert got is None and "no lock waiting stands out in every batch" in line, line
-    # and one slow batch of the reference's lifts the bar for every batch of main's
+    # one slow batch of the reference's is noise too: its median is the bar
     got, line = T._probe_problem({**one, "kitref4": dict(fast, client=[2e-4, 2e-4, 0.009])})
-    assert got is None and "(the most 9.000e-03 s)" in line, line
+    assert got is True, line
 
 
 class Silent:
