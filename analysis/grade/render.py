@@ -309,12 +309,17 @@ def rich_html(text) -> str:
                    for is_code, p in _code_parts(text))
 
 
+def _not_scored_why(check: dict) -> str:
+    """Why an undetermined check is not scored."""
+    return ("the grader did not run it" if check.get("not_run") is True
+            else "the grader could not tell")
+
+
 def score_rule(check: dict) -> str:
     """How this check's points were counted, in words."""
     status = check.get("status")
     if status == "undetermined":
-        return ("not scored: the grader did not run it" if check.get("not_run") is True
-                else "not scored: the grader could not tell")
+        return f"not scored: {_not_scored_why(check)}"
     if status == "skip":
         return "skipped: earns nothing"
     if "fraction" not in check:
@@ -699,7 +704,7 @@ def _gs_test_output(c: dict) -> str:
     """One Gradescope test's output: its verdict and points, the evidence, a status note
     (skipped, undetermined) and what to fix, each line through names.visible."""
     if c["status"] == "undetermined":
-        head = f"{status_word(c)}: {score_rule(c).replace(':', ' (0 of 0 points):', 1)}"
+        head = f"{status_word(c)}: not scored (0 of 0 points): {_not_scored_why(c)}"
     else:
         head = (f"{status_word(c)}: {c['points']:g} of {c['max_points']:g} points; "
                 f"counted: {score_rule(c)}")
