@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static checks of our C++ (issue 6, "security basics"): clang-tidy and
+# Static checks of our C++: clang-tidy and
 # cppcheck over the server core (common/) and, with --client or when it is
 # clean, client/. Exits 1 on any finding.
 #
@@ -18,7 +18,7 @@
 #                                  cert-fio47-c via -Wformat, cert-env33-c)
 #               performance-*      needless copies on the request path
 #               readability-function-size (LineThreshold 60): no function
-#                                  over ~60 lines (issue 13 item 3: drivers
+#                                  over ~60 lines (drivers
 #                                  are short named steps); test files are
 #                                  not linted, so they are exempt
 #     turned off: bugprone-easily-swappable-parameters (style, not bugs),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bounded libFuzzer runs of every fuzz target (issue 6). Called by
+# Bounded libFuzzer runs of every fuzz target. Called by
 # `./lockbench test`; also fine by hand.
 #
 #   fuzz/run-fuzzers.sh                 configure + build the `fuzz` preset,

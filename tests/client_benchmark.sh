@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The client's own ceiling (issue 3 item 8). Not a test: prints a Markdown
+# The client's own ceiling. Not a test: prints a Markdown
 # table of median requests/s over ROUNDS interleaved rounds (A B C ... A B C).
 #
 #   tests/client_benchmark.sh BUILD_DIR [ROUNDS=5]

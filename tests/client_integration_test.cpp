@@ -501,7 +501,7 @@ TEST(ClientIntegrationTest, UnreachableServerIsOneLineAndExit1) {
   EXPECT_EQ(check.exit_code, 1) << check.output;
 }
 
-// Issue 10: every bad value of every option is refused before anything
+// Every bad value of every option is refused before anything
 // starts, with exit 2 and ONE line naming the option and the value. Nothing
 // listens on port 3000's twin here, and nothing would be contacted anyway.
 TEST(ClientIntegrationTest, EveryBadValueIsOneLineAndExit2) {

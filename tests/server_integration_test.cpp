@@ -277,7 +277,7 @@ TEST_P(ServerTest, BadArgumentsExitTwoWithOneLine) {
   EXPECT_NE(help.find("--delay-us"), std::string::npos);
 }
 
-// Issue 10: a frame still incomplete when the server is told to stop was cut
+// A frame still incomplete when the server is told to stop was cut
 // off by the shutdown, not by the peer: it must be dropped (not applied, not
 // counted, not answered as a success). Only the peer's own half-close makes a
 // short frame (HalfClosedShortFrameIsAFrame).
@@ -358,7 +358,7 @@ TEST_P(ServerTest, ServesIpv6Loopback) {
   StopServer();
 }
 
-// Issue 10: on a full disk every timing line is whole or absent. A small
+// On a full disk every timing line is whole or absent. A small
 // tmpfs is filled up while the server writes one line per request (--batch
 // 1); the lines that do not fit are counted (timing_lines_lost=), one that
 // fits only in part is cut back off, and once space is free again lines are
