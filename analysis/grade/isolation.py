@@ -2,9 +2,13 @@
 grader (root) around each outer sandbox.
 
 - A slot: a pair of unprivileged uids of its own (one for our grading worker, one for the
-  submission), held with a lock file for as long as the submission is graded, so process
-  caps counted per uid (RLIMIT_NPROC) and the clean-up by uid are per submission, also
-  between two grade commands on one host.
+  submission), held for as long as the submission is graded, so process caps counted per
+  uid (RLIMIT_NPROC) and the clean-up by uid are per submission, also between two grade
+  commands on one host. It is held twice: a lock file, and an abstract socket name, which
+  the kernel keeps per network namespace, not per file system: a grader in a chroot or a
+  container with its own /run and /tmp but the host's processes and network takes a slot
+  the host's grader does not hold (otherwise each, taking "its" free slot, would end the
+  other's processes as a killed grader's leftovers).
 - A cgroup for the submission's processes where the host has a writable memory and pids
   controller (v1 or v2): total memory and process count capped, and everything in it killed
   at the end. Without one, only the per-process limits apply (and the page says so).
@@ -14,6 +18,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +34,44 @@ class Slot:
     worker_uid: int
     sub_uid: int
     lock_fd: int
+    claim: socket.socket | None = None
+
+
+def claim_name(index: int) -> bytes:
+    """The abstract socket name (leading NUL: no file) that holds slot `index`."""
+    return f"\0lockbench-grade/slot-{index}".encode()
+
+
+def _claim(index: int) -> socket.socket | None:
+    """Slot `index`'s abstract socket, bound (held until closed, or this process ends);
+    None when a grader elsewhere on this kernel holds it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        s.bind(claim_name(index))
+    except OSError:
+        s.close()
+        return None
+    return s
+
+
+def _take(d: str, i: int) -> Slot | None:
+    """Slot i if both its lock file in d and its socket name are free; else None."""
+    fd = os.open(f"{d}/slot-{i}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    claim = _claim(i)
+    if claim is None:
+        os.close(fd)
+        return None
+    return Slot(i, UID_BASE + 2 * i, UID_BASE + 2 * i + 1, fd, claim)
 
 
 def acquire_slot() -> Slot:
-    """The first free slot (non-blocking lock files); OSError when none can be taken."""
+    """The first free slot (non-blocking lock file and socket name); OSError when none can
+    be taken."""
     last = None
     for d in LOCK_DIRS:
         try:
@@ -41,20 +80,17 @@ def acquire_slot() -> Slot:
             last = e
             continue
         for i in range(SLOTS):
-            fd = os.open(f"{d}/slot-{i}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            slot = Slot(i, UID_BASE + 2 * i, UID_BASE + 2 * i + 1, fd)
-            kill_uids({slot.worker_uid, slot.sub_uid})  # leftovers of a grader that was killed
-            return slot
+            slot = _take(d, i)
+            if slot is not None:
+                kill_uids({slot.worker_uid, slot.sub_uid})  # a killed grader's leftovers
+                return slot
         last = OSError(f"all {SLOTS} grading slots in {d} are taken")
     raise last or OSError("no grading slot")
 
 
 def release_slot(slot: Slot) -> None:
+    if slot.claim is not None:
+        slot.claim.close()
     os.close(slot.lock_fd)
 
 

@@ -36,3 +36,33 @@ def test_live_processes_leave_out_a_zombie():
         assert os.getpid() in isolation.processes_of(uid, live=True)
     finally:
         os.waitpid(pid, 0)
+
+
+TAKE = ("import sys; from analysis.grade import isolation as i; i.LOCK_DIRS = (sys.argv[1],); "
+        "s = i.acquire_slot(); print(s.index); sys.stdout.flush(); sys.stdin.read()")
+
+
+def test_two_graders_with_their_own_run_folders_take_different_slots(tmp_path):
+    # A grader in a chroot (its own /run and /tmp, the host's processes) took the slot the
+    # host's grader held, and each ended the other's worker as a killed grader's leftovers:
+    # the slot's abstract socket name is seen by both.
+    import subprocess
+    import sys
+    held = []
+    try:
+        for run in ("host-run", "chroot-run"):
+            p = subprocess.Popen([sys.executable, "-c", TAKE, str(tmp_path / run)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                 cwd=Path(__file__).resolve().parents[2])
+            held.append(p)
+            index = p.stdout.readline().strip()
+            assert index.isdigit(), index
+            held[-1].index = int(index)
+        assert held[0].index != held[1].index
+    finally:
+        for p in held:
+            p.communicate("")
+    # both gone: the first slot that was free is free again, lock file and socket name
+    again = isolation._claim(held[0].index)
+    assert again is not None
+    again.close()
