@@ -32,25 +32,6 @@ _DIAG_MSG_LEN = 72                             # inet_diag_msg: state at 1, the 
                                                # (big-endian) at 4, rqueue at 56
 
 
-# N818: named like its subclasses ProcessExited and ListenTimeout, which other modules
-# import; renaming only the base would just move the finding onto those two.
-class NotListening(Exception):  # noqa: N818
-    """wait_listening gave up; the message is one line for the user."""
-
-
-class ProcessExited(NotListening):
-    """The process ended before any of the ports listened; `returncode` is Popen's
-    (negative: killed by that signal)."""
-
-    def __init__(self, message: str, returncode: int):
-        super().__init__(message)
-        self.returncode = returncode
-
-
-class ListenTimeout(NotListening):
-    """None of the ports listened within the timeout; the process is still running."""
-
-
 def describe_exit(returncode: int) -> str:
     """Popen.returncode in words: 'exit status 3' or 'killed by signal SIGSEGV (11)'."""
     if returncode is None:
@@ -262,8 +243,10 @@ def listening_ports(pids=None) -> set:
 def wait_for_port(want, listening, alive, timeout: float, poll_s: float) -> tuple:
     """The one readiness wait of every server lockbench starts (here, in the grader's
     sandbox, on a remote host): polls `listening()` (the ports in LISTEN state where the
-    server runs, read from the kernel's socket table: never a connection, which a
-    kit-style server would count toward its batch) until it holds one of `want`.
+    server runs, read from the kernel's socket table: listening_ports([pid]) here, of the
+    sandbox's own network namespace there, /proc/net/tcp on a remote host; never a
+    connection, which a kit-style server would count toward its batch; for our own servers
+    here, the ports their listening line names) until it holds one of `want`.
     Returns (that port, the first of `want` in order when several listen, '') or (None,
     'exited') once `alive()` is false or (None, 'timeout') after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -277,26 +260,3 @@ def wait_for_port(want, listening, alive, timeout: float, poll_s: float) -> tupl
         if time.monotonic() >= deadline:
             return None, "timeout"
         time.sleep(poll_s)
-
-
-def wait_listening(ports, proc, timeout: float, poll_s: float = 0.01) -> int:
-    """Waits until process `proc` (a subprocess.Popen, or anything with .pid and .poll())
-    or one of its descendants listens on one of `ports`; returns that port (the first of
-    `ports` in the given order when several listen).
-    Raises ProcessExited if the process ends first (message names its exit status or
-    signal), ListenTimeout after `timeout` seconds (the process is left running)."""
-    want = [int(p) for p in ports]
-    port, why = wait_for_port(want, lambda: listening_ports([proc.pid]),
-                              lambda: proc.poll() is None, timeout, poll_s)
-    if why == "exited":
-        code = proc.poll()
-        raise ProcessExited(f"process {proc.pid} ended before listening on "
-                            f"{_ports_text(want)} ({describe_exit(code)})", code)
-    if why:
-        raise ListenTimeout(f"process {proc.pid} did not listen on {_ports_text(want)} "
-                            f"within {timeout:g} s")
-    return port
-
-
-def _ports_text(ports) -> str:
-    return " or ".join(f"port {p}" for p in ports)

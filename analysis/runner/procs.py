@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from .. import ports
-from ..kernel_sockets import ListenTimeout, ProcessExited, describe_exit, wait_listening
+from ..kernel_sockets import describe_exit, listening_ports, wait_for_port
 from ..ports import twin
 
 HOST = "127.0.0.1"
@@ -129,13 +129,18 @@ class Server:
 
     def __init__(self, argv: list, n: int, port: int, *, cwd: Path, log_file: Path,
                  time_file: Path | None = None, label: str | None = None,
-                 ready_timeout: float = 15.0):
+                 ready_timeout: float = 15.0, env: dict | None = None, pass_fds: tuple = (),
+                 prog: str | None = None):
         self.argv = [str(a) for a in argv]
-        self.prog = Path(self.argv[0]).name       # the prefix of the server's output lines
+        # the prefix of the server's output lines: its program's, whatever wraps it
+        self.prog = prog or Path(self.argv[0]).name
         self.name = label or self.prog            # the server label in results and messages
         self.n, self.port = n, port
         self.cwd, self.log_file, self.ready_timeout = cwd, log_file, ready_timeout
         self.time_file = time_file
+        self.env = {**os.environ, **env} if env else None   # None: this process's
+        self.pass_fds = tuple(pass_fds)
+        self.announced: set = set()   # the ports its listening line names
         self.proc = None
         self.lines: queue.Queue = queue.Queue()
         self.summary_line = None
@@ -158,35 +163,61 @@ class Server:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
+    def _popen(self, stdout) -> None:
+        """Starts argv in cwd (its own session), stdout to `stdout`, stderr to the log."""
+        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=stdout,
+                                     stderr=self._log if stdout is subprocess.PIPE
+                                     else subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     text=True, start_new_session=True, env=self.env,
+                                     pass_fds=self.pass_fds)
+        self._log.write(f"# pid={self.proc.pid}\n")
+        self._log.flush()
+        _LIVE.add(self)
+
+    def _listening(self) -> set:
+        """The ports its listening line named, once printed (the lines before it are
+        logged as they come). The line is printed once the server serves, which is later
+        than the kernel lists its sockets: the stricter evidence for the same wait."""
+        while not self.announced:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self.lines.put(None)   # for stop()'s drain
+                break
+            self._log.write(line + "\n")
+            if line.startswith(f"{self.prog}: listening on "):
+                words = line.split()[3:]
+                self.announced = {int(w.rpartition(":")[2]) for w in words[:1] + words[2:3]
+                                  if w.rpartition(":")[2].isdigit()} or {self.port}
+        return self.announced
+
     def start(self) -> "Server":
+        """Starts it and waits until it is ready (kernel_sockets.wait_for_port, here on its
+        listening line); StartError (and stopped) when it exits or does not get there."""
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_file, "a")  # noqa: SIM115 - open while it runs; stop() closes it
         self._log.write(f"# {' '.join(self.argv)}\n")
         self._log.flush()
-        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=subprocess.PIPE,
-                                     stderr=self._log, stdin=subprocess.DEVNULL, text=True,
-                                     start_new_session=True)
-        self._log.write(f"# pid={self.proc.pid}\n")
-        self._log.flush()
-        _LIVE.add(self)
+        self._popen(subprocess.PIPE)
         threading.Thread(target=self._pump, daemon=True).start()
-        deadline = time.monotonic() + self.ready_timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                self.stop()
-                raise StartError(f"{self.name} (n={self.n}) did not print its listening line "
-                               f"within {self.ready_timeout:g} s; see {self.log_file}") from None
-            if line is None:
-                code = self.proc.wait()
-                last = self._last_log_line()   # before stop() closes the log
-                self.stop()
-                raise StartError(f"{self.name} (n={self.n}) exited at start-up "
-                                 f"({describe_exit(code)}): {last or 'no message'}")
-            self._log.write(line + "\n")
-            if line.startswith(f"{self.prog}: listening on "):
-                return self
+        _, why = wait_for_port([twin(self.port), self.port], self._listening, self.alive,
+                               self.ready_timeout, 0.005)
+        if why == "exited":
+            code = self.proc.wait()
+            with contextlib.suppress(queue.Empty):    # what it printed before it ended
+                while (line := self.lines.get(timeout=1.0)) is not None:
+                    self._log.write(line + "\n")
+            last = self._last_log_line()   # before stop() closes the log
+            self.stop()
+            raise StartError(f"{self.name} (n={self.n}) exited at start-up "
+                             f"({describe_exit(code)}): {last or 'no message'}")
+        if why:
+            self.stop()
+            raise StartError(f"{self.name} (n={self.n}) did not print its listening line "
+                             f"within {self.ready_timeout:g} s; see {self.log_file}")
+        return self
 
     def _last_log_line(self) -> str:
         if not self._log.closed:
@@ -279,9 +310,10 @@ class KitServer(Server):
     kind = "kit"
 
     def __init__(self, argv: list, n: int, port: int, *, cwd: Path, log_file: Path,
-                 time_dest: Path | None, label: str, ready_timeout: float = 15.0):
+                 time_dest: Path | None, label: str, **how):
+        """how: Server's ready_timeout, env, pass_fds, prog."""
         super().__init__(argv, n, port, cwd=cwd, log_file=log_file, time_file=cwd / KIT_TIME_FILE,
-                         label=label, ready_timeout=ready_timeout)
+                         label=label, **how)
         self.time_dest = time_dest
         self.listen_port = None
 
@@ -297,26 +329,20 @@ class KitServer(Server):
         self._log = open(self.log_file, "a")  # noqa: SIM115 - open while it runs; stop() closes it
         self._log.write(f"# {' '.join(self.argv)}\n# cwd={self.cwd}\n")
         self._log.flush()
-        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        self._log.write(f"# pid={self.proc.pid}\n")
-        self._log.flush()
-        _LIVE.add(self)
-        try:
-            self.listen_port = wait_listening([twin(self.port), self.port], self.proc,
-                                              self.ready_timeout)
-        except ProcessExited as exc:
-            last = self._last_log_line()
+        self._popen(self._log)
+        self.listen_port, why = wait_for_port([twin(self.port), self.port],
+                                              lambda: listening_ports([self.proc.pid]),
+                                              self.alive, self.ready_timeout, 0.01)
+        if why == "exited":
+            code, last = self.proc.poll(), self._last_log_line()
             self.stop()
             raise StartError(f"{self.name} (n={self.n}) exited at start-up "
-                             f"({describe_exit(exc.returncode)}): {last or 'no message'}"
-                             ) from None
-        except ListenTimeout:
+                             f"({describe_exit(code)}): {last or 'no message'}")
+        if why:
             self.stop()
             raise StartError(f"{self.name} (n={self.n}) did not listen on port {self.port} "
                              f"or its twin {twin(self.port)} within {self.ready_timeout:g} s; "
-                             f"see {self.log_file}") from None
+                             f"see {self.log_file}")
         self._log.write(f"# listening on {self.listen_port}\n")
         self._log.flush()
         return self

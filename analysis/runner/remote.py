@@ -216,9 +216,10 @@ class RemoteServer:
 
     def __init__(self, host: Host, argv: list, n: int, port: int, *, kind: str, label: str,
                  log_file: Path, time_dest: Path, trace_dest: Path | None = None,
-                 ready_timeout: float = 15.0, work: str | None = None):
+                 ready_timeout: float = 15.0, work: str | None = None,
+                 prog: str | None = None):
         self.host, self.kind, self.name, self.n, self.port = host, kind, label, n, port
-        self.prog = Path(argv[0]).name
+        self.prog = prog or Path(argv[0]).name   # the program's, whatever wraps it
         self.argv = [str(a) for a in argv]
         self.work = work or f"/tmp/lockbench-{uuid.uuid4().hex[:12]}"
         self.log_file, self.time_dest, self.trace_dest = log_file, time_dest, trace_dest

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from analysis.runner.procs import pick_port
+from analysis.runner.server_spec import Options, Place, ServerSpec, launch
 from analysis.tests.helpers import RELEASE, skip_unless_built
 
 pytestmark = [pytest.mark.slow]
@@ -225,20 +226,17 @@ def server(tmp_path_factory, options):
     from analysis.runner.experiment import find_binary
     d = tmp_path_factory.mktemp("cserver")
     port = pick_port()
-    p = subprocess.Popen([str(find_binary(RELEASE, "main4")), str(N), "127.0.0.1", str(port),
-                          "-q", "--delay-us", "0"], cwd=d, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    line = p.stdout.readline()
-    assert "listening" in line, line
+    srv = launch(ServerSpec("main4", "lockbench", find_binary(RELEASE, "main4")), N, port,
+                 Place(d), log_file=d / "main4.log", opts=Options(delay_us=0)).start()
     yield {"port": port, "dir": d, "paths": _paths(d)}
-    p.send_signal(signal.SIGINT)
-    try:
-        p.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.communicate()
-        pytest.fail("main4 did not stop after SIGINT")
-    assert p.returncode == 0, p.returncode
+    srv.proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 15
+    while srv.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stopped_by_sigint = not srv.alive()
+    srv.stop()
+    assert stopped_by_sigint, "main4 did not stop after SIGINT"
+    assert srv.exit_code == 0, srv.exit_code
 
 
 def test_client_against_server_property(options, server):

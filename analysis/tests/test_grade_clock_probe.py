@@ -18,8 +18,8 @@ import pytest
 from analysis import kernel_sockets as ks
 from analysis.grade import kitload as K
 from analysis.grade import timing as T
-from analysis.ports import twin
 from analysis.runner.procs import pick_port
+from analysis.runner.server_spec import Place, ServerSpec, launch
 from analysis.tests.helpers import built_fixture, kit_fixture
 
 pytestmark = [pytest.mark.slow]
@@ -41,11 +41,11 @@ class Probed:
 
     def __init__(self, binary: Path, folder: Path, batches: int = T.PROBE_BATCHES):
         folder.mkdir()
-        asked = pick_port()
-        proc = subprocess.Popen([str(binary), str(N), "127.0.0.1", str(asked)], cwd=folder,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            port = ks.wait_listening([twin(asked), asked], proc, 10.0)
+        srv = launch(ServerSpec(binary.name, "kit", binary), N, pick_port(),
+                     Place(folder, kit_work=folder, ready_timeout=10.0),
+                     log_file=folder.with_suffix(".log"))
+        with srv:
+            port = srv.listen_port
             self.client, self.left, self.reqs = [], [], []
             for _ in range(batches):
                 reqs = T._probe_plan(N)
@@ -61,9 +61,6 @@ class Probed:
                     break
                 time.sleep(0.05)
             self.lines = timing.read_text().splitlines() if timing.exists() else []
-        finally:
-            proc.kill()
-            proc.wait()
 
     def entry(self) -> dict:
         return {"client": self.client, "lines": self.lines, "unaccepted": max(self.left),

@@ -7,7 +7,6 @@ each server driven with kit-like requests and its design classified."""
 import itertools
 import os
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,8 @@ from hypothesis import strategies as st
 
 from analysis.grade import design as D
 from analysis.grade import kitload
-from analysis.kernel_sockets import NotListening, wait_listening
-from analysis.ports import twin
-from analysis.runner.procs import pick_port
+from analysis.runner import server_spec as SS
+from analysis.runner.procs import StartError, pick_port
 from analysis.tests.helpers import RELEASE, built_fixture, preload_library
 
 pytestmark = [pytest.mark.slow]
@@ -248,32 +246,28 @@ def lib() -> Path:
 
 
 class TracedServer:
-    """A fixture server started directly (no sandbox) with the tracer preloaded; stop()
-    kills it (call it in a finally)."""
+    """A fixture server started through the one launcher (no sandbox) with the tracer
+    preloaded; stop() ends it (call it in a finally)."""
 
     def __init__(self, binary: Path, trace_file: Path, env_extra=None, pass_fds=()):
-        self.proc = None
         env = {"LD_PRELOAD": str(LIB), "LOCKTRACE_FILE": str(trace_file), **(env_extra or {})}
+        spec = SS.ServerSpec(binary.name, "kit", binary, env=tuple(env.items()))
+        place = SS.Place(binary.parent, kit_work=binary.parent, ready_timeout=10,
+                         pass_fds=tuple(pass_fds))
         for _ in range(5):  # a port taken between the check and the bind: another one
-            port = pick_port()
-            with open(trace_file.with_suffix(".out"), "wb") as out:
-                self.proc = subprocess.Popen(
-                    [str(binary), str(N), "127.0.0.1", str(port)], cwd=binary.parent,
-                    env={"PATH": "/usr/bin:/bin", **env}, stdin=subprocess.DEVNULL,
-                    stdout=out, stderr=out, start_new_session=True, pass_fds=pass_fds)
+            self.srv = SS.launch(spec, N, pick_port(), place,
+                                 log_file=trace_file.with_suffix(".out"))
             try:
-                self.port = wait_listening([twin(port)], self.proc, timeout=10)
+                self.srv.start()
+                self.proc, self.port = self.srv.proc, self.srv.listen_port
                 return
-            except NotListening:
+            except StartError:
                 self.stop()
         raise AssertionError(f"{binary.name} did not start: "
                              f"{trace_file.with_suffix('.out').read_text(errors='replace')}")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc is not None:
-            self.proc.wait(10)
+        self.srv.stop()
 
 
 def plan(seed: int) -> list:

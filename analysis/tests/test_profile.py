@@ -18,8 +18,8 @@ import pytest
 
 from analysis import ports, profile
 from analysis.grade import kitload
-from analysis.kernel_sockets import NotListening, wait_listening
-from analysis.runner.procs import pick_port
+from analysis.runner import server_spec as SS
+from analysis.runner.procs import StartError, pick_port
 from analysis.tests.helpers import PY, RELEASE, REPO, built_fixture, preload_library
 
 pytestmark = [pytest.mark.slow]
@@ -65,26 +65,24 @@ def profile_cmd(*options) -> list:
 
 
 class Profiled:
-    """`lockbench profile OPTIONS -- SERVER N 127.0.0.1 PORT` started and listening; stop()
-    sends SIGTERM to the profiler (it forwards it) and returns (exit status, output,
-    the --json document)."""
+    """`lockbench profile OPTIONS -- SERVER N 127.0.0.1 PORT` started through the one
+    launcher (the profiler as the server's wrapper) and listening; stop() sends SIGTERM to
+    the profiler (it forwards it) and returns (exit status, output, the --json document)."""
 
-    def __init__(self, server: Path, tmp: Path, *options, listen_twin=True):
+    def __init__(self, server: Path, tmp: Path, *options):
         self.json = tmp / f"profile-{time.monotonic_ns()}.json"
         self.out = self.json.with_suffix(".out")
+        spec = SS.ServerSpec(server.name, "kit", server, env=(("PYTHONPATH", str(REPO)),),
+                             wrap=(*profile_cmd("--json", self.json, *options), "--"))
         for _ in range(5):  # a port taken between the check and the bind: another one
-            self.port = pick_port()
-            cmd = profile_cmd("--json", self.json, *options, "--", server, N, "127.0.0.1",
-                              self.port)
-            with open(self.out, "wb") as out:
-                self.proc = subprocess.Popen(cmd, cwd=tmp, stdin=subprocess.DEVNULL,
-                                             stdout=out, stderr=out, start_new_session=True,
-                                             env={**os.environ, "PYTHONPATH": str(REPO)})
+            self.srv = SS.launch(spec, N, pick_port(), SS.Place(tmp, kit_work=tmp),
+                                 log_file=self.out)
+            self.port = self.srv.port
             try:
-                wait_listening([ports.twin(self.port)], self.proc, timeout=15)
-                self.program = children(self.proc.pid)
+                self.srv.start()
+                self.program = children(self.srv.proc.pid)
                 return
-            except NotListening:
+            except StartError:
                 self.kill()
         raise AssertionError(f"{server.name} did not start: {self.out.read_text()}")
 
@@ -93,18 +91,15 @@ class Profiled:
         for pid in getattr(self, "program", []):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
+        self.srv.stop()
 
     def stop(self) -> tuple:
-        self.proc.send_signal(signal.SIGTERM)
         try:
-            code = self.proc.wait(30)
+            self.srv.stop(timeout=30)
         finally:
             self.kill()
         doc = json.loads(self.json.read_text()) if self.json.is_file() else None
-        return code, self.out.read_text(errors="replace"), doc
+        return self.srv.exit_code, self.out.read_text(errors="replace"), doc
 
 
 def kit_runs(port: int, runs: int = 1) -> list:
