@@ -177,10 +177,9 @@ def _design_one(ctx, bin_dir, name) -> tuple:
     bursts on it; the trace file is the launcher's, the server only holds a descriptor on
     it."""
     n = 1000
-    s = Server(ctx, bin_dir, name, n, f"{name}_design",
-               wrap=("/usr/bin/env", "LD_PRELOAD=/sub/liblockprof.so"),
-               extra_ro={TRACER: "/sub/liblockprof.so"}, trace=True)
-    why = s.wait_ready(ctx.cfg["ready_timeout_s"])
+    s, why = start(ctx, bin_dir, name, n, f"{name}_design",
+                   env=(("LD_PRELOAD", "/sub/liblockprof.so"),),
+                   extra_ro={TRACER: "/sub/liblockprof.so"}, trace=True)
     measured = D.Measured(error=why or NO_DELAY)
     if not why:
         K.drive(s.port, K.kit_plan(n, threads=DESIGN_THREADS), ctx.cfg["request_timeout_s"])

@@ -104,7 +104,8 @@ def _one_run(ctx, s, entry, n, r) -> None:
 
 def _finish(ctx, s, entry, tag, runs) -> None:
     await_lines(ctx, s, entry["runs_done"])
-    ended = s.stop()
+    ended = s.ended()
+    s.stop()
     if ended and not entry["failure"]:
         entry["failure"] = f"ended after the runs: {ended}"
     entry["timing"], entry["timing_problem"] = s.timing_lines()

@@ -7,13 +7,12 @@ import time
 from . import checks as C
 from . import kitload as K
 from .build import build, built
-from .sandboxed import Server, check
+from .sandboxed import check, start
 
 
 def _race_one(ctx, bdir, name) -> tuple:
     """(True racy | False clean | None not checked, evidence line)."""
-    s = Server(ctx, bdir, name, 10, f"{name}_tsan", wrap=["setarch", os.uname().machine, "-R"])
-    why = s.wait_ready(ctx.cfg["ready_timeout_s"])
+    s, why = start(ctx, bdir, name, 10, f"{name}_tsan", wrap=["setarch", os.uname().machine, "-R"])
     if not why:
         K.drive(s.port, K.kit_plan(10), ctx.cfg["request_timeout_s"])
         time.sleep(0.2)

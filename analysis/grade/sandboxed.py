@@ -4,6 +4,7 @@ or one of the grader's own, in an inner sandbox with the kit command line), chec
 check's record of evidence), and the steps the checks share (start, start_all,
 await_lines, spread)."""
 
+import contextlib
 import math
 import os
 import statistics
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from .. import kernel_sockets as ks
 from .. import ports
+from ..runner import server_spec as SS
+from ..runner.procs import StartError
 from . import checks as C
 from . import labs, safeio
 from . import launcher as LA
@@ -99,23 +102,63 @@ def spawn(ctx: Ctx, argv, ro: dict, rw: dict, chdir: str, limits: dict, keep: in
     return proc, safeio.Capture(r, keep)
 
 
-class Server:
-    """One sandboxed server process (kit command line) in its own fresh working folder."""
+class Sandbox:
+    """The launcher's requests for one server (server_spec.Place.sandbox): a fresh working
+    folder runs/<tag> (/sub/run inside), its binaries read-only at /sub/bin (and
+    extra_ro), the grading's limits, with `trace` a descriptor on the lock trace file
+    LA.trace_path(tag)."""
 
-    def __init__(self, ctx: Ctx, bin_dir: Path, name: str, n: int, tag: str, wrap=(),
-                 extra_ro: dict | None = None, trace: bool = False):
-        """trace: the server inherits a descriptor on a lock trace file (self.trace)."""
-        self.ctx, self.name, self.n = ctx, name, n
-        ctx.launcher.call(op="mkdir", path=f"runs/{tag}")
+    def __init__(self, ctx: Ctx, bin_dir: Path, tag: str, extra_ro: dict | None = None,
+                 trace: bool = False):
+        self.ctx, self.tag, self.trace = ctx, tag, trace
+        self.ro = {bin_dir: "/sub/bin", **(extra_ro or {})}
         self.run_dir = Path(S.SCRATCH) / "runs" / tag
-        self.trace = LA.trace_path(tag) if trace else None
-        self.asked = ctx.next_port()
-        argv = [*wrap, f"/sub/bin/{name}", str(n), "127.0.0.1", str(self.asked)]
-        self.proc, self.output = spawn(ctx, argv, {bin_dir: "/sub/bin", **(extra_ro or {})},
-                                       {self.run_dir: "/sub/run"}, "/sub/run", ctx.limits,
-                                       SERVER_OUTPUT_KEEP, trace=tag if trace else "")
-        self.port = None
+
+    def server(self, argv: list, n: int, port: int, *, label: str,
+               ready_timeout: float) -> "Server":
+        return Server(self, argv, n, port, label, ready_timeout)
+
+    def spawn(self, argv: list) -> tuple:
+        """The inner sandbox running argv: (proc, its capped output)."""
+        self.ctx.launcher.call(op="mkdir", path=f"runs/{self.tag}")
+        return spawn(self.ctx, argv, self.ro, {self.run_dir: "/sub/run"}, "/sub/run",
+                     self.ctx.limits, SERVER_OUTPUT_KEEP, trace=self.tag if self.trace else "")
+
+
+class Server:
+    """One sandboxed server process (kit command line) in its own fresh working folder, as
+    server_spec.launch makes it for a Place with a Sandbox: ready by the one socket-table
+    wait, stopped by SIGKILL. `port` is where it listens once ready (the asked port's twin,
+    the kit's quirk, or the asked port), so a client always reaches it at `port`."""
+
+    kind = "kit"
+    real_port = True
+
+    def __init__(self, sandbox: Sandbox, argv: list, n: int, asked: int, label: str,
+                 ready_timeout: float):
+        self.sandbox, self.argv, self.n, self.asked = sandbox, argv, n, asked
+        self.name, self.ready_timeout = label, ready_timeout
+        self.run_dir = sandbox.run_dir
+        self.trace = LA.trace_path(sandbox.tag) if sandbox.trace else None
+        self.proc = self.output = self.port = None
         self.stopped_by_us = False
+        self.why = ""    # why it is not ready, once start() said so
+
+    def start(self) -> "Server":
+        """Started and listening; else StartError saying why (the server is left for
+        stop(), which the grader calls whatever happened)."""
+        self.proc, self.output = self.sandbox.spawn(self.argv)
+        self.why = self.wait_ready(self.ready_timeout)
+        if self.why:
+            raise StartError(self.why)
+        return self
+
+    def __enter__(self):
+        return self if self.proc is not None else self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
 
     def wait_ready(self, timeout: float) -> str:
         """'' when listening (self.port set), else why not. Seen in this sandbox's own
@@ -130,12 +173,21 @@ class Server:
                     f"within {timeout:g} s")
         return ""
 
+    def died(self) -> Exception:
+        return StartError(f"{self.name} (n={self.n}) {self.death()}")
+
+    def stopped_ok(self) -> bool:
+        return True    # a SIGKILL is how it is stopped
+
+    def time_lines(self) -> list:
+        return self.timing_lines()[0] or []
+
     @property
     def quirk(self) -> bool:
         return self.port == ports.twin(self.asked)
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc is not None and self.proc.poll() is None
 
     def death(self) -> str:
         code = self.proc.poll()
@@ -146,15 +198,20 @@ class Server:
             return ks.describe_exit(-sig)
         return ks.describe_exit(code)
 
-    def stop(self) -> str:
-        """Stops it (SIGKILL to the sandbox: a kit server has no handler anyway). Returns
-        '' if it was still running, else how it had ended."""
-        ended = "" if self.alive() else self.death()
-        if not ended:
+    def ended(self) -> str:
+        """'' while it runs, else how it ended."""
+        return "" if self.alive() else self.death()
+
+    def stop(self) -> dict:
+        """Stops it (SIGKILL to the sandbox: a kit server has no handler anyway); no
+        summary. ended() before it says whether it was still running."""
+        if self.proc is None:
+            return {}
+        if self.alive():
             self.stopped_by_us = True
             self.proc.kill()
         self.output.join()
-        return ended
+        return {}
 
     def timing_lines(self) -> tuple:
         """(lines or None when absent, '' or why the file was not read). Never follows a
@@ -175,10 +232,19 @@ def check(cid, title, status, evidence, **data) -> dict:
             "evidence": evidence if isinstance(evidence, list) else [evidence], **data}
 
 
-def start(ctx, bin_dir, name, n, tag):
-    s = Server(ctx, bin_dir, name, n, tag)
-    why = s.wait_ready(ctx.cfg["ready_timeout_s"])
-    return s, why
+def start(ctx, bin_dir, name, n, tag, *, env=(), wrap=(), extra_ro=None,
+          trace=False) -> tuple:
+    """(server, '' or why it is not ready): the server `name` of bin_dir with the kit's
+    command line, through the one launcher in a sandbox of its own (env, wrap: as
+    ServerSpec's; extra_ro: more read-only folders; trace: a lock trace descriptor)."""
+    spec = SS.ServerSpec(name, "kit", Path("/sub/bin") / name, env=tuple(env),
+                         wrap=tuple(wrap))
+    place = SS.Place(Path(S.SCRATCH), sandbox=Sandbox(ctx, bin_dir, tag, extra_ro, trace),
+                     ready_timeout=ctx.cfg["ready_timeout_s"])
+    s = SS.launch(spec, n, ctx.next_port(), place)
+    with contextlib.suppress(StartError):   # s.why says it
+        s.start()
+    return s, s.why
 
 
 def await_lines(ctx, s: Server, count: int) -> None:

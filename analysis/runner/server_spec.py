@@ -147,7 +147,9 @@ class Place:
 
 class ServerUnderTest(Protocol):
     """What every server launch() returns answers. Started (start(), or entering it as a
-    context manager) it is ready: it listens (StartError otherwise, the server stopped).
+    context manager) it is ready: it listens (StartError otherwise; the sandbox's server
+    is then left for the grader's stop(), which reads what it printed, the others are
+    stopped already).
     A client reaches it at `port` when real_port, else at the port's byte-swapped twin
     (the kit client's way)."""
     kind: str              # "lockbench" or "kit"
