@@ -3,15 +3,18 @@
 
 Two kinds, and only two rules each for ready and stopped (procs.py, remote.py):
   lockbench  one of our binaries, given our options (--delay-us, --time-file, -q, ...);
-             ready when it prints its listening line; a normal stop is exit 0 after
-             SIGTERM, with a summary line;
+             ready when it prints its listening line (on a --server-host: when the
+             host's socket table lists it); a normal stop is exit 0 after SIGTERM, with a
+             summary line;
   kit        anyone's server (the kit's contract): its command line and nothing else; ready when it
              listens on the port or its byte-swapped twin (the kernel's socket table,
              never a connection); death by SIGTERM is a normal stop; no summary.
-A spec may carry an environment and a wrapper (a command its server runs under: a
-preload through `env`, `setarch -R`, `lockbench profile --`); either kind runs here, on a
---server-host or in the grader's sandbox (Place.sandbox: the launcher's requests for one
-server; the sandbox gives its own server class, ready by the same socket-table wait).
+Either way the wait is the one readiness wait, kernel_sockets.wait_for_port, given
+where to look. A spec may carry an environment and a wrapper (a command its server runs
+under: a preload through `env`, `setarch -R`, `lockbench profile --`); either kind runs
+here, on a --server-host or in the grader's sandbox (Place.sandbox: the launcher's
+requests for one server; the sandbox gives its own server class, ready by the same wait
+on the sandbox's socket table, stopped by SIGKILL).
 Every server launch() returns is a ServerUnderTest. The runner, `lockbench demo`
 (runner/demo.py), bench/perf.py, bench/soak.py, the grader (grade/sandboxed.py) and the
 tests all start servers through launch().
