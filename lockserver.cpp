@@ -3,11 +3,12 @@
 //
 //   lockserver --strategy NAME [--stripes K] <n> <ip> <port> [mainN options]
 //   lockserver --list-strategies
+//   lockserver --list-locks       what liblockprof can swap in (profile/)
 //
 // --strategy, --stripes and --list-strategies go through the same parser and
 // the same decimal-only validators as every mainN option
 // (common/server_options.h). Exit status: as mainN (0 after a stop signal or
-// --help/--list-strategies, 1 if it cannot listen, 2 on bad arguments,
+// --help/--list-strategies/--list-locks, 1 if it cannot listen, 2 on bad arguments,
 // including an unknown or missing strategy, with one line on stderr).
 #include <cstdio>
 #include <string>
@@ -28,8 +29,8 @@ int main(int argc, char** argv) {
   if (outcome.action == kv::ParseOutcome::Action::kExit) {
     return outcome.exit_code;
   }
-  if (flags.list) {
-    std::fputs(kv::DescribeStrategies().c_str(), stdout);
+  if (flags.list || flags.list_locks) {
+    std::fputs((flags.list ? kv::DescribeStrategies() : kv::DescribeSwapLocks()).c_str(), stdout);
     return 0;
   }
   const kv::StrategyInfo* strategy = kv::FindStrategy(flags.strategy);

@@ -8,27 +8,36 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <ctime>
+#include <new>
+#include <type_traits>
 #include <thread>
 #include <vector>
 
 #include "common/mutex.h"
-#include "common/store_bravo.h"
-#include "common/store_clh_lock.h"
-#include "common/store_futex_mutex.h"
-#include "common/store_mcs_lock.h"
-#include "common/store_pflock.h"
-#include "common/store_ticket_lock.h"
-#include "common/store_ttas_backoff.h"
+#include "common/bravo_rwlock.h"
+#include "common/clh_lock.h"
+#include "common/futex_mutex.h"
+#include "common/mcs_lock.h"
+#include "common/pflock.h"
+#include "common/pthread_rwlock.h"
+#include "common/ticket_lock.h"
+#include "common/ttas_backoff_lock.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
 namespace {
 
+using PthreadBravo = BravoRwLock<PthreadRwLock>;
+using PhaseFairBravo = BravoRwLock<PhaseFairRwLock>;
+
 // A lock without a Context costs its guard nothing.
 static_assert(sizeof(ExclusiveGuard<Mutex>) == sizeof(void*));
 static_assert(sizeof(SharedGuard<SharedMutex>) == sizeof(void*));
-static_assert(HasLockContext<McsLock> && HasLockContext<ClhLock> && HasLockContext<BravoRwLock>);
-static_assert(SharedLockable<PhaseFairRwLock> && SharedLockable<BravoRwLock>);
+static_assert(HasLockContext<McsLock> && HasLockContext<ClhLock> && HasLockContext<PthreadBravo>);
+static_assert(SharedLockable<PhaseFairRwLock> && SharedLockable<PthreadBravo> &&
+              SharedLockable<PhaseFairBravo>);
 static_assert(!SharedLockable<McsLock> && !SharedLockable<TicketLock>);
 
 // A counter and the lock that guards it.
@@ -51,7 +60,7 @@ template <typename L>
 class LockTypeTest : public testing::Test {};
 
 using LockTypes = testing::Types<TicketLock, TtasBackoffLock, McsLock, ClhLock, PhaseFairRwLock,
-                                 BravoRwLock, FutexMutex>;
+                                 PthreadBravo, PhaseFairBravo, FutexMutex>;
 TYPED_TEST_SUITE(LockTypeTest, LockTypes);
 
 // Threads x increments of a plain counter: none lost.
@@ -97,7 +106,7 @@ TYPED_TEST(LockTypeTest, TwoHeldAtOnce) {
 template <typename L>
 class RwLockTypeTest : public testing::Test {};
 
-using RwLockTypes = testing::Types<PhaseFairRwLock, BravoRwLock>;
+using RwLockTypes = testing::Types<PhaseFairRwLock, PthreadBravo, PhaseFairBravo>;
 TYPED_TEST_SUITE(RwLockTypeTest, RwLockTypes);
 
 // A second reader gets in while the first still holds the lock.
@@ -146,6 +155,156 @@ TEST(PhaseFairRwLockTest, WriterGetsInUnderAStreamOfReaders) {
   for (auto& t : readers) t.join();
   EXPECT_EQ(g.Get(), 200u);
   EXPECT_LT(took, std::chrono::seconds(10));
+}
+
+// A CLH node source that never allocates, as the preload's (a free list of a
+// fixed array), so the tests see the lock hand every node back.
+struct FixedClhNodes {
+  static constexpr int kNodes = 16;
+  static inline ClhNode nodes[kNodes];
+  static inline std::atomic<uint32_t> used{0};  // bit i: nodes[i] is out
+  static ClhNode* Take() {
+    uint32_t seen = used.load();
+    for (;;) {
+      const int i = __builtin_ctz(~seen);
+      if (i >= kNodes) return nullptr;
+      if (used.compare_exchange_weak(seen, seen | 1u << i)) return &nodes[i];
+    }
+  }
+  static void Give(ClhNode* node) { used.fetch_and(~(1u << (node - nodes))); }
+};
+using FixedClhLock = BasicClhLock<FixedClhNodes>;
+
+TEST(ClhLockTest, EveryNodeGoesBackToItsSource) {
+  Guarded<FixedClhLock> g;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5'000; ++i) g.Add();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(g.Get(), 15'000u);
+  EXPECT_EQ(FixedClhNodes::used.load(), 0u) << "a node is still out of the pool";
+}
+
+// The preload keeps each lock in zero-filled storage and never constructs
+// it: all-zero bytes must be an unlocked lock. Checked by taking it (try and
+// unlock, try again) in such storage.
+template <typename L>
+class ZeroBytesTest : public testing::Test {};
+
+template <typename L>
+struct Zeroed {
+  Zeroed() { std::memset(bytes, 0, sizeof bytes); }
+  L& lock() { return *std::launder(reinterpret_cast<L*>(bytes)); }
+  alignas(L) unsigned char bytes[sizeof(L)];
+};
+
+using ZeroTypes = testing::Types<TicketLock, TtasBackoffLock, McsLock, FixedClhLock,
+                                 PhaseFairRwLock, PhaseFairBravo, FutexMutex>;
+TYPED_TEST_SUITE(ZeroBytesTest, ZeroTypes);
+
+TYPED_TEST(ZeroBytesTest, AllZeroIsUnlockedAndTryLockExcludes) {
+  static_assert(std::is_trivially_destructible_v<TypeParam>);
+  Zeroed<TypeParam> storage;
+  TypeParam& lock = storage.lock();
+  if constexpr (HasLockContext<TypeParam>) {
+    typename TypeParam::Context mine, other;
+    ASSERT_TRUE(lock.TryLock(&mine));
+    EXPECT_FALSE(lock.TryLock(&other));
+    lock.Unlock(&mine);
+    ASSERT_TRUE(lock.TryLock(&other));
+    lock.Unlock(&other);
+  } else {
+    ASSERT_TRUE(lock.TryLock());
+    EXPECT_FALSE(lock.TryLock());
+    lock.Unlock();
+    ASSERT_TRUE(lock.TryLock());
+    lock.Unlock();
+  }
+}
+
+TEST(TicketLockTest, IsLockedWhileHeld) {
+  TicketLock lock;
+  EXPECT_FALSE(lock.IsLocked());
+  lock.Lock();
+  EXPECT_TRUE(lock.IsLocked());
+  lock.Unlock();
+  EXPECT_FALSE(lock.IsLocked());
+}
+
+// A timed lock against a holder gives up at the deadline, on either clock,
+// and takes a free lock at once.
+TEST(FutexMutexTest, LockUntilTimesOutAgainstAHolder) {
+  FutexMutex lock;
+  lock.Lock();
+  EXPECT_TRUE(lock.IsLocked());
+  for (const clockid_t clock : {CLOCK_MONOTONIC, CLOCK_REALTIME}) {
+    timespec deadline;
+    clock_gettime(clock, &deadline);
+    deadline.tv_nsec += 20'000'000;
+    if (deadline.tv_nsec >= 1'000'000'000) deadline.tv_sec += 1, deadline.tv_nsec -= 1'000'000'000;
+    std::thread other([&] { EXPECT_FALSE(lock.LockUntil(clock, deadline)); });
+    other.join();
+  }
+  lock.Unlock();
+  EXPECT_FALSE(lock.IsLocked());
+  timespec soon;
+  clock_gettime(CLOCK_MONOTONIC, &soon);
+  ASSERT_TRUE(lock.LockUntil(CLOCK_MONOTONIC, soon));
+  lock.Unlock();
+}
+
+// Tries on both sides, and HasReaders, which the preload asks before a read
+// unlock (pthread's EPERM for a lock nobody reads).
+TEST(PhaseFairRwLockTest, TriesAndReaders) {
+  PhaseFairRwLock lock;
+  EXPECT_FALSE(lock.HasReaders());
+  ASSERT_TRUE(lock.TryLockShared());
+  EXPECT_TRUE(lock.HasReaders());
+  EXPECT_FALSE(lock.TryLock());
+  ASSERT_TRUE(lock.TryLockShared());
+  lock.UnlockShared();
+  lock.UnlockShared();
+  EXPECT_FALSE(lock.HasReaders());
+  ASSERT_TRUE(lock.TryLock());
+  EXPECT_FALSE(lock.TryLockShared());
+  EXPECT_FALSE(lock.TryLock());
+  lock.Unlock();
+}
+
+// A read of BRAVO over either base takes the fast path once a slow reader
+// has turned the bias on, and a writer still gets in (it revokes the bias).
+template <typename L>
+class BravoTest : public testing::Test {};
+using BravoTypes = testing::Types<PthreadBravo, PhaseFairBravo>;
+TYPED_TEST_SUITE(BravoTest, BravoTypes);
+
+TYPED_TEST(BravoTest, FastReadsThenAWriter) {
+  TypeParam lock;
+  typename TypeParam::Context first, second, writer;
+  lock.LockShared(&first);  // slow: the bias starts off, and this turns it on
+  EXPECT_EQ(first.slot, nullptr);
+  lock.UnlockShared(&first);
+  ASSERT_TRUE(lock.TryLockShared(&second));
+  EXPECT_NE(second.slot, nullptr) << "no fast read with the bias on";
+  EXPECT_FALSE(lock.TryLock(&writer));
+  // The failed try left the bias on: a writer now waits for the fast reader.
+  std::atomic<bool> written{false};
+  std::thread blocked([&] {
+    typename TypeParam::Context ctx;
+    lock.Lock(&ctx);
+    written = true;
+    lock.Unlock(&ctx);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(written.load()) << "a writer got in beside a fast reader";
+  lock.UnlockShared(&second);
+  blocked.join();
+  EXPECT_TRUE(written.load());
+  ASSERT_TRUE(lock.TryLock(&writer));
+  lock.Unlock(&writer);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 // Context* in all four calls. The guard holds that Context, so it lives on
 // the acquirer's stack exactly from lock to unlock, and a thread holding
 // several such locks has one Context per lock: McsLock's queue node
-// (store_mcs_lock.h), ClhLock's nodes, BravoRwLock's reader slot.
+// (mcs_lock.h), ClhLock's node, BravoRwLock's reader slot.
 //
 // None of them is copyable or movable (their std:: members are not), so a
 // lock keeps its address while anyone may hold it.

@@ -62,7 +62,7 @@ struct RawFlags {
   bool verbose = false;
 };
 
-// The positionals n, ip, port (required unless lockserver's --list-strategies).
+// The positionals n, ip, port (required unless lockserver lists).
 struct Positionals {
   CLI::Option* n = nullptr;
   CLI::Option* ip = nullptr;
@@ -100,6 +100,9 @@ void AddGenericFlags(CLI::App* app, GenericFlags* generic) {
             1, kMaxStripes);
   app->add_flag("--list-strategies", generic->list,
                 "print every strategy with a one-line description and exit");
+  app->add_flag("--list-locks", generic->list_locks,
+                "print the locks liblockprof can swap in for a program's pthread locks "
+                "(./lockbench profile --swap-lock) and exit");
 }
 
 // The artificial delay and the timing file.
@@ -214,7 +217,7 @@ ParseOutcome RunParser(CLI::App* app, int argc, char** argv, const std::string& 
 // lockserver: --strategy and the positionals are required unless it lists.
 ParseOutcome CheckGenericRequired(const GenericFlags& generic, const Positionals& p,
                                   const std::string& program) {
-  if (generic.list) return {};
+  if (generic.list || generic.list_locks) return {};
   if (generic.strategy.empty()) return UsageError(program, "--strategy is required");
   for (const CLI::Option* opt : {p.n, p.ip, p.port}) {
     if (opt->count() == 0) {

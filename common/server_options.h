@@ -63,6 +63,7 @@ struct GenericFlags {
   std::string strategy;     // --strategy NAME, checked against the registry
   std::size_t stripes = 0;  // --stripes K (decimal, 1..kMaxStripes); 0: not given
   bool list = false;        // --list-strategies (n, ip, port not needed)
+  bool list_locks = false;  // --list-locks (n, ip, port not needed)
 };
 
 struct ParseOutcome {
@@ -74,7 +75,7 @@ struct ParseOutcome {
 // one line ("<program>: error: ...") to stderr. `program` names the binary in
 // messages, `strategy` is described in --help. With `generic` non-null the
 // lockserver flags are accepted too (--strategy is then required unless
-// --list-strategies is given; with --list-strategies the caller prints the
+// --list-strategies or --list-locks is given; then the caller prints the
 // list and n, ip, port may be omitted).
 ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& program,
                                 const std::string& strategy, ServerOptions* options,

@@ -39,6 +39,7 @@
 
 #include "common/access_timer.h"
 #include "common/artificial_delay.h"
+#include "common/cache_line.h"
 #include "common/clock.h"
 #include "common/fixed_string.h"
 #include "common/mutex.h"
@@ -49,8 +50,6 @@
 #include "common/thread_annotations.h"
 
 namespace kv {
-
-inline constexpr std::size_t kCacheLineSize = 64;
 
 // T in cache lines of its own: its size is a multiple of 64 and it starts on
 // a line boundary, so it never shares a line with a neighbour.

@@ -4,23 +4,18 @@
 #include <array>
 
 #include "common/access_timer.h"
-#include "common/store_bravo.h"
-#include "common/store_clh_lock.h"
 #include "common/store_flat_combining.h"
-#include "common/store_futex_mutex.h"
-#include "common/store_mcs_lock.h"
+#include "common/store_lock_families.h"
 #include "common/store_mutex_per_slot.h"
 #include "common/store_one_mutex.h"
 #include "common/store_one_rwlock.h"
-#include "common/store_pflock.h"
 #include "common/store_pointer_swap.h"
 #include "common/store_rwlock_per_slot.h"
 #include "common/store_seqlock_per_slot.h"
 #include "common/store_spinlock_per_slot.h"
 #include "common/store_striped.h"
-#include "common/store_ticket_lock.h"
-#include "common/store_ttas_backoff.h"
 #include "common/store_writer_pref_rwlock.h"
+#include "common/swap_locks.h"
 
 namespace kv {
 namespace {
@@ -128,6 +123,35 @@ std::string DescribeStrategies() {
     out += s.description;
     out += '\n';
   }
+  return out;
+}
+
+namespace {
+
+// "  name           kinds          description\n", as analysis/profile.py prints it.
+void AppendSwapLockRow(std::string* out, std::string_view name, std::string_view kinds,
+                       std::string_view text) {
+  constexpr std::size_t kWidth = 14;
+  *out += "  ";
+  *out += name;
+  out->append(name.size() < kWidth ? kWidth - name.size() : 0, ' ');
+  *out += ' ';
+  *out += kinds;
+  out->append(kinds.size() < kWidth ? kWidth - kinds.size() : 0, ' ');
+  *out += ' ';
+  *out += text;
+  *out += '\n';
+}
+
+}  // namespace
+
+std::string DescribeSwapLocks() {
+  std::string out;
+  for (const SwapLockInfo& lock : kSwapLocks) {
+    AppendSwapLockRow(&out, lock.name, lock.rwlock_only ? "rwlock" : "mutex, rwlock",
+                      lock.description);
+  }
+  AppendSwapLockRow(&out, "pthread", "rwlock", "glibc's own (--swap-rwlock only: keep the rwlocks)");
   return out;
 }
 

@@ -59,6 +59,10 @@ std::string StrategyNames();
 // One line per strategy, "  name  description", for --list-strategies.
 std::string DescribeStrategies();
 
+// One line per lock the preload can swap in (common/swap_locks.h), "  name
+// kinds  description", and pthread's (for rwlocks only), for --list-locks.
+std::string DescribeSwapLocks();
+
 }  // namespace kv
 
 #endif  // KV_COMMON_STRATEGY_REGISTRY_H_

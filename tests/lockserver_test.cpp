@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/strategy_registry.h"
+#include "common/swap_locks.h"
 #include "tests/server_process.h"
 
 namespace kv {
@@ -121,6 +123,18 @@ TEST(LockServerFlagsTest, ListsStrategies) {
   for (const StrategyInfo& s : AllStrategies()) {
     EXPECT_NE(out.find(std::string(s.name)), std::string::npos) << s.name;
   }
+}
+
+// What liblockprof can swap in, from the list it is built on, and pthread's.
+TEST(LockServerFlagsTest, ListsSwapLocks) {
+  std::string out;
+  EXPECT_EQ(RunCommand(BinaryPath("lockserver"), {"--list-locks"}, &out), 0);
+  for (const SwapLockInfo& lock : kSwapLocks) {
+    EXPECT_NE(out.find("  " + std::string(lock.name) + " "), std::string::npos) << lock.name;
+  }
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), static_cast<long>(kSwapLockCount) + 1)
+      << out;
+  EXPECT_NE(out.find("  pthread "), std::string::npos) << out;
 }
 
 TEST(LockServerFlagsTest, UnknownOrMissingStrategyIsAUsageError) {

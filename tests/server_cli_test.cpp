@@ -175,6 +175,7 @@ std::vector<OptionRow> ServerOptionRows(const std::string& binary, const std::st
                     "--stripes"});
     // Its good row lists and exits 0 (tested below), so it starts nothing.
     rows.push_back({"--list-strategies", {}, {"--list-strategies=bogus"}, "--list-strategies"});
+    rows.push_back({"--list-locks", {}, {"--list-locks=bogus"}, "--list-locks"});
   }
   return rows;
 }
@@ -215,7 +216,7 @@ TEST_P(ServerOptionTableTest, EveryOptionRefusesABadValueWithExitTwoAndOneLine) 
 
 TEST_P(ServerOptionTableTest, EveryOptionAcceptsAGoodValue) {
   for (const OptionRow& row : ServerOptionRows(GetParam(), dir_.str())) {
-    if (row.good.empty()) continue;  // --list-strategies: see LockServerCliTest
+    if (row.good.empty()) continue;  // --list-strategies, --list-locks: see LockServerCliTest
     const uint16_t port = FreePortPair();
     ASSERT_NE(port, 0);
     std::vector<std::string> args = PrefixFor(row.good);

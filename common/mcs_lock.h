@@ -1,4 +1,4 @@
-// MCS queue locks: one for the array, one per string, or k stripes.
+// The MCS queue lock (its strategies: store_lock_families.h).
 //
 // How it works (Mellor-Crummey & Scott, "Algorithms for scalable
 // synchronization on shared-memory multiprocessors", TOCS 1991): the lock is
@@ -16,7 +16,10 @@
 // Context` (the node), so the guards of common/mutex.h hold one and pass it
 // to Lock and Unlock: it exists exactly from lock to unlock, a thread
 // holding several MCS locks has one node per lock, and nothing is
-// allocated. A node is no longer referenced once Unlock returns: the
+// allocated. The preload, whose lock and unlock are two pthread calls, keeps
+// the Context in a fixed per-thread pool instead, found again at unlock by
+// the lock's address (profile/lockprof_swap.h). A node is no longer
+// referenced once Unlock returns: the
 // successor's only use of it (linking itself in) happens before the holder
 // reads the link, and the holder's last use is clearing the successor's
 // flag.
@@ -38,15 +41,16 @@
 // in line, so a preempted waiter stalls everyone behind it, and an unlock
 // that races an enqueue waits for a thread that may not be running.
 //
+// All-zero is unlocked (the preload keeps a lock in zero-filled storage).
+//
 // Thread safety: an McsLock is safe for any number of threads; Lock and
 // Unlock are called by one thread with one Context (the guards do this).
-#ifndef KV_COMMON_STORE_MCS_LOCK_H_
-#define KV_COMMON_STORE_MCS_LOCK_H_
+#ifndef KV_COMMON_MCS_LOCK_H_
+#define KV_COMMON_MCS_LOCK_H_
 
 #include <atomic>
 
 #include "common/spin_wait.h"
-#include "common/store_lock_table.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
@@ -72,6 +76,15 @@ class CAPABILITY("mutex") McsLock {
     SpinUntil([me] { return !me->waiting.load(std::memory_order_acquire); });
   }
 
+  // Takes it only if the queue is empty.
+  bool TryLock(Context* me) TRY_ACQUIRE(true) {
+    me->next.store(nullptr, std::memory_order_relaxed);
+    me->waiting.store(false, std::memory_order_relaxed);
+    Context* expected = nullptr;
+    return tail_.compare_exchange_strong(expected, me, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed);
+  }
+
   void Unlock(Context* me) RELEASE() {
     Context* next = me->next.load(std::memory_order_acquire);
     if (next == nullptr) {
@@ -92,8 +105,6 @@ class CAPABILITY("mutex") McsLock {
   std::atomic<Context*> tail_{nullptr};  // the last node in the queue; null: free
 };
 
-using McsLocks = LockFamily<McsLock, "mcs", "MCS queue lock (waiters spin on their own node)">;
-
 }  // namespace kv
 
-#endif  // KV_COMMON_STORE_MCS_LOCK_H_
+#endif  // KV_COMMON_MCS_LOCK_H_

@@ -1,4 +1,4 @@
-// Ticket locks: one for the array, one per string, or k stripes.
+// The ticket lock (its strategies: store_lock_families.h).
 //
 // How it works (Mellor-Crummey & Scott 1991, the Linux kernel's x86 spinlock
 // until 2014): two counters. A thread takes the next ticket with one
@@ -22,16 +22,18 @@
 // preempted, nobody can take the lock until it runs again, even though the
 // lock is free (SpinWait's yields only give it the chance to run).
 //
+// All-zero is unlocked (the preload keeps a lock in zero-filled storage).
+//
 // Thread safety: a TicketLock is safe for any number of threads; it is
-// taken through the guards of common/mutex.h (Lock/Unlock on one thread).
-#ifndef KV_COMMON_STORE_TICKET_LOCK_H_
-#define KV_COMMON_STORE_TICKET_LOCK_H_
+// taken through the guards of common/mutex.h (Lock/Unlock on one thread), or
+// by the preload's pthread wrappers (profile/).
+#ifndef KV_COMMON_TICKET_LOCK_H_
+#define KV_COMMON_TICKET_LOCK_H_
 
 #include <atomic>
 #include <cstdint>
 
 #include "common/spin_wait.h"
-#include "common/store_lock_table.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
@@ -42,9 +44,22 @@ class CAPABILITY("mutex") TicketLock {
     const uint32_t ticket = next_.fetch_add(1, std::memory_order_relaxed);
     SpinUntil([&] { return serving_.load(std::memory_order_acquire) == ticket; });
   }
+  // Takes it only if nobody holds or waits for it.
+  bool TryLock() TRY_ACQUIRE(true) {
+    // acquire: the previous holder's section happens before ours.
+    const uint32_t serving = serving_.load(std::memory_order_acquire);
+    uint32_t expected = serving;
+    return next_.compare_exchange_strong(expected, serving + 1, std::memory_order_acquire,
+                                         std::memory_order_relaxed);
+  }
   void Unlock() RELEASE() {
     // Wraps after 2^32 tickets, which only needs fewer than 2^32 waiters.
     serving_.store(serving_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+  // Held or waited for: a caller that must refuse the unlock of a free lock
+  // (pthread's EPERM) asks this first.
+  bool IsLocked() const {
+    return serving_.load(std::memory_order_relaxed) != next_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -52,8 +67,6 @@ class CAPABILITY("mutex") TicketLock {
   std::atomic<uint32_t> serving_{0};  // the ticket that may hold the lock
 };
 
-using TicketLocks = LockFamily<TicketLock, "ticketlock", "ticket lock (FIFO spinlock)">;
-
 }  // namespace kv
 
-#endif  // KV_COMMON_STORE_TICKET_LOCK_H_
+#endif  // KV_COMMON_TICKET_LOCK_H_

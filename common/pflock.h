@@ -1,5 +1,5 @@
-// Phase-fair reader/writer locks (ticket-based, PF-T): one for the array,
-// one per string, or k stripes.
+// The phase-fair reader/writer lock (ticket-based, PF-T; its strategies:
+// store_lock_families.h).
 //
 // How it works (Brandenburg & Anderson, "Spin-based reader-writer
 // synchronization for multiprocessor real-time systems", Real-Time Systems
@@ -42,16 +42,21 @@
 // waiting spins, which with more threads than cores or a sleeping section
 // (the lab's delay) burns the CPU the holder needs.
 //
+// Tries: a try that sees no writer (and, to write, no reader) claims; a
+// reader that slips in between a writer's look and its claim is waited for,
+// as briefly as its read lasts. All-zero is unlocked (the preload keeps a
+// lock in zero-filled storage).
+//
 // Thread safety: a PhaseFairRwLock is safe for any number of threads; it is
-// taken through the guards of common/mutex.h (shared for reads).
-#ifndef KV_COMMON_STORE_PFLOCK_H_
-#define KV_COMMON_STORE_PFLOCK_H_
+// taken through the guards of common/mutex.h (shared for reads), or by the
+// preload (profile/).
+#ifndef KV_COMMON_PFLOCK_H_
+#define KV_COMMON_PFLOCK_H_
 
 #include <atomic>
 #include <cstdint>
 
 #include "common/spin_wait.h"
-#include "common/store_lock_table.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
@@ -66,10 +71,18 @@ class CAPABILITY("shared_mutex") PhaseFairRwLock {
   void Lock() ACQUIRE() {
     const uint32_t ticket = win_.fetch_add(1, std::memory_order_relaxed);
     SpinUntil([&] { return wout_.load(std::memory_order_acquire) == ticket; });
-    // Block new readers; the old value counts the readers before us.
-    const uint32_t readers_in =
-        rin_.fetch_add(kWriterPresent | (ticket & kPhaseId), std::memory_order_relaxed);
-    SpinUntil([&] { return rout_.load(std::memory_order_acquire) == readers_in; });
+    Drain(ticket);
+  }
+  bool TryLock() TRY_ACQUIRE(true) {
+    uint32_t ticket = wout_.load(std::memory_order_acquire);
+    if (HasReaders()) return false;
+    // Ours if no writer holds or waits (every ticket handed out is served).
+    if (!win_.compare_exchange_strong(ticket, ticket + 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+      return false;
+    }
+    Drain(ticket);
+    return true;
   }
   void Unlock() RELEASE() {
     rin_.fetch_and(~kWriterBits, std::memory_order_release);  // readers go
@@ -84,19 +97,44 @@ class CAPABILITY("shared_mutex") PhaseFairRwLock {
     // to be gone: the next writer counted us and waits for us.
     SpinUntil([&] { return (rin_.load(std::memory_order_acquire) & kWriterBits) != writer; });
   }
+  bool TryLockShared() TRY_ACQUIRE_SHARED(true) {
+    uint32_t in = rin_.load(std::memory_order_relaxed);
+    for (int i = 0; i < 8 && (in & kWriterBits) == 0; ++i) {
+      if (rin_.compare_exchange_weak(in, in + kReaderInc, std::memory_order_acquire,
+                                     std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
   void UnlockShared() RELEASE_SHARED() { rout_.fetch_add(kReaderInc, std::memory_order_release); }
 
+  // Some reader is in (or a writer is draining readers): a caller that must
+  // refuse the read unlock of a lock nobody reads (pthread's EPERM) asks
+  // this first. rout_ first, then rin_: a reader inside is counted in rin_
+  // and not in rout_ at both loads, and rout_ only grows, so a held read
+  // lock never looks free. (rin_ first would let a reader that came and
+  // left in between make the two equal.)
+  bool HasReaders() const {
+    const uint32_t out = rout_.load(std::memory_order_acquire);
+    return (rin_.load(std::memory_order_acquire) & ~(kReaderInc - 1)) != out;
+  }
+
  private:
+  // The write phase is ours (ticket): block new readers, wait for the ones
+  // in (the old value of rin_ counts them).
+  void Drain(uint32_t ticket) {
+    const uint32_t readers_in =
+        rin_.fetch_add(kWriterPresent | (ticket & kPhaseId), std::memory_order_relaxed);
+    SpinUntil([&] { return rout_.load(std::memory_order_acquire) == readers_in; });
+  }
+
   std::atomic<uint32_t> rin_{0};   // readers in (x kReaderInc) | writer bits
   std::atomic<uint32_t> rout_{0};  // readers out (x kReaderInc)
   std::atomic<uint32_t> win_{0};   // writer tickets handed out
   std::atomic<uint32_t> wout_{0};  // writer tickets served
 };
 
-using PhaseFairRwLocks =
-    LockFamily<PhaseFairRwLock, "pflock",
-               "phase-fair ticket rwlock (PF-T: reads and writes alternate, neither starves)">;
-
 }  // namespace kv
 
-#endif  // KV_COMMON_STORE_PFLOCK_H_
+#endif  // KV_COMMON_PFLOCK_H_

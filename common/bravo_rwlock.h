@@ -1,10 +1,12 @@
-// BRAVO reader/writer locks over the pthread rwlock: one for the array, one
-// per string, or k stripes.
+// BRAVO, a reader/writer lock over another one (its strategies:
+// store_lock_families.h: over the pthread rwlock; the preload's: over the
+// phase-fair lock).
 //
 // How it works (Dice & Kogan, "BRAVO: Biased Locking for Reader-Writer
-// Locks", USENIX ATC 2019): a wrapper that gives an existing rwlock (here a
-// default, reader-preferring pthread_rwlock_t, as std::shared_mutex) a fast
-// path for readers. One table of kTableSlots pointers is shared by every
+// Locks", USENIX ATC 2019): a wrapper that gives an existing rwlock (the
+// template parameter Base: PthreadRwLock, a default, reader-preferring
+// pthread_rwlock_t as std::shared_mutex; or PhaseFairRwLock) a fast path for
+// readers. One table of kTableSlots pointers is shared by every
 // BRAVO lock in the process. While the lock's reader_bias_ is on, a reader
 // hashes (its thread, the lock) to a slot, installs the lock's address there
 // with one compare-exchange, re-checks the bias and is in: it never touches
@@ -39,31 +41,32 @@
 // waits for fast readers; the inhibit window then sends all reads down the
 // slow path, so write-heavy loads get the underlying rwlock plus the scans.
 // Readers that hash to an occupied slot also fall back to the slow path.
-// Like the underlying pthread rwlock, writers can starve under a stream of
-// slow-path readers.
+// Over the pthread rwlock, writers can starve under a stream of slow-path
+// readers (over the phase-fair lock they cannot).
+//
+// All-zero is unlocked over an all-zero Base (the preload keeps a lock in
+// zero-filled storage).
 //
 // Thread safety: a BravoRwLock is safe for any number of threads; it is
 // taken through the guards of common/mutex.h, whose Context carries a fast
-// reader's slot from LockShared to UnlockShared.
-#ifndef KV_COMMON_STORE_BRAVO_H_
-#define KV_COMMON_STORE_BRAVO_H_
-
-#include <pthread.h>
+// reader's slot from LockShared to UnlockShared (the preload keeps it in a
+// per-thread pool found again by the lock's address).
+#ifndef KV_COMMON_BRAVO_RWLOCK_H_
+#define KV_COMMON_BRAVO_RWLOCK_H_
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "common/clock.h"
 #include "common/spin_wait.h"
-#include "common/store_lock_table.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
 
+// Base: a reader/writer lock with Lock, TryLock, Unlock, LockShared,
+// TryLockShared and UnlockShared.
+template <typename Base>
 class CAPABILITY("shared_mutex") BravoRwLock {
  public:
   static constexpr std::size_t kTableSlots = 4096;  // as the paper
@@ -74,33 +77,59 @@ class CAPABILITY("shared_mutex") BravoRwLock {
     std::atomic<const void*>* slot = nullptr;
   };
 
-  BravoRwLock() = default;
-  ~BravoRwLock() { pthread_rwlock_destroy(&rw_); }
+  // The analysis checks callers against this lock; inside, base_ is taken in
+  // one call and released in another, which it cannot follow.
+  constexpr BravoRwLock() = default;
   BravoRwLock(const BravoRwLock&) = delete;
   BravoRwLock& operator=(const BravoRwLock&) = delete;
 
-  void LockShared(Context* ctx) ACQUIRE_SHARED() {
+  void LockShared(Context* ctx) ACQUIRE_SHARED() NO_THREAD_SAFETY_ANALYSIS {
     if (reader_bias_.load(std::memory_order_relaxed) && TryFastRead(ctx)) return;
     ctx->slot = nullptr;
-    Check(pthread_rwlock_rdlock(&rw_), "pthread_rwlock_rdlock");
-    if (!reader_bias_.load(std::memory_order_relaxed) &&
-        MonotonicNanos() >= inhibit_until_.load(std::memory_order_relaxed)) {
-      reader_bias_.store(true, std::memory_order_release);
-    }
+    base_.LockShared();
+    Rebias();
   }
-  void UnlockShared(Context* ctx) RELEASE_SHARED() {
+  bool TryLockShared(Context* ctx) TRY_ACQUIRE_SHARED(true) NO_THREAD_SAFETY_ANALYSIS {
+    if (reader_bias_.load(std::memory_order_relaxed) && TryFastRead(ctx)) return true;
+    ctx->slot = nullptr;
+    if (!base_.TryLockShared()) return false;
+    Rebias();
+    return true;
+  }
+  void UnlockShared(Context* ctx) RELEASE_SHARED() NO_THREAD_SAFETY_ANALYSIS {
     if (ctx->slot != nullptr) {
+      // A revoking writer reads this: our reads come before its section.
       ctx->slot->store(nullptr, std::memory_order_release);
     } else {
-      pthread_rwlock_unlock(&rw_);
+      base_.UnlockShared();
     }
   }
 
-  void Lock(Context* /*ctx*/) ACQUIRE() {
-    Check(pthread_rwlock_wrlock(&rw_), "pthread_rwlock_wrlock");
+  void Lock(Context* /*ctx*/) ACQUIRE() NO_THREAD_SAFETY_ANALYSIS {
+    base_.Lock();
     if (reader_bias_.load(std::memory_order_relaxed)) Revoke();
   }
-  void Unlock(Context* /*ctx*/) RELEASE() { pthread_rwlock_unlock(&rw_); }
+  // Never waits for fast readers: with one in, the try fails, and the bias
+  // goes back on before the base lock is let go (a bias that is off must
+  // mean no fast reader is in: Lock revokes only a bias that is on).
+  bool TryLock(Context* /*ctx*/) TRY_ACQUIRE(true) NO_THREAD_SAFETY_ANALYSIS {
+    if (!base_.TryLock()) return false;
+    if (!reader_bias_.load(std::memory_order_relaxed)) return true;
+    reader_bias_.store(false, std::memory_order_seq_cst);
+    for (std::atomic<const void*>& slot : table_) {
+      if (slot.load(std::memory_order_seq_cst) == this) {
+        reader_bias_.store(true, std::memory_order_relaxed);
+        base_.Unlock();
+        return false;
+      }
+    }
+    return true;
+  }
+  void Unlock(Context* /*ctx*/) RELEASE() NO_THREAD_SAFETY_ANALYSIS { base_.Unlock(); }
+
+  // The underlying lock, for what only it can say (PhaseFairRwLock's
+  // HasReaders, of the slow readers).
+  const Base& base() const { return base_; }
 
  private:
   // Takes this lock's slot for the calling thread; true if the bias was
@@ -120,6 +149,15 @@ class CAPABILITY("shared_mutex") BravoRwLock {
     return false;
   }
 
+  // With the read lock held (so no writer is revoking): the bias back on
+  // once the inhibit time has passed.
+  void Rebias() {
+    if (!reader_bias_.load(std::memory_order_relaxed) &&
+        MonotonicNanos() >= inhibit_until_.load(std::memory_order_relaxed)) {
+      reader_bias_.store(true, std::memory_order_release);
+    }
+  }
+
   // With the write lock held: no new fast readers, wait for the old ones.
   void Revoke() {
     reader_bias_.store(false, std::memory_order_seq_cst);
@@ -132,33 +170,24 @@ class CAPABILITY("shared_mutex") BravoRwLock {
   }
 
   // (thread, lock) -> slot, Fibonacci hashing. A thread is told apart by the
-  // address of a thread_local, unique among running threads.
+  // address of a thread_local, unique among running threads (initial-exec:
+  // no __tls_get_addr, which may allocate, inside the preload).
   std::size_t SlotIndex() const {
-    thread_local char thread_key = 0;
+    [[gnu::tls_model("initial-exec")]] thread_local char thread_key = 0;
     const uintptr_t mix = ((reinterpret_cast<uintptr_t>(&thread_key) >> 4) * 31) ^
                           (reinterpret_cast<uintptr_t>(this) >> 6);
     return static_cast<std::size_t>((mix * 0x9E3779B97F4A7C15ull) >> 52);  // 12 bits
-  }
-
-  static void Check(int rc, const char* what) {
-    if (rc == 0) return;
-    std::fprintf(stderr, "%s: %s\n", what, std::strerror(rc));
-    std::abort();
   }
 
   // The visible-readers table: a slot holds the lock a fast reader is in.
   static_assert(kTableSlots == std::size_t{1} << 12, "SlotIndex() takes 12 bits");
   static inline std::atomic<const void*> table_[kTableSlots] = {};
 
-  pthread_rwlock_t rw_ = PTHREAD_RWLOCK_INITIALIZER;
+  Base base_;
   std::atomic<bool> reader_bias_{false};   // fast reads allowed
   std::atomic<int64_t> inhibit_until_{0};  // MonotonicNanos() before which it stays off
 };
 
-using BravoRwLocks =
-    LockFamily<BravoRwLock, "bravo",
-               "BRAVO rwlock (a pthread rwlock with biased readers in a shared slot table)">;
-
 }  // namespace kv
 
-#endif  // KV_COMMON_STORE_BRAVO_H_
+#endif  // KV_COMMON_BRAVO_RWLOCK_H_

@@ -1,5 +1,4 @@
-// Our own futex-based mutexes: one for the array, one per string, or k
-// stripes.
+// Our own futex-based mutex (its strategies: store_lock_families.h).
 //
 // How it works (Drepper, "Futexes Are Tricky", 2011, mutex 2): one 32-bit
 // word with three states: 0 free, 1 locked with no waiter, 2 locked and
@@ -32,19 +31,20 @@
 // contention always makes a FUTEX_WAKE system call, even if the waiter
 // already left.
 //
+// A timed lock (LockUntil) sleeps in the same FUTEX_WAIT with the deadline
+// on the caller's clock. All-zero is unlocked (the preload keeps a lock in
+// zero-filled storage).
+//
 // Thread safety: a FutexMutex is safe for any number of threads; it is
-// taken through the guards of common/mutex.h.
-#ifndef KV_COMMON_STORE_FUTEX_MUTEX_H_
-#define KV_COMMON_STORE_FUTEX_MUTEX_H_
-
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+// taken through the guards of common/mutex.h, or by the preload (profile/).
+#ifndef KV_COMMON_FUTEX_MUTEX_H_
+#define KV_COMMON_FUTEX_MUTEX_H_
 
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 
-#include "common/store_lock_table.h"
+#include "common/futex.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
@@ -55,29 +55,52 @@ class CAPABILITY("mutex") FutexMutex {
   static constexpr uint32_t kLocked = 1;     // no waiter
   static constexpr uint32_t kContended = 2;  // maybe waiters: unlock must wake
 
-  void Lock() ACQUIRE() {
+  void Lock() ACQUIRE() { (void)Take(CLOCK_MONOTONIC, nullptr); }
+
+  bool TryLock() TRY_ACQUIRE(true) {
     uint32_t seen = kFree;
-    if (word_.compare_exchange_strong(seen, kLocked, std::memory_order_acquire,
-                                      std::memory_order_relaxed)) {
-      return;
-    }
-    do {
-      // Sleep while it is held: mark it contended first (1 -> 2) unless it
-      // already is or has just become free.
-      if (seen == kContended || MarkContended()) FutexWait(kContended);
-      seen = kFree;
-    } while (!word_.compare_exchange_strong(seen, kContended, std::memory_order_acquire,
-                                            std::memory_order_relaxed));
+    return word_.compare_exchange_strong(seen, kLocked, std::memory_order_acquire,
+                                         std::memory_order_relaxed);
   }
+
+  // Until the absolute time deadline on clock (CLOCK_REALTIME or
+  // CLOCK_MONOTONIC): false if it passed first.
+  bool LockUntil(clockid_t clock, const timespec& deadline) TRY_ACQUIRE(true) {
+    return Take(clock, &deadline);
+  }
+
+  // Held: a caller that must refuse the unlock of a free lock (pthread's
+  // EPERM) asks this first.
+  bool IsLocked() const { return word_.load(std::memory_order_relaxed) != kFree; }
 
   void Unlock() RELEASE() {
     if (word_.fetch_sub(1, std::memory_order_release) != kLocked) {
       word_.store(kFree, std::memory_order_release);
-      FutexWake();
+      FutexWake(Word(), 1);
     }
   }
 
  private:
+  // The lock, sleeping while it is held (until *deadline on clock unless
+  // null); false if the deadline passed first.
+  bool Take(clockid_t clock, const timespec* deadline) {
+    uint32_t seen = kFree;
+    if (word_.compare_exchange_strong(seen, kLocked, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+      return true;
+    }
+    do {
+      // Sleep while it is held: mark it contended first (1 -> 2) unless it
+      // already is or has just become free.
+      if ((seen == kContended || MarkContended()) &&
+          !FutexWait(Word(), kContended, clock, deadline)) {
+        return false;
+      }
+      seen = kFree;
+    } while (!word_.compare_exchange_strong(seen, kContended, std::memory_order_acquire,
+                                            std::memory_order_relaxed));
+    return true;
+  }
   // 1 -> 2; true if the lock is held (now marked contended), false if it was
   // free.
   bool MarkContended() {
@@ -88,20 +111,12 @@ class CAPABILITY("mutex") FutexMutex {
   // The kernel reads the word as a plain 32-bit int: std::atomic<uint32_t>
   // is one (checked below).
   uint32_t* Word() { return reinterpret_cast<uint32_t*>(&word_); }
-  void FutexWait(uint32_t expected) {
-    // EAGAIN (the word changed), EINTR (a signal): the caller re-checks.
-    syscall(SYS_futex, Word(), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
-  }
-  void FutexWake() { syscall(SYS_futex, Word(), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0); }
 
   std::atomic<uint32_t> word_{kFree};
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
                 std::atomic<uint32_t>::is_always_lock_free);
 };
 
-using FutexMutexes =
-    LockFamily<FutexMutex, "futex-mutex", "futex mutex of our own (Drepper's 0/1/2 mutex)">;
-
 }  // namespace kv
 
-#endif  // KV_COMMON_STORE_FUTEX_MUTEX_H_
+#endif  // KV_COMMON_FUTEX_MUTEX_H_

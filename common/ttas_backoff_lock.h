@@ -1,5 +1,5 @@
-// Test-and-test-and-set locks with bounded exponential back-off: one for the
-// array, one per string, or k stripes.
+// The test-and-test-and-set lock with bounded exponential back-off (its
+// strategies: store_lock_families.h).
 //
 // How it works (Anderson 1990; Herlihy & Shavit, "The Art of Multiprocessor
 // Programming", 7.4): a waiter reads the lock word until it looks free (a
@@ -25,10 +25,12 @@
 // outnumber them or the section sleeps (the lab's 10 us delay): waiters end
 // up yielding in a loop while the holder needs a core.
 //
+// All-zero is unlocked (the preload keeps a lock in zero-filled storage).
+//
 // Thread safety: a TtasBackoffLock is safe for any number of threads; it is
-// taken through the guards of common/mutex.h.
-#ifndef KV_COMMON_STORE_TTAS_BACKOFF_H_
-#define KV_COMMON_STORE_TTAS_BACKOFF_H_
+// taken through the guards of common/mutex.h, or by the preload (profile/).
+#ifndef KV_COMMON_TTAS_BACKOFF_LOCK_H_
+#define KV_COMMON_TTAS_BACKOFF_LOCK_H_
 
 #include <sched.h>
 
@@ -36,7 +38,6 @@
 #include <cstdint>
 
 #include "common/cpu_relax.h"
-#include "common/store_lock_table.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
@@ -48,13 +49,11 @@ class CAPABILITY("mutex") TtasBackoffLock {
 
   void Lock() ACQUIRE() {
     uint32_t limit = kMinBackoff;
-    for (;;) {
-      if (!locked_.load(std::memory_order_relaxed) &&
-          !locked_.exchange(true, std::memory_order_acquire)) {
-        return;
-      }
-      BackOff(&limit);
-    }
+    while (!TryLock()) BackOff(&limit);
+  }
+  bool TryLock() TRY_ACQUIRE(true) {
+    return !locked_.load(std::memory_order_relaxed) &&
+           !locked_.exchange(true, std::memory_order_acquire);
   }
   void Unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
 
@@ -74,7 +73,8 @@ class CAPABILITY("mutex") TtasBackoffLock {
   // xorshift32 per thread: cheap, and different threads draw different
   // sequences (seeded from the address of the thread's own state).
   static uint32_t NextRandom() {
-    thread_local uint32_t state = 0;
+    // initial-exec: no __tls_get_addr (which may allocate) inside the preload
+    [[gnu::tls_model("initial-exec")]] thread_local uint32_t state = 0;
     if (state == 0) state = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&state) >> 4) | 1u;
     state ^= state << 13;
     state ^= state >> 17;
@@ -85,9 +85,6 @@ class CAPABILITY("mutex") TtasBackoffLock {
   std::atomic<bool> locked_{false};
 };
 
-using TtasBackoffLocks =
-    LockFamily<TtasBackoffLock, "ttas-backoff", "TTAS spinlock with exponential back-off">;
-
 }  // namespace kv
 
-#endif  // KV_COMMON_STORE_TTAS_BACKOFF_H_
+#endif  // KV_COMMON_TTAS_BACKOFF_LOCK_H_
