@@ -1,9 +1,12 @@
-// The pthread rwlock (glibc's default kind: reader-preferring, as
-// std::shared_mutex) as a lock type for BravoRwLock and the guards of
-// common/mutex.h, with the try operations BRAVO's base needs.
+// The pthread rwlock as a lock type for the lock table, BravoRwLock and the
+// guards of common/mutex.h, with the try operations BRAVO's base needs; of
+// glibc's default kind (PthreadRwLock: reader-preferring, as
+// std::shared_mutex) or another (WriterPreferringRwLock,
+// store_writer_pref_rwlock.h).
 //
-// An error from pthread (EDEADLK, EAGAIN: too many readers) ends the program
-// with one line: the guards have no way to report it.
+// Only EDEADLK/EAGAIN can fail, both impossible without nesting or 2^31
+// readers: they, and a failure to initialise (start-up only: the locks are
+// built with their store), end the program with one line, as bugs.
 //
 // Thread safety: safe for any number of threads, as pthread_rwlock_t.
 #ifndef KV_COMMON_PTHREAD_RWLOCK_H_
@@ -19,12 +22,22 @@
 
 namespace kv {
 
-class CAPABILITY("shared_mutex") PthreadRwLock {
+// kKind: a pthread_rwlockattr_setkind_np kind.
+template <int kKind>
+class CAPABILITY("shared_mutex") BasicPthreadRwLock {
  public:
-  PthreadRwLock() = default;
-  ~PthreadRwLock() { pthread_rwlock_destroy(&rw_); }
-  PthreadRwLock(const PthreadRwLock&) = delete;
-  PthreadRwLock& operator=(const PthreadRwLock&) = delete;
+  BasicPthreadRwLock() {
+    if constexpr (kKind != PTHREAD_RWLOCK_DEFAULT_NP) {  // else the initializer's
+      pthread_rwlockattr_t attr;
+      Check(pthread_rwlockattr_init(&attr), "pthread_rwlockattr_init");
+      Check(pthread_rwlockattr_setkind_np(&attr, kKind), "pthread_rwlockattr_setkind_np");
+      Check(pthread_rwlock_init(&rw_, &attr), "pthread_rwlock_init");
+      pthread_rwlockattr_destroy(&attr);
+    }
+  }
+  ~BasicPthreadRwLock() { pthread_rwlock_destroy(&rw_); }
+  BasicPthreadRwLock(const BasicPthreadRwLock&) = delete;
+  BasicPthreadRwLock& operator=(const BasicPthreadRwLock&) = delete;
 
   void Lock() ACQUIRE() { Check(pthread_rwlock_wrlock(&rw_), "pthread_rwlock_wrlock"); }
   bool TryLock() TRY_ACQUIRE(true) { return pthread_rwlock_trywrlock(&rw_) == 0; }
@@ -42,6 +55,8 @@ class CAPABILITY("shared_mutex") PthreadRwLock {
 
   pthread_rwlock_t rw_ = PTHREAD_RWLOCK_INITIALIZER;
 };
+
+using PthreadRwLock = BasicPthreadRwLock<PTHREAD_RWLOCK_DEFAULT_NP>;
 
 }  // namespace kv
 

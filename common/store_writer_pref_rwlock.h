@@ -25,51 +25,15 @@
 
 #include <pthread.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
+#include "common/pthread_rwlock.h"
 #include "common/store_lock_table.h"
 #include "common/thread_annotations.h"
 
 namespace kv {
 
 // A writer-preferring pthread rwlock with SharedMutex's interface (a lock
-// type for the lock table and the guards of common/mutex.h; the Lock/Unlock
-// members exist for those guards only; never call them directly).
-// Aborts (start-up only: the locks are built with the store) if glibc
-// refuses to initialise the lock.
-class CAPABILITY("shared_mutex") WriterPreferringRwLock {
- public:
-  WriterPreferringRwLock() {
-    pthread_rwlockattr_t attr;
-    Check(pthread_rwlockattr_init(&attr), "pthread_rwlockattr_init");
-    Check(pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP),
-          "pthread_rwlockattr_setkind_np");
-    Check(pthread_rwlock_init(&rw_, &attr), "pthread_rwlock_init");
-    pthread_rwlockattr_destroy(&attr);
-  }
-  ~WriterPreferringRwLock() { pthread_rwlock_destroy(&rw_); }
-  WriterPreferringRwLock(const WriterPreferringRwLock&) = delete;
-  WriterPreferringRwLock& operator=(const WriterPreferringRwLock&) = delete;
-
-  // Only EDEADLK/EAGAIN can fail, both impossible without nesting or 2^31
-  // readers; treat them as bugs.
-  void Lock() ACQUIRE() { Check(pthread_rwlock_wrlock(&rw_), "pthread_rwlock_wrlock"); }
-  void Unlock() RELEASE() { pthread_rwlock_unlock(&rw_); }
-  void LockShared() ACQUIRE_SHARED() {
-    Check(pthread_rwlock_rdlock(&rw_), "pthread_rwlock_rdlock");
-  }
-  void UnlockShared() RELEASE_SHARED() { pthread_rwlock_unlock(&rw_); }
-
- private:
-  static void Check(int rc, const char* what) {
-    if (rc == 0) return;
-    std::fprintf(stderr, "%s: %s\n", what, std::strerror(rc));
-    std::abort();
-  }
-  pthread_rwlock_t rw_;
-};
+// type for the lock table and the guards of common/mutex.h).
+using WriterPreferringRwLock = BasicPthreadRwLock<PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP>;
 
 using OneWriterPrefRwLockStore =
     LockedStore<WholeArray<WriterPreferringRwLock>, "one-rwlock-wpref">;
