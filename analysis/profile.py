@@ -1,5 +1,5 @@
 """lockbench profile: runs any dynamically linked program with liblockprof preloaded
-(profile/lockprof.c) and reports every lock object it used: acquisitions per mode, how
+(profile/lockprof*.cpp) and reports every lock object it used: acquisitions per mode, how
 often they were contended, wait and hold times; optionally with every pthread mutex and
 rwlock swapped for a lock of ours (--swap-lock). docs/profile.md tells how and at what cost.
 
@@ -22,6 +22,7 @@ import bisect
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -38,20 +39,21 @@ from .numbers import int_in
 
 PROG = "lockbench profile"
 REPO = Path(__file__).resolve().parents[1]
-# What the interposer can swap in, named as the same lock families are among lockserver's
-# strategies (a strategy one-mcs or mcs-per-slot is an mcs lock): name -> what it is.
-MUTEX_LOCK_TEXT = {
-    "ticketlock": "ticket lock: take a number, wait for it (FIFO spinlock)",
-    "mcs": "MCS queue lock: each waiter spins on its own node (FIFO)",
-    "ttas-backoff": "test-and-test-and-set spinlock with exponential back-off (not fair)",
-    "clh": "CLH queue lock: each waiter spins on its predecessor's node (FIFO)",
-    "futex-mutex": "Drepper's futex mutex: waiters sleep in the kernel (not FIFO)",
-}
-RW_ONLY_LOCK_TEXT = {
-    "pflock": "phase-fair ticket rwlock: reads and writes alternate, neither starves",
-    "bravo-pflock": "BRAVO over pflock: readers take a slot of a shared table while no "
-                    "writer came lately",
-}
+SWAP_LOCK_LIST = REPO / "common" / "swap_locks.h"
+
+
+def read_swap_locks(path: Path = SWAP_LOCK_LIST) -> tuple[dict, dict]:
+    """What the interposer can swap in, from its one list (common/swap_locks.h, which
+    `lockserver --list-locks` prints and liblockprof.so is built on): the mutex locks and the
+    rwlock-only ones, name -> what it is. Read as text, so that --help needs no build."""
+    mutex, rw_only = {}, {}
+    for m in re.finditer(r'^\s*\{"([a-z0-9-]+)", (true|false), "((?:[^"\\]|\\.)*)"\},\s*$',
+                         path.read_text(), re.M):
+        (rw_only if m[2] == "true" else mutex)[m[1]] = m[3]
+    return mutex, rw_only
+
+
+MUTEX_LOCK_TEXT, RW_ONLY_LOCK_TEXT = read_swap_locks()
 MUTEX_LOCKS = tuple(MUTEX_LOCK_TEXT)
 RW_ONLY_LOCKS = tuple(RW_ONLY_LOCK_TEXT)
 SWAP_LOCKS = (*MUTEX_LOCKS, *RW_ONLY_LOCKS)

@@ -1,4 +1,4 @@
-"""One lockprof dump (profile/lockprof.c writes lockprof.<pid>.json), read as untrusted
+"""One lockprof dump (liblockprof.so, profile/lockprof_dump.cpp, writes lockprof.<pid>.json), read as untrusted
 input: the profiled program knows the dump folder (it is in its $LOCKPROF_FILE) and can
 write its own file there, or replace the interposer's. So the file is opened without
 following a link, its size is capped before it is parsed, nesting too deep for the parser is

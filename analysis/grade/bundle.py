@@ -3,7 +3,8 @@ platform, from this checkout.
 
 Both bundles hold the same `lockbench/` folder: the `analysis` package without its tests
 (the grader itself needs the standard library only), the lock tracer's source
-(profile/lockprof.c, whose trace mode the design check preloads), the course's weights,
+(profile/lockprof*.cpp and the lock headers of common/ they include, whose trace mode the
+design check preloads), the course's weights,
 bundle.json (budget, quick, sandbox) and setup.sh, which installs what grading needs from the
 distribution's packages and compiles the lock tracer and the grader's kit-style servers;
 nothing is fetched from anywhere else.
@@ -28,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 # result): 450 s of grading leaves 90 s for start-up and hosted.py's own margin.
 DEFAULT_BUDGET = {"gradescope": 450.0, "prairielearn": 240.0}
 PL_TIMEOUT_S = 300   # PrairieLearn's externalGradingOptions.timeout to set (its default is 30)
-PACKAGES = ("gcc", "libc6-dev", "make", "python3", "bubblewrap", "util-linux", "procps")
+PACKAGES = ("gcc", "g++", "libc6-dev", "make", "python3", "bubblewrap", "util-linux", "procps")
 
 SETUP = """#!/usr/bin/env bash
 # lockbench's grader: install what grading needs (the distribution's packages only) and
@@ -49,8 +50,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 mkdir -p "$code/bin"
-gcc -O2 -Wall -Wextra -shared -fPIC -o "$code/bin/liblockprof.so" \\
-  "$code/profile/lockprof.c" -ldl -pthread  # the lock tracer (its trace mode)
+# the lock tracer (its trace mode): C++ on common/'s lock types, linked by the C driver
+# without the C++ runtime library, as CMakeLists.txt builds it
+gcc -std=c++20 -O2 -Wall -Wextra -shared -fPIC -fno-exceptions -fno-rtti \\
+  -fno-threadsafe-statics -fvisibility=hidden -fvisibility-inlines-hidden -I"$code" \\
+  -o "$code/bin/liblockprof.so" "$code"/profile/lockprof*.cpp -Wl,--no-undefined -ldl -pthread
 for design in 1 4; do  # the grader's own kit-style servers (one mutex, an rwlock per string)
   gcc -O2 -Wall -Wextra -DDESIGN=$design -o "$code/bin/kitref$design" \\
     "$code/analysis/grade/kitref.c" -pthread
@@ -81,11 +85,28 @@ def copy_grading_code(dst: Path) -> None:
                     ignore=shutil.ignore_patterns("tests", "__pycache__", "*.pyc"))
 
 
+def tracer_sources() -> list[str]:
+    """The preload's sources (profile/lockprof*.cpp) and every header of this repository
+    they include, followed through the headers: paths relative to the repository."""
+    todo = sorted(str(p.relative_to(REPO)) for p in (REPO / "profile").glob("lockprof*.cpp"))
+    seen = set()
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        for line in (REPO / rel).read_text().splitlines():
+            if line.startswith('#include "'):
+                todo.append(line.split('"')[1])
+    return sorted(seen)
+
+
 def _copy_code(dst: Path, weights: Path) -> None:
     """The grading code and the weights."""
     copy_grading_code(dst)
-    (dst / "profile").mkdir()  # the lock tracer's source: setup.sh compiles it
-    shutil.copy(REPO / "profile" / "lockprof.c", dst / "profile" / "lockprof.c")
+    for rel in tracer_sources():  # the lock tracer's source: setup.sh compiles it
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / rel, dst / rel)
     shutil.copy(weights, dst / "grade_weights.toml")
 
 

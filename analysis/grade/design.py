@@ -1,6 +1,6 @@
 """Which lock design a student server really uses, from its lock trace.
 
-The trace comes from `liblockprof.so` (profile/lockprof.c) in its trace mode, preloaded
+The trace comes from `liblockprof.so` (profile/lockprof_trace.cpp) in its trace mode, preloaded
 into the server: one line per request, written when the reply left,
 
     R <first bytes of the request, up to 24, sanitised> <n> <addr>:<kind>[count] ...[ +]
@@ -46,7 +46,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-MAX_OBJS = 32            # lockprof.c's per-request table (TRACE_OBJS)
+MAX_OBJS = 32            # the tracer's per-request table (kTraceObjs, lockprof_trace.cpp)
 MIN_REQUESTS = 50
 MIN_POSITIONS = 10
 MAX_RECORDS = 200_000    # parse stops there (the tracer's default cap is 20000)

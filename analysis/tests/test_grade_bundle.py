@@ -136,7 +136,7 @@ def test_the_zip_holds_the_two_scripts_at_its_root_and_the_course_weights(gs_bun
         settings = json.loads(z.read("lockbench/bundle.json"))
         weights = z.read("lockbench/grade_weights.toml").decode()
     assert {"setup.sh", "run_autograder", "lockbench/analysis/grade/worker.py",
-            "lockbench/profile/lockprof.c", "lockbench/VERSION"} <= names
+            "lockbench/profile/lockprof.cpp", "lockbench/VERSION"} <= names
     assert not any("/tests/" in n or n.endswith(".pyc") for n in names)
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert settings["budget_s"] == 150 and settings["quick"] is True

@@ -1,4 +1,4 @@
-"""`lockbench profile` (analysis/profile.py with profile/lockprof.c preloaded) on real
+"""`lockbench profile` (analysis/profile.py with liblockprof.so preloaded) on real
 programs: the kit-style fixture servers driven by the kit's workload (analysis/grade/kitload)
 and stopped by SIGTERM, our own main3, a thread-per-request server through 3000 threads,
 profile/stress.c under every swap lock, and the inputs refused before anything starts.
@@ -372,17 +372,20 @@ def test_help_answers_at_once_without_the_build():
 
 
 def test_list_locks_names_exactly_what_the_interposer_swaps_in():
-    """One list: the names --list-locks prints are the interposer's table (ALGOS in
-    lockprof.c) and the lock families of lockserver's strategies."""
+    """One list: the names --list-locks prints are common/swap_locks.h's (which the
+    interposer is built on, and lockserver --list-locks prints the same) and the lock
+    families of lockserver's strategies."""
     p = subprocess.run([PY, "-m", "analysis.profile", "--list-locks"], capture_output=True,
                        text=True, timeout=30, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert p.returncode == 0 and p.stderr == "", p.stderr
     listed = [line.split()[0] for line in p.stdout.splitlines()]
     assert listed == [*profile.SWAP_LOCKS, "pthread"], listed
-    table = (REPO / "profile" / "lockprof.c").read_text().split("ALGOS[] = {")[1].split("};")[0]
-    assert sorted(re.findall(r'\{"([a-z-]+)",', table)) == sorted(profile.SWAP_LOCKS)
+    table = (REPO / "common" / "swap_locks.h").read_text().split("kSwapLocks[] = {")[1]
+    assert re.findall(r'\{"([a-z-]+)",', table.split("};")[0]) == list(profile.SWAP_LOCKS)
     server = RELEASE / "lockserver"
     if server.is_file():
+        assert subprocess.run([str(server), "--list-locks"], capture_output=True, text=True,
+                              timeout=30).stdout == p.stdout
         strategies = subprocess.run([str(server), "--list-strategies"], capture_output=True,
                                     text=True, timeout=30).stdout
         # bravo-pflock is BRAVO over pflock; the strategies' BRAVO is over pthread's rwlock

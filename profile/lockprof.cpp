@@ -1,0 +1,715 @@
+// lockprof: an LD_PRELOAD lock profiler, lock swapper and per-request lock tracer for any
+// dynamically linked program (./lockbench profile; the command is analysis/profile.py, the
+// story docs/profile.md; the tracer is the grader's design check, analysis/grade/design.py).
+//
+// Profiler. Every pthread mutex, rwlock and condition variable call is forwarded and noted
+// in a record per lock object (by address and kind): acquisitions per mode, contended
+// acquisitions (a trylock first; when it fails the acquisition was contended and the
+// blocking call follows), failed trylocks, and log2 histograms of the wait and the hold in
+// nanoseconds, plus the return address of the first call, named with dladdr at dump time.
+// At exit (a destructor) or on SIGINT/SIGTERM one JSON document goes to $LOCKPROF_FILE
+// (lockprof_dump.cpp).
+//
+// Swapper. $LOCKPROF_SWAP (a name of common/swap_locks.h) replaces every normal or adaptive
+// pthread mutex by that lock of common/ and every rwlock by pflock ($LOCKPROF_SWAP_RW:
+// bravo-pflock, or a mutex lock taken exclusively, or pthread); $LOCKPROF_SWAP=pflock or
+// bravo-pflock swaps the rwlocks alone (lockprof_swap.cpp). The state lives in the record,
+// not in the pthread object, whose layout is glibc's; condition waits on a swapped mutex
+// release our lock, sleep on a futex sequence counter of the record, and take it back.
+//
+// Tracer. With $LOCKTRACE_FD or $LOCKTRACE_FILE it records which lock objects each request of
+// a kit-style server touched (lockprof_trace.cpp). It combines with the other two.
+//
+// It runs inside someone else's program, so on the lock path it never allocates (records
+// in a static open-addressing table, inserted by compare-and-swap on the key; per-thread
+// state in initial-exec TLS), takes no lock of its own, keeps errno, throws nothing (built
+// without exceptions and RTTI, and without the C++ runtime library), and never crashes the
+// program: a full table leaves the object to pthread, uncounted.
+#include "profile/lockprof.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/futex.h"
+#include "common/spin_wait.h"
+#include "profile/lockprof_swap.h"
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+namespace lockprof {
+
+uintptr_t g_keys[kTableSize];
+Rec g_recs[kTableSize];
+uint64_t g_untracked_ops, g_holds_lost;
+int g_profiling;
+char g_out_path[PATH_MAX];
+
+namespace {
+
+constexpr int kHeldMax = 64;  // locks one thread holds at once whose hold time is measured
+
+const SwapOps *g_mutex_swap, *g_rw_swap;
+int g_config_state;
+CondState g_fallback_cond;  // condvars the full table could not take share this one
+
+struct Held {
+  const void* o;
+  Rec* r;
+  uint64_t t0;
+  int kind;
+};
+LOCKPROF_TLS Held t_held[kHeldMax];
+LOCKPROF_TLS int t_nheld;
+LOCKPROF_TLS int t_resolving;
+
+}  // namespace
+
+// ------------------------------------------------------------------ small tools
+
+uint64_t ClockNs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// The clock of every wait and hold: the TSC where it is invariant (one rate on every core,
+// in every power state), at a third to a half of clock_gettime's cost, two reads per
+// acquisition; CLOCK_MONOTONIC otherwise. Ticks become ns by g_tick_mult, 32.32 fixed
+// point, set once by Calibrate() before any time is taken.
+int g_use_tsc;
+uint64_t g_tick_mult = 1ull << 32;
+
+uint64_t Now() {
+#if defined(__x86_64__)
+  if (g_use_tsc) return __rdtsc();
+#endif
+  return ClockNs();
+}
+
+uint64_t ToNs(uint64_t ticks) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * g_tick_mult) >> 32);
+}
+
+void Say(const char* a, const char* b) {
+  syscall(SYS_write, 2, a, strlen(a));
+  syscall(SYS_write, 2, b, strlen(b));
+}
+
+uintptr_t Self() { return reinterpret_cast<uintptr_t>(&t_nheld); }
+
+char* FormatNumber(char* s, uint64_t v, unsigned base) {
+  char tmp[24];
+  char* p = s;
+  int k = 0;
+  do tmp[k++] = "0123456789abcdef"[v % base];
+  while ((v /= base) != 0);
+  if (base == 16) *p++ = '0', *p++ = 'x';
+  while (k > 0) *p++ = tmp[--k];
+  *p = 0;
+  return s;
+}
+
+namespace {
+
+bool TimeValid(const timespec* t) {
+  return t != nullptr && t->tv_nsec >= 0 && t->tv_nsec < 1000000000;
+}
+
+bool Passed(clockid_t clk, const timespec* abs) {
+  timespec t;
+  clock_gettime(clk, &t);
+  return t.tv_sec > abs->tv_sec || (t.tv_sec == abs->tv_sec && t.tv_nsec >= abs->tv_nsec);
+}
+
+// ------------------------------------------------------------------ the record table
+
+uint32_t SlotOf(uintptr_t key) {
+  return static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kTableBits));
+}
+
+unsigned Bucket(uint64_t ns) {
+  const unsigned b = ns != 0 ? 64u - static_cast<unsigned>(__builtin_clzll(ns)) : 0;
+  return b < kBuckets ? b : kBuckets - 1;
+}
+
+void HistAdd(Hist* h, uint64_t ns) {
+  AtomicAdd(&h->count[Bucket(ns)], 1);
+  AtomicAdd(&h->total, ns);
+  uint64_t m = AtomicLoad(&h->max);
+  while (ns > m &&
+         !__atomic_compare_exchange_n(&h->max, &m, ns, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+void NoteSite(Rec* r, const void* site) {
+  uintptr_t none = 0;
+  if (__atomic_load_n(&r->site, __ATOMIC_RELAXED) == 0) {
+    __atomic_compare_exchange_n(&r->site, &none, reinterpret_cast<uintptr_t>(site), false,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  }
+}
+
+}  // namespace
+
+// Slots never empty, so an object that found no slot stays untracked for good and is served
+// by pthread every time: never half ours, half pthread's.
+Rec* Find(const void* o, int kind) {
+  const uintptr_t key = reinterpret_cast<uintptr_t>(o) << 2 | static_cast<uintptr_t>(kind);
+  uint32_t i = SlotOf(key);
+  for (int probe = 0; probe < kMaxProbe; probe++, i = (i + 1) & (kTableSize - 1)) {
+    uintptr_t k = __atomic_load_n(&g_keys[i], __ATOMIC_ACQUIRE);
+    if (k == 0 && __atomic_compare_exchange_n(&g_keys[i], &k, key, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE)) {
+      return &g_recs[i];
+    }
+    if (k == key) return &g_recs[i];
+  }
+  AtomicAdd(&g_untracked_ops, 1);
+  return nullptr;
+}
+
+// ------------------------------------------------------------------ hold times, per thread
+
+namespace {
+
+// t_nheld is read once and checked both ways each time: a signal handler that locks (not
+// allowed, but done) may push or pop in between; entries may then be wrong, never outside
+// the array.
+void HoldBegin(const void* o, int kind, Rec* r) {
+  const int n = t_nheld;
+  if (n < 0 || n >= kHeldMax) {
+    AtomicAdd(&g_holds_lost, 1);
+    return;
+  }
+  t_nheld = n + 1;
+  t_held[n] = Held{o, r, Now(), kind};
+}
+
+Held* HeldOf(const void* o, int kind) {
+  const int n = t_nheld;
+  for (int i = (n > kHeldMax ? kHeldMax : n) - 1; i >= 0; i--) {
+    if (t_held[i].o == o && t_held[i].kind == kind) return &t_held[i];
+  }
+  return nullptr;
+}
+
+// The hold of (o, kind) ends now; `keep` leaves it on the stack (a condition wait gives the
+// mutex back for a while and HoldResume starts the next stretch). Its record, or null.
+Rec* HoldEnd(const void* o, int kind, bool keep) {
+  Held* const h = HeldOf(o, kind);
+  if (h == nullptr) return nullptr;  // taken before we knew, by another thread, or too deep
+  Rec* const r = h->r;
+  HistAdd(&r->hold, ToNs(Now() - h->t0));
+  const int n = t_nheld;
+  if (!keep && n > 0 && n <= kHeldMax) *h = t_held[n - 1], t_nheld = n - 1;
+  return r;
+}
+
+void HoldResume(const void* o, int kind) {
+  if (Held* const h = HeldOf(o, kind); h != nullptr) h->t0 = Now();
+}
+
+// ------------------------------------------------------------------ configuration
+
+// The lock called name, or null (pthread's), said on stderr when the name is not ours.
+const SwapOps* SwapNamed(const char* name, const char* var) {
+  if (name == nullptr || *name == 0 || strcmp(name, "pthread") == 0 || strcmp(name, "none") == 0)
+    return nullptr;
+  if (const SwapOps* ops = SwapOpsNamed(name); ops != nullptr) return ops;
+  if (strcmp(name, "flat-combining") == 0) {
+    Say(var,
+        ": flat combining cannot replace a pthread lock (the critical section is the "
+        "caller's own code, which no combiner can run for it); kept pthread's\n");
+  } else {
+    Say(var, ": unknown lock; kept pthread's\n");
+  }
+  return nullptr;
+}
+
+#if defined(__x86_64__)
+// A clock reading and the TSC at that moment (the middle of two reads around it), retried
+// when something came between them.
+void TscPair(uint64_t* tsc, uint64_t* ns) {
+  for (int i = 0; i < 16; i++) {
+    const uint64_t a = __rdtsc();
+    *ns = ClockNs();
+    const uint64_t b = __rdtsc();
+    *tsc = a + (b - a) / 2;
+    if (b - a < 10000) return;
+  }
+}
+
+// The TSC's rate against CLOCK_MONOTONIC over 1 ms, once, in the first call: 1 ms of the
+// program's start for a rate good to some 1e-4 (log2 buckets need far less).
+void Calibrate() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const char* force = getenv("LOCKPROF_CLOCK");
+  if ((force != nullptr && strcmp(force, "monotonic") == 0) ||
+      !__get_cpuid(0x80000007, &a, &b, &c, &d) || (d & (1u << 8)) == 0)
+    return;
+  uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
+  TscPair(&t0, &n0);
+  do TscPair(&t1, &n1);
+  while (n1 - n0 < 1000000);
+  if (t1 <= t0) return;
+  g_tick_mult = static_cast<uint64_t>((static_cast<unsigned __int128>(n1 - n0) << 32) / (t1 - t0));
+  g_use_tsc = 1;
+}
+#else
+void Calibrate() {}
+#endif
+
+void ReadConfig() {
+  const char* f = getenv("LOCKPROF_FILE");
+  const char* m = getenv("LOCKPROF_SWAP");
+  const char* rw = getenv("LOCKPROF_SWAP_RW");
+  if (f != nullptr && *f != 0 && strlen(f) < PATH_MAX - 32) {
+    memcpy(g_out_path, f, strlen(f) + 1);
+    g_profiling = 1;
+    Calibrate();
+  }
+  const SwapOps* ops = SwapNamed(m, "lockprof: LOCKPROF_SWAP");
+  if (ops != nullptr && ops->info->rwlock_only) {
+    g_rw_swap = ops;  // a rwlock swap alone: mutexes stay pthread's
+  } else {
+    g_mutex_swap = ops;
+    g_rw_swap = ops != nullptr ? PhaseFairOps() : nullptr;
+  }
+  if (rw != nullptr && *rw != 0) g_rw_swap = SwapNamed(rw, "lockprof: LOCKPROF_SWAP_RW");
+}
+
+}  // namespace
+
+// Read once, by whichever call comes first (a constructor of another library may lock
+// before ours runs); getenv neither locks nor allocates.
+void Configure() {
+  int st = __atomic_load_n(&g_config_state, __ATOMIC_ACQUIRE);
+  int zero = 0;
+  if (st == 2) return;
+  if (st == 0 && __atomic_compare_exchange_n(&g_config_state, &zero, 1, false, __ATOMIC_ACQUIRE,
+                                             __ATOMIC_RELAXED)) {
+    ReadConfig();
+    __atomic_store_n(&g_config_state, 2, __ATOMIC_RELEASE);
+    return;
+  }
+  kv::SpinUntil([] { return __atomic_load_n(&g_config_state, __ATOMIC_ACQUIRE) == 2; });
+}
+
+const char* MutexSwapName() {
+  return g_mutex_swap != nullptr ? g_mutex_swap->info->name : "pthread";
+}
+const char* RwlockSwapName() { return g_rw_swap != nullptr ? g_rw_swap->info->name : "pthread"; }
+
+// From the record, never from the object: it may be gone by now.
+const char* ImplName(uintptr_t key, const Rec* r) {
+  const uint32_t i = __atomic_load_n(&r->impl, __ATOMIC_RELAXED);
+  if ((key & 3) == kCond) return g_mutex_swap != nullptr ? "futex" : "pthread";
+  return i != 0 ? SwapOpsAt(i - 1).info->name : "pthread";
+}
+
+namespace {
+
+bool Passthrough() { return !g_profiling && g_mutex_swap == nullptr && g_rw_swap == nullptr; }
+
+// Only what behaves like a plain lock is swapped: glibc's normal and adaptive mutexes,
+// private ones. Recursive, error-checking, robust, priority and process-shared mutexes keep
+// pthread's semantics (their kind is in the public struct __pthread_mutex_s).
+bool MutexSwappable(const void* o) {
+  const int k = static_cast<const pthread_mutex_t*>(o)->__data.__kind;
+  const int type = k & 3;
+  return (type == PTHREAD_MUTEX_NORMAL || type == PTHREAD_MUTEX_ADAPTIVE_NP) && (k & 0xf0) == 0;
+}
+
+const SwapOps* SwapFor(const void* o, int kind, const Rec* r) {
+  if (r == nullptr) return nullptr;
+  if (kind == kMutex) return g_mutex_swap != nullptr && MutexSwappable(o) ? g_mutex_swap : nullptr;
+  return g_rw_swap != nullptr && static_cast<const pthread_rwlock_t*>(o)->__data.__shared == 0
+             ? g_rw_swap
+             : nullptr;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ the real functions
+
+// Plain dlsym may hand back the pre-2.3.2 condition variable ABI, hence the version.
+void* Sym(void** slot, const char* name, const char* version) {
+  void* p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (p != nullptr || t_resolving) return p;
+  t_resolving = 1;
+  if (version != nullptr) p = dlvsym(RTLD_NEXT, name, version);
+  if (p == nullptr) p = dlsym(RTLD_NEXT, name);
+  t_resolving = 0;
+  __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+  return p;
+}
+
+bool Resolving() { return t_resolving != 0; }
+
+namespace {
+
+LOCKPROF_REAL(pthread_mutex_lock, nullptr)
+LOCKPROF_REAL(pthread_mutex_trylock, nullptr)
+LOCKPROF_REAL(pthread_mutex_timedlock, nullptr)
+LOCKPROF_REAL(pthread_mutex_clocklock, nullptr)
+LOCKPROF_REAL(pthread_mutex_unlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_rdlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_wrlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_tryrdlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_trywrlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_timedrdlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_timedwrlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_clockrdlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_clockwrlock, nullptr)
+LOCKPROF_REAL(pthread_rwlock_unlock, nullptr)
+LOCKPROF_REAL(pthread_cond_wait, "GLIBC_2.3.2")
+LOCKPROF_REAL(pthread_cond_timedwait, "GLIBC_2.3.2")
+LOCKPROF_REAL(pthread_cond_clockwait, nullptr)
+LOCKPROF_REAL(pthread_cond_signal, "GLIBC_2.3.2")
+LOCKPROF_REAL(pthread_cond_broadcast, "GLIBC_2.3.2")
+
+// The real fn called with the arguments; 0 (a no-op) while this thread is inside dlsym.
+#define CALL(fn, ...) (real_##fn() != nullptr ? real_##fn()(__VA_ARGS__) : 0)
+
+// One acquisition as asked: what, which side, blocking or try or timed (against clk).
+struct Req {
+  void* o;
+  int kind, mode, op;
+  bool clocked;  // the caller named the clock (clocklock, clockwait)
+  clockid_t clk;
+  const timespec* abs;
+  const void* site;
+};
+
+Req Untimed(void* o, int kind, int mode, int op, const void* site) {
+  return Req{o, kind, mode, op, false, CLOCK_REALTIME, nullptr, site};
+}
+
+Req Timed(void* o, int kind, int mode, bool clocked, clockid_t clk, const timespec* abs,
+          const void* site) {
+  return Req{o, kind, mode, kTimedOp, clocked, clk, abs, site};
+}
+
+pthread_mutex_t* AsMutex(const Req* q) { return static_cast<pthread_mutex_t*>(q->o); }
+pthread_rwlock_t* AsRwlock(const Req* q) { return static_cast<pthread_rwlock_t*>(q->o); }
+
+int RealTry(const Req* q) {
+  if (q->kind == kMutex) return CALL(pthread_mutex_trylock, AsMutex(q));
+  if (q->mode == kRead) return CALL(pthread_rwlock_tryrdlock, AsRwlock(q));
+  return CALL(pthread_rwlock_trywrlock, AsRwlock(q));
+}
+
+int RealTimed(const Req* q) {
+  if (q->kind == kMutex) {
+    return q->clocked ? CALL(pthread_mutex_clocklock, AsMutex(q), q->clk, q->abs)
+                      : CALL(pthread_mutex_timedlock, AsMutex(q), q->abs);
+  }
+  if (q->mode == kRead) {
+    return q->clocked ? CALL(pthread_rwlock_clockrdlock, AsRwlock(q), q->clk, q->abs)
+                      : CALL(pthread_rwlock_timedrdlock, AsRwlock(q), q->abs);
+  }
+  return q->clocked ? CALL(pthread_rwlock_clockwrlock, AsRwlock(q), q->clk, q->abs)
+                    : CALL(pthread_rwlock_timedwrlock, AsRwlock(q), q->abs);
+}
+
+int RealBlock(const Req* q) {
+  if (q->op == kTimedOp) return RealTimed(q);
+  if (q->kind == kMutex) return CALL(pthread_mutex_lock, AsMutex(q));
+  if (q->mode == kRead) return CALL(pthread_rwlock_rdlock, AsRwlock(q));
+  return CALL(pthread_rwlock_wrlock, AsRwlock(q));
+}
+
+int RealUnlock(void* o, int kind) {
+  return kind == kMutex ? CALL(pthread_mutex_unlock, static_cast<pthread_mutex_t*>(o))
+                        : CALL(pthread_rwlock_unlock, static_cast<pthread_rwlock_t*>(o));
+}
+
+bool BadDeadline(const Req* q) {
+  return !TimeValid(q->abs) || (q->clk != CLOCK_REALTIME && q->clk != CLOCK_MONOTONIC);
+}
+
+// ------------------------------------------------------------------ the lock path
+
+// A timed acquisition of a swapped lock: the lock's own, or tries until the deadline (not
+// FIFO).
+int SwapTimed(const SwapOps* ops, Rec* r, const Req* q) {
+  if (BadDeadline(q)) return EINVAL;
+  if (ops->timed != nullptr) return ops->timed(r, q->o, q->mode, q->clk, q->abs);
+  for (kv::SpinWait wait;; wait.Once()) {
+    const int rc = ops->try_lock(r, q->o, q->mode);
+    if (rc != EBUSY) return rc;
+    if (Passed(q->clk, q->abs)) return ETIMEDOUT;
+  }
+}
+
+void Acquired(Rec* r, const Req* q, const SwapOps* ops, bool contended, uint64_t waited) {
+  if (!g_profiling || r == nullptr) return;
+  NoteSite(r, q->site);
+  if (ops != nullptr) __atomic_store_n(&r->impl, SwapIndex(ops) + 1, __ATOMIC_RELAXED);
+  if (contended) {  // the uncontended ones are acquisitions minus these (the dump's)
+    AtomicAdd(&r->contended, 1);
+    HistAdd(&r->wait, waited);
+  }
+  AtomicAdd(&r->acq[q->mode], 1);
+  HoldBegin(q->o, q->kind, r);
+}
+
+int AcquireCounted(const Req* q) {
+  const int saved = errno;
+  Rec* const r = Find(q->o, q->kind);
+  const SwapOps* const ops = SwapFor(q->o, q->kind, r);
+  int rc = ops != nullptr ? ops->try_lock(r, q->o, q->mode) : RealTry(q);
+  bool contended = false;
+  uint64_t waited = 0;
+  if (rc == EBUSY && q->op != kTryOp) {
+    const uint64_t t0 = Now();
+    contended = true;
+    if (ops == nullptr) {
+      rc = RealBlock(q);
+    } else {
+      rc = q->op == kTimedOp ? SwapTimed(ops, r, q) : ops->lock(r, q->o, q->mode);
+    }
+    waited = ToNs(Now() - t0);
+  }
+  if (rc == 0 || rc == EOWNERDEAD) Acquired(r, q, ops, contended, waited);
+  if (rc == EBUSY && r != nullptr && g_profiling) AtomicAdd(&r->busy, 1);
+  errno = saved;
+  return rc;
+}
+
+int Acquire(const Req* q) {
+  Configure();
+  int rc = 0;
+  if (Passthrough()) {
+    rc = q->op == kTryOp ? RealTry(q) : RealBlock(q);
+  } else {
+    rc = AcquireCounted(q);
+  }
+  // Inside dlsym a lock is a no-op: none is noted.
+  if (rc == 0 && g_trace_fd >= 0 && !Resolving()) {
+    TraceNote(q->o, q->kind == kMutex ? 'm' : q->mode == kRead ? 'r' : 'w', true);
+  }
+  return rc;
+}
+
+int ReleaseCounted(void* o, int kind) {
+  const int saved = errno;
+  Rec* r = g_profiling ? HoldEnd(o, kind, false) : nullptr;  // spares the lookup
+  if (r == nullptr) r = Find(o, kind);
+  const SwapOps* const ops = SwapFor(o, kind, r);
+  const int rc = ops != nullptr ? ops->unlock(r, o) : RealUnlock(o, kind);
+  errno = saved;
+  return rc;
+}
+
+int Release(void* o, int kind) {
+  Configure();
+  const int rc = Passthrough() ? RealUnlock(o, kind) : ReleaseCounted(o, kind);
+  if (rc == 0 && g_trace_fd >= 0) TraceReleased();
+  return rc;
+}
+
+// ------------------------------------------------------------------ condition variables
+
+CondState* CondOf(Rec* cr) { return cr != nullptr ? &cr->s.cond : &g_fallback_cond; }
+
+// A wait on a swapped mutex: the counter is read while the mutex is held, so a signal sent
+// after our unlock changes it and the futex does not sleep. Wake-ups may be spurious, as
+// POSIX allows; one is never lost.
+int SwapCondWait(const SwapOps* ops, Rec* mr, Rec* cr, const Req* q, pthread_mutex_t* m) {
+  CondState* const c = CondOf(cr);
+  const bool timed = q->op == kTimedOp;
+  if (timed && BadDeadline(q)) return EINVAL;
+  __atomic_fetch_add(&c->waiters, 1, __ATOMIC_SEQ_CST);
+  const uint32_t seen = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
+  ops->unlock(mr, m);
+  const bool woken = kv::FutexWait(&c->seq, seen, q->clk, timed ? q->abs : nullptr);
+  __atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELAXED);
+  ops->lock(mr, m, kMutexMode);
+  return woken ? 0 : ETIMEDOUT;
+}
+
+int RealCondWait(const Req* q, pthread_mutex_t* m) {
+  auto* const c = static_cast<pthread_cond_t*>(q->o);
+  if (q->op != kTimedOp) return CALL(pthread_cond_wait, c, m);
+  if (q->clocked) return CALL(pthread_cond_clockwait, c, m, q->clk, q->abs);
+  return CALL(pthread_cond_timedwait, c, m, q->abs);
+}
+
+void CondNoted(Rec* cr, const Req* q, uint64_t ns) {
+  if (!g_profiling || cr == nullptr) return;
+  NoteSite(cr, q->site);
+  AtomicAdd(&cr->acq[q->mode], 1);
+  if (q->mode == kWait) HistAdd(&cr->wait, ns);
+}
+
+// A wait gives its mutex back and takes it again inside libc: the trace's "held" is
+// unchanged.
+int CondWait(const Req* q, pthread_mutex_t* m) {
+  Configure();
+  if (g_trace_fd >= 0) TraceNote(q->o, 'c', false);
+  if (Passthrough()) return RealCondWait(q, m);
+  const int saved = errno;
+  Rec* const mr = Find(m, kMutex);
+  Rec* const cr = Find(q->o, kCond);
+  const SwapOps* const ops = SwapFor(m, kMutex, mr);
+  if (g_profiling) HoldEnd(m, kMutex, true);
+  const uint64_t t0 = Now();
+  const int rc = ops != nullptr ? SwapCondWait(ops, mr, cr, q, m) : RealCondWait(q, m);
+  CondNoted(cr, q, ToNs(Now() - t0));
+  if (g_profiling) HoldResume(m, kMutex);
+  errno = saved;
+  return rc;
+}
+
+int RealCondSignal(void* c, bool all) {
+  auto* const cond = static_cast<pthread_cond_t*>(c);
+  return all ? CALL(pthread_cond_broadcast, cond) : CALL(pthread_cond_signal, cond);
+}
+
+// Signals reach both kinds of waiter: ours on the counter, pthread's (a wait on a mutex we
+// did not swap) through the real call, which costs a load when nobody waits there.
+int CondSignal(const Req* q, bool all) {
+  Configure();
+  if (g_trace_fd >= 0) TraceNote(q->o, 'c', false);
+  if (Passthrough()) return RealCondSignal(q->o, all);
+  const int saved = errno;
+  Rec* const cr = Find(q->o, kCond);
+  if (g_mutex_swap != nullptr) {
+    CondState* const c = CondOf(cr);
+    __atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST) != 0)
+      kv::FutexWake(&c->seq, all || cr == nullptr ? INT_MAX : 1);
+  }
+  CondNoted(cr, q, 0);
+  const int rc = RealCondSignal(q->o, all);
+  errno = saved;
+  return rc;
+}
+
+// pthread_cond_timedwait measures against the clock the condvar was made with: bit 1 of
+// glibc's __wrefs (CLOCK_MONOTONIC when set).
+clockid_t CondClock(const pthread_cond_t* c) {
+  return (__atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED) & 2) != 0 ? CLOCK_MONOTONIC
+                                                                           : CLOCK_REALTIME;
+}
+
+}  // namespace
+}  // namespace lockprof
+
+// ------------------------------------------------------------------ the entry points
+
+using lockprof::Req;
+using lockprof::Timed;
+using lockprof::Untimed;
+using lockprof::kMutex;
+using lockprof::kRwlock;
+using lockprof::kCond;
+using lockprof::kMutexMode;
+using lockprof::kRead;
+using lockprof::kWrite;
+using lockprof::kLockOp;
+using lockprof::kTryOp;
+
+#define SITE __builtin_return_address(0)
+
+LOCKPROF_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) noexcept {
+  const Req q = Untimed(m, kMutex, kMutexMode, kLockOp, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) noexcept {
+  const Req q = Untimed(m, kMutex, kMutexMode, kTryOp, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* t) noexcept {
+  const Req q = Timed(m, kMutex, kMutexMode, false, CLOCK_REALTIME, t, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t c,
+                                            const timespec* t) noexcept {
+  const Req q = Timed(m, kMutex, kMutexMode, true, c, t, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) noexcept {
+  return lockprof::Release(m, kMutex);
+}
+
+LOCKPROF_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) noexcept {
+  const Req q = Untimed(l, kRwlock, kRead, kLockOp, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) noexcept {
+  const Req q = Untimed(l, kRwlock, kWrite, kLockOp, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t* l) noexcept {
+  const Req q = Untimed(l, kRwlock, kRead, kTryOp, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t* l) noexcept {
+  const Req q = Untimed(l, kRwlock, kWrite, kTryOp, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* t) noexcept {
+  const Req q = Timed(l, kRwlock, kRead, false, CLOCK_REALTIME, t, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* t) noexcept {
+  const Req q = Timed(l, kRwlock, kWrite, false, CLOCK_REALTIME, t, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t c,
+                                               const timespec* t) noexcept {
+  const Req q = Timed(l, kRwlock, kRead, true, c, t, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t c,
+                                               const timespec* t) noexcept {
+  const Req q = Timed(l, kRwlock, kWrite, true, c, t, SITE);
+  return lockprof::Acquire(&q);
+}
+LOCKPROF_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) noexcept {
+  return lockprof::Release(l, kRwlock);
+}
+
+LOCKPROF_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
+  const Req q = Untimed(c, kCond, lockprof::kWait, kLockOp, SITE);
+  return lockprof::CondWait(&q, m);
+}
+LOCKPROF_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m,
+                                           const timespec* t) {
+  const Req q = Timed(c, kCond, lockprof::kWait, false, lockprof::CondClock(c), t, SITE);
+  return lockprof::CondWait(&q, m);
+}
+LOCKPROF_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t k,
+                                           const timespec* t) {
+  const Req q = Timed(c, kCond, lockprof::kWait, true, k, t, SITE);
+  return lockprof::CondWait(&q, m);
+}
+LOCKPROF_EXPORT int pthread_cond_signal(pthread_cond_t* c) noexcept {
+  const Req q = Untimed(c, kCond, lockprof::kSignal, kLockOp, SITE);
+  return lockprof::CondSignal(&q, false);
+}
+LOCKPROF_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) noexcept {
+  const Req q = Untimed(c, kCond, lockprof::kBroadcast, kLockOp, SITE);
+  return lockprof::CondSignal(&q, true);
+}
+
+__attribute__((constructor)) static void LockprofInit() {
+  lockprof::Configure();
+  lockprof::TraceInit();
+  if (!lockprof::g_profiling) return;
+  lockprof::InstallSignalHandlers();
+  pthread_atfork(nullptr, nullptr, lockprof::ChildAfterFork);
+}
+
+__attribute__((destructor)) static void LockprofFini() { lockprof::Dump("exit"); }

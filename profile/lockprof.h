@@ -1,0 +1,136 @@
+// What the pieces of liblockprof share: the record of a lock object, the
+// record table, the clock, the configuration. The library as a whole is
+// described in lockprof.cpp and docs/profile.md.
+//
+// Everything here runs inside someone else's program, on its lock path: no
+// allocation, no lock of ours, no exception, no libstdc++ runtime (only
+// header-only facilities), errno kept by the callers.
+//
+// Thread safety: the table's keys are inserted by compare-and-swap, every
+// counter is a relaxed atomic add; per-thread state is initial-exec TLS.
+#ifndef LOCKBENCH_PROFILE_LOCKPROF_H_
+#define LOCKBENCH_PROFILE_LOCKPROF_H_
+
+#include <pthread.h>
+#include <time.h>
+
+#include <cstddef>
+#include <cstdint>
+
+// Thread-local without __tls_get_addr, which may allocate.
+#define LOCKPROF_TLS __thread __attribute__((tls_model("initial-exec")))
+#define LOCKPROF_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace lockprof {
+
+inline constexpr unsigned kTableBits = 16;
+inline constexpr uint32_t kTableSize = 1u << kTableBits;
+inline constexpr int kMaxProbe = 256;  // a key is found within this many slots of its hash, or never
+inline constexpr unsigned kBuckets = 40;  // 0 ns, then [2^(k-1), 2^k) ns: the last from 2^38 ns up
+
+enum Kind { kMutex = 1, kRwlock = 2, kCond = 3 };
+// Counter slots: a mutex uses the first, an rwlock read and write, a condvar all three.
+enum Mode { kMutexMode = 0, kRead = 1, kWrite = 2, kWait = 0, kSignal = 1, kBroadcast = 2 };
+enum Op { kLockOp, kTryOp, kTimedOp };
+
+// A swapped lock's state: one of the lock types of common/ (which all take
+// all-zero bytes as unlocked, so a new record needs no set-up and a pthread
+// object reused at the same address finds it free), and which thread holds
+// it for writing (pthread_rwlock_unlock does not say which side it leaves).
+// A condition variable's record uses cond instead.
+struct SwapState {
+  alignas(16) unsigned char lock[48];
+  uintptr_t writer;
+};
+struct CondState {
+  uint32_t seq, waiters;
+};
+
+struct Hist {
+  uint64_t count[kBuckets], total, max;
+};
+
+union LockState {
+  SwapState swap;
+  CondState cond;
+};
+
+struct Rec {
+  alignas(64) LockState s;  // a line of its own: waiters spin on it
+  alignas(64) uintptr_t site;
+  uint32_t impl;  // 1 + the index in kSwapLocks of the lock that served it; 0 pthread
+  uint64_t acq[3], contended, busy;
+  uint64_t fast_reads;  // BRAVO: reads that took the fast path (counted when profiling)
+  Hist wait, hold;
+};
+
+// The record table (lockprof.cpp): keys apart from the records, so that
+// probing reads 8 bytes a slot and the dump scans 512 KiB instead of touching
+// every record's pages. key = address << 2 | kind, 0 = free.
+extern uintptr_t g_keys[kTableSize];
+extern Rec g_recs[kTableSize];
+extern uint64_t g_untracked_ops, g_holds_lost;
+
+// The record of (o, kind), inserted on first sight; null when the table has
+// no room for it near its hash (then never: it is left to pthread).
+Rec* Find(const void* o, int kind);
+
+// Configuration, read once by the first call (Configure).
+extern int g_profiling;
+extern char g_out_path[];
+void Configure();
+
+// The clock of every wait and hold (TSC or CLOCK_MONOTONIC) and its rate.
+extern int g_use_tsc;
+extern uint64_t g_tick_mult;
+uint64_t Now();
+uint64_t ToNs(uint64_t ticks);
+uint64_t ClockNs();
+
+// This thread, unique among live threads.
+uintptr_t Self();
+
+// Two strings on stderr, by a raw write.
+void Say(const char* a, const char* b);
+
+// v in decimal, or in hex with 0x; s has room for 24 characters.
+char* FormatNumber(char* s, uint64_t v, unsigned base);
+
+inline uint64_t AtomicLoad(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+inline void AtomicAdd(uint64_t* p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+
+// The names of what serves mutexes and rwlocks now ("pthread" when nothing is
+// swapped), and of what served a record.
+const char* MutexSwapName();
+const char* RwlockSwapName();
+const char* ImplName(uintptr_t key, const Rec* r);
+
+// The real function called name (of that symbol version when not null),
+// found on first use and kept in *slot; null while this thread is inside
+// dlsym, which may call back into a wrapper (through an allocator).
+void* Sym(void** slot, const char* name, const char* version);
+// True while this thread is inside dlsym: a lock is then a no-op.
+bool Resolving();
+
+// real_fn(): the function fn of the next object after us (libc's).
+#define LOCKPROF_REAL(fn, version)                                        \
+  static decltype(&::fn) real_##fn() {                                   \
+    static void* slot;                                                   \
+    return reinterpret_cast<decltype(&::fn)>(Sym(&slot, #fn, version));  \
+  }
+
+// The dump (lockprof_dump.cpp): at exit, on SIGINT/SIGTERM where the program
+// left the default action, and a forked child's counters zeroed.
+void Dump(const char* reason);
+void InstallSignalHandlers();
+void ChildAfterFork();
+
+// The grader's per-request trace (lockprof_trace.cpp).
+extern int g_trace_fd;  // >= 0: trace mode, set once by the constructor
+void TraceInit();
+void TraceNote(const void* o, char kind, bool count_held);
+void TraceReleased();
+
+}  // namespace lockprof
+
+#endif  // LOCKBENCH_PROFILE_LOCKPROF_H_
