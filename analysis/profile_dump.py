@@ -1,9 +1,10 @@
-"""One lockprof dump (liblockprof.so, profile/lockprof_dump.cpp, writes lockprof.<pid>.json), read as untrusted
-input: the profiled program knows the dump folder (it is in its $LOCKPROF_FILE) and can
-write its own file there, or replace the interposer's. So the file is opened without
-following a link, its size is capped before it is parsed, nesting too deep for the parser is
-refused, and every field the report reads is checked for its type and range. A dump that
-fails any of that is one reason in words (BadDumpError), never a traceback."""
+"""One lockprof dump (liblockprof.so, profile/lockprof_dump.cpp, writes
+lockprof.<pid>.json), read as untrusted input: the profiled program knows the dump folder
+(it is in its $LOCKPROF_FILE) and can write its own file there, or replace the
+interposer's. So the file is opened without following a link, its size is capped before it
+is parsed, nesting too deep for the parser is refused, and every field the report reads is
+checked for its type and range. A dump that fails any of that is one reason in words
+(BadDumpError), never a traceback."""
 
 import json
 import os

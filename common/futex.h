@@ -28,8 +28,7 @@ inline bool FutexWait(uint32_t* word, uint32_t expected, clockid_t clock = CLOCK
                       const timespec* deadline = nullptr) {
   int op = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;
   if (deadline != nullptr && clock == CLOCK_REALTIME) op |= FUTEX_CLOCK_REALTIME;
-  const long rc =
-      syscall(SYS_futex, word, op, expected, deadline, nullptr, FUTEX_BITSET_MATCH_ANY);
+  const long rc = syscall(SYS_futex, word, op, expected, deadline, nullptr, FUTEX_BITSET_MATCH_ANY);
   return !(rc == -1 && errno == ETIMEDOUT);
 }
 

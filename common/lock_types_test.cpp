@@ -240,9 +240,7 @@ void TicketIsLockedWhileHeld() {
   EXPECT_FALSE(lock.IsLocked());
 }
 
-TEST(TicketLockTest, IsLockedWhileHeld) {
-  TicketIsLockedWhileHeld();
-}
+TEST(TicketLockTest, IsLockedWhileHeld) { TicketIsLockedWhileHeld(); }
 
 // A timed lock against a holder gives up at the deadline, on either clock,
 // and takes a free lock at once.
@@ -267,9 +265,7 @@ void FutexLockUntilTimesOut() NO_THREAD_SAFETY_ANALYSIS {
   lock.Unlock();
 }
 
-TEST(FutexMutexTest, LockUntilTimesOutAgainstAHolder) {
-  FutexLockUntilTimesOut();
-}
+TEST(FutexMutexTest, LockUntilTimesOutAgainstAHolder) { FutexLockUntilTimesOut(); }
 
 // Tries on both sides, and HasReaders, which the preload asks before a read
 // unlock (pthread's EPERM for a lock nobody reads).
@@ -290,9 +286,7 @@ void PhaseFairTriesAndReaders() NO_THREAD_SAFETY_ANALYSIS {
   lock.Unlock();
 }
 
-TEST(PhaseFairRwLockTest, TriesAndReaders) {
-  PhaseFairTriesAndReaders();
-}
+TEST(PhaseFairRwLockTest, TriesAndReaders) { PhaseFairTriesAndReaders(); }
 
 // A read of BRAVO over either base takes the fast path once a slow reader
 // has turned the bias on, and a writer still gets in (it revokes the bias).
@@ -329,9 +323,7 @@ void BravoFastReadsThenAWriter() NO_THREAD_SAFETY_ANALYSIS {
   lock.Unlock(&writer);
 }
 
-TYPED_TEST(BravoTest, FastReadsThenAWriter) {
-  BravoFastReadsThenAWriter<TypeParam>();
-}
+TYPED_TEST(BravoTest, FastReadsThenAWriter) { BravoFastReadsThenAWriter<TypeParam>(); }
 
 }  // namespace
 }  // namespace kv

@@ -42,7 +42,9 @@ class CAPABILITY("shared_mutex") BasicPthreadRwLock {
   void Lock() ACQUIRE() { Check(pthread_rwlock_wrlock(&rw_), "pthread_rwlock_wrlock"); }
   bool TryLock() TRY_ACQUIRE(true) { return pthread_rwlock_trywrlock(&rw_) == 0; }
   void Unlock() RELEASE() { pthread_rwlock_unlock(&rw_); }
-  void LockShared() ACQUIRE_SHARED() { Check(pthread_rwlock_rdlock(&rw_), "pthread_rwlock_rdlock"); }
+  void LockShared() ACQUIRE_SHARED() {
+    Check(pthread_rwlock_rdlock(&rw_), "pthread_rwlock_rdlock");
+  }
   bool TryLockShared() TRY_ACQUIRE_SHARED(true) { return pthread_rwlock_tryrdlock(&rw_) == 0; }
   void UnlockShared() RELEASE_SHARED() { pthread_rwlock_unlock(&rw_); }
 

@@ -600,7 +600,7 @@ int CondSignal(const Req* q, bool all) {
 // glibc's __wrefs (CLOCK_MONOTONIC when set).
 clockid_t CondClock(const pthread_cond_t* c) {
   return (__atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED) & 2) != 0 ? CLOCK_MONOTONIC
-                                                                           : CLOCK_REALTIME;
+                                                                          : CLOCK_REALTIME;
 }
 
 }  // namespace
@@ -608,17 +608,17 @@ clockid_t CondClock(const pthread_cond_t* c) {
 
 // ------------------------------------------------------------------ the entry points
 
+using lockprof::kCond;
+using lockprof::kLockOp;
+using lockprof::kMutex;
+using lockprof::kMutexMode;
+using lockprof::kRead;
+using lockprof::kRwlock;
+using lockprof::kTryOp;
+using lockprof::kWrite;
 using lockprof::Req;
 using lockprof::Timed;
 using lockprof::Untimed;
-using lockprof::kMutex;
-using lockprof::kRwlock;
-using lockprof::kCond;
-using lockprof::kMutexMode;
-using lockprof::kRead;
-using lockprof::kWrite;
-using lockprof::kLockOp;
-using lockprof::kTryOp;
 
 #define SITE __builtin_return_address(0)
 

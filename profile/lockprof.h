@@ -25,7 +25,8 @@ namespace lockprof {
 
 inline constexpr unsigned kTableBits = 16;
 inline constexpr uint32_t kTableSize = 1u << kTableBits;
-inline constexpr int kMaxProbe = 256;  // a key is found within this many slots of its hash, or never
+inline constexpr int kMaxProbe =
+    256;  // a key is found within this many slots of its hash, or never
 inline constexpr unsigned kBuckets = 40;  // 0 ns, then [2^(k-1), 2^k) ns: the last from 2^38 ns up
 
 enum Kind { kMutex = 1, kRwlock = 2, kCond = 3 };
@@ -113,10 +114,10 @@ void* Sym(void** slot, const char* name, const char* version);
 bool Resolving();
 
 // real_fn(): the function fn of the next object after us (libc's).
-#define LOCKPROF_REAL(fn, version)                                        \
-  static decltype(&::fn) real_##fn() {                                   \
-    static void* slot;                                                   \
-    return reinterpret_cast<decltype(&::fn)>(Sym(&slot, #fn, version));  \
+#define LOCKPROF_REAL(fn, version)                                      \
+  static decltype(&::fn) real_##fn() {                                  \
+    static void* slot;                                                  \
+    return reinterpret_cast<decltype(&::fn)>(Sym(&slot, #fn, version)); \
   }
 
 // The dump (lockprof_dump.cpp): at exit, on SIGINT/SIGTERM where the program

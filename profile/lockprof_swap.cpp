@@ -70,7 +70,8 @@ struct ClhPoolNodes {
     uint64_t h = __atomic_load_n(&g_clh_free, __ATOMIC_ACQUIRE);
     while (static_cast<uint32_t>(h) != 0) {
       kv::ClhNode* const n = &g_clh_pool[static_cast<uint32_t>(h) - 1];
-      const uint64_t next = ((h >> 32) + 1) << 32 | __atomic_load_n(&n->pool_link, __ATOMIC_RELAXED);
+      const uint64_t next =
+          ((h >> 32) + 1) << 32 | __atomic_load_n(&n->pool_link, __ATOMIC_RELAXED);
       if (__atomic_compare_exchange_n(&g_clh_free, &h, next, true, __ATOMIC_ACQUIRE,
                                       __ATOMIC_ACQUIRE)) {
         return n;

@@ -132,8 +132,7 @@ TEST(LockServerFlagsTest, ListsSwapLocks) {
   for (const SwapLockInfo& lock : kSwapLocks) {
     EXPECT_NE(out.find("  " + std::string(lock.name) + " "), std::string::npos) << lock.name;
   }
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), static_cast<long>(kSwapLockCount) + 1)
-      << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), static_cast<long>(kSwapLockCount) + 1) << out;
   EXPECT_NE(out.find("  pthread "), std::string::npos) << out;
 }
 

@@ -161,8 +161,9 @@ def check_speed(ctx, bin_dir, present: list) -> dict:
     return check("speed", title, status, lines)
 
 
-# The lock tracer: the preload of `./lockbench profile` in its trace mode (profile/lockprof_trace.cpp),
-# which the launcher turns on by handing the server a descriptor in $LOCKTRACE_FD.
+# The lock tracer: the preload of `./lockbench profile` in its trace mode
+# (profile/lockprof_trace.cpp), which the launcher turns on by handing the server a
+# descriptor in $LOCKTRACE_FD.
 TRACER = Path(S.REFERENCE) / "liblockprof.so"
 TRACE_CAP = 8 << 20
 DESIGN_THREADS = 30   # of the kit client's 100, ten requests each
