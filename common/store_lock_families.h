@@ -34,6 +34,11 @@ using PhaseFairRwLocks =
 using BravoRwLocks =
     LockFamily<BravoRwLock<PthreadRwLock>, "bravo",
                "BRAVO rwlock (a pthread rwlock with biased readers in a shared slot table)">;
+// The same BRAVO over the phase-fair lock: what the preload swaps in as
+// bravo-pflock, so that its microbenchmark and its swaps run one code.
+using BravoPflockRwLocks =
+    LockFamily<BravoRwLock<PhaseFairRwLock>, "bravo-pflock",
+               "BRAVO over the phase-fair rwlock (biased readers in a shared slot table)">;
 
 }  // namespace kv
 

@@ -71,7 +71,7 @@ constexpr auto kStrategies = WithFamilies<
     // The classic lock families (each header says how, when it wins, when it
     // collapses).
     TicketLocks, TtasBackoffLocks, McsLocks, ClhLocks, PhaseFairRwLocks, BravoRwLocks,
-    FutexMutexes>(std::array{
+    BravoPflockRwLocks, FutexMutexes>(std::array{
     Entry<OneMutexStore>("main1: one mutex for the whole array (everything serialised)"),
     Entry<MutexPerSlotStore>("main2: one mutex per string (reads of one string serialised)"),
     Entry<OneRwLockStore>("main3: one reader-preferring rwlock "
@@ -151,7 +151,8 @@ std::string DescribeSwapLocks() {
     AppendSwapLockRow(&out, lock.name, lock.rwlock_only ? "rwlock" : "mutex, rwlock",
                       lock.description);
   }
-  AppendSwapLockRow(&out, "pthread", "rwlock", "glibc's own (--swap-rwlock only: keep the rwlocks)");
+  AppendSwapLockRow(&out, "pthread", "rwlock",
+                    "glibc's own (--swap-rwlock only: keep the rwlocks)");
   return out;
 }
 

@@ -3,8 +3,8 @@
 // prints it, the preload takes its names from it (its implementations are in
 // this order), and analysis/profile.py reads it to know the names. Each is
 // named as its lock family among lockserver's strategies (a strategy one-mcs
-// or mcs-per-slot is an mcs lock), except bravo-pflock: BRAVO over pflock,
-// where the strategies' bravo is over the pthread rwlock.
+// or mcs-per-slot is an mcs lock; one-bravo-pflock is BRAVO over pflock, where
+// the strategies' bravo is over the pthread rwlock).
 //
 // One entry a line, `{"name", rwlock_only, "what it is"},`: analysis/profile.py
 // reads this file as text, so that its --help needs no build.
