@@ -205,19 +205,24 @@ class Server:
         _, why = wait_for_port([twin(self.port), self.port], self._listening, self.alive,
                                self.ready_timeout, 0.005)
         if why == "exited":
-            code = self.proc.wait()
+            self.proc.wait()
             with contextlib.suppress(queue.Empty):    # what it printed before it ended
                 while (line := self.lines.get(timeout=1.0)) is not None:
                     self._log.write(line + "\n")
-            last = self._last_log_line()   # before stop() closes the log
-            self.stop()
-            raise StartError(f"{self.name} (n={self.n}) exited at start-up "
-                             f"({describe_exit(code)}): {last or 'no message'}")
         if why:
-            self.stop()
-            raise StartError(f"{self.name} (n={self.n}) did not print its listening line "
-                             f"within {self.ready_timeout:g} s; see {self.log_file}")
+            raise self._not_started(why, "did not print its listening line")
         return self
+
+    def _not_started(self, why: str, not_ready: str) -> StartError:
+        """Stops it, and says why it did not start: how it exited and its last line, or
+        `not_ready` within the time it had."""
+        code, last = self.proc.poll(), self._last_log_line()   # before stop() closes the log
+        self.stop()
+        if why == "exited":
+            return StartError(f"{self.name} (n={self.n}) exited at start-up "
+                              f"({describe_exit(code)}): {last or 'no message'}")
+        return StartError(f"{self.name} (n={self.n}) {not_ready} within "
+                          f"{self.ready_timeout:g} s; see {self.log_file}")
 
     def _last_log_line(self) -> str:
         if not self._log.closed:
@@ -333,16 +338,9 @@ class KitServer(Server):
         self.listen_port, why = wait_for_port([twin(self.port), self.port],
                                               lambda: listening_ports([self.proc.pid]),
                                               self.alive, self.ready_timeout, 0.01)
-        if why == "exited":
-            code, last = self.proc.poll(), self._last_log_line()
-            self.stop()
-            raise StartError(f"{self.name} (n={self.n}) exited at start-up "
-                             f"({describe_exit(code)}): {last or 'no message'}")
         if why:
-            self.stop()
-            raise StartError(f"{self.name} (n={self.n}) did not listen on port {self.port} "
-                             f"or its twin {twin(self.port)} within {self.ready_timeout:g} s; "
-                             f"see {self.log_file}")
+            raise self._not_started(why, f"did not listen on port {self.port} or its twin "
+                                         f"{twin(self.port)}")
         self._log.write(f"# listening on {self.listen_port}\n")
         self._log.flush()
         return self
