@@ -3,6 +3,8 @@ as a person's uid, kill(-1, SIGKILL) would end everything of theirs on the machi
 processes_of tells live processes from zombies."""
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -46,23 +48,21 @@ def test_two_graders_with_their_own_run_folders_take_different_slots(tmp_path):
     # A grader in a chroot (its own /run and /tmp, the host's processes) took the slot the
     # host's grader held, and each ended the other's worker as a killed grader's leftovers:
     # the slot's abstract socket name is seen by both.
-    import subprocess
-    import sys
-    held = []
+    graders, indices = [], []
     try:
         for run in ("host-run", "chroot-run"):
             p = subprocess.Popen([sys.executable, "-c", TAKE, str(tmp_path / run)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                  cwd=Path(__file__).resolve().parents[2])
-            held.append(p)
+            graders.append(p)
             index = p.stdout.readline().strip()
             assert index.isdigit(), index
-            held[-1].index = int(index)
-        assert held[0].index != held[1].index
+            indices.append(int(index))
+        assert indices[0] != indices[1]
     finally:
-        for p in held:
+        for p in graders:
             p.communicate("")
     # both gone: the first slot that was free is free again, lock file and socket name
-    again = isolation._claim(held[0].index)
+    again = isolation._claim(indices[0])
     assert again is not None
     again.close()
