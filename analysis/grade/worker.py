@@ -29,7 +29,7 @@ from .kit_checks import check_consistency, check_idle, check_initial, check_work
 from .races import race_check
 from .robustness import check_robustness
 from .sandboxed import HAND_IN_SHARE, Ctx, check
-from .timing import check_timing, clock_probe, tables
+from .timing import check_timing, clock_probe, lost_in_noise, tables
 
 
 def one_server_fixes(checks: list, lab) -> None:
@@ -113,7 +113,15 @@ def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
     if why:
         return {"why": why}
     ctx.log("clock probe")
-    return clock_probe(ctx, bin_dir, present)
+    first = clock_probe(ctx, bin_dir, present)
+    # A busy machine's delay in one batch leaves the clock unjudged; a second round, when
+    # it fits, is judged on its own (every batch of it must stand out again).
+    if not lost_in_noise(first) or ctx.left() < ctx.cost("timing"):
+        return first
+    ctx.log("clock probe: a second round, no lock waiting stood out in every batch")
+    again = clock_probe(ctx, bin_dir, present, round_=2)
+    again["strays"] = again.get("strays", 0) + first["strays"]
+    return again
 
 
 def grade(ctx: Ctx) -> dict:
