@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""bench/lockprof_cost.py: what the lock preload (liblockprof.so) costs one thread.
+
+A benchmark program, not a test. It compiles bench/lockprof_cost.c (one thread, uncontended
+lock+unlock pairs of a pthread mutex and of a pthread rwlock's read side) and runs it plain
+and under the preload: loaded but idle, profiling (TSC and CLOCK_MONOTONIC), each swap lock
+(`lockserver --list-locks`; a mutex swap also swaps the rwlocks to pflock, the rwlock-only
+ones are swapped for the rwlocks alone), and one swap while profiling. In one sitting, R
+rounds, each running every configuration once in a shuffled order; it prints each one's
+median ns per pair as a Markdown table, and the range over the rounds.
+
+  .venv/bin/python bench/lockprof_cost.py [--rounds 7] [--pairs 5000000]
+      [--bin-dir build/release]
+"""
+
+import argparse
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from analysis.numbers import int_in  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int_in(1, 100), default=7)
+    ap.add_argument("--pairs", type=int_in(1000, 1_000_000_000), default=5_000_000)
+    ap.add_argument("--bin-dir", default="build/release",
+                    help="where liblockprof.so and lockserver are")
+    return ap.parse_args(argv)
+
+
+def swap_locks(lockserver: Path) -> list:
+    """[(name, 'mutex' | 'rwlock')] of the locks the preload can swap in (pthread left out)."""
+    out = subprocess.run([str(lockserver), "--list-locks"], capture_output=True, text=True,
+                         check=True, timeout=10).stdout
+    rows = [line.split()[:2] for line in out.splitlines() if line.strip()]
+    return [(name, "mutex" if kinds.startswith("mutex") else "rwlock")
+            for name, kinds, *_ in rows if name != "pthread"]
+
+
+def configurations(lib: Path, dump: Path, locks: list) -> dict:
+    """{label: the environment it adds}: plain, then the preload's modes."""
+    pre, prof = {"LD_PRELOAD": str(lib)}, {"LOCKPROF_FILE": str(dump / "p.%p.json")}
+    confs = {"plain glibc": {}, "preloaded, neither profiling nor swapping": pre,
+             "profiling (TSC)": {**pre, **prof},
+             "profiling (`LOCKPROF_CLOCK=monotonic`)": {**pre, **prof,
+                                                        "LOCKPROF_CLOCK": "monotonic"}}
+    for name, kind in locks:
+        var = "LOCKPROF_SWAP" if kind == "mutex" else "LOCKPROF_SWAP_RW"
+        confs[f"swap `{name}`, not profiling"] = {**pre, var: name}
+    confs["swap `mcs`, profiling"] = {**pre, **prof, "LOCKPROF_SWAP": "mcs"}
+    return confs
+
+
+def run_once(exe: Path, pairs: int, env: dict) -> tuple:
+    p = subprocess.run([str(exe), str(pairs)], capture_output=True, text=True, timeout=600,
+                       env={"PATH": "/usr/bin:/bin", **env})
+    m = re.fullmatch(r"mutex_ns=([\d.]+) rwlock_ns=([\d.]+)\n", p.stdout)
+    if p.returncode != 0 or m is None:
+        raise RuntimeError(f"{exe.name} {env}: exit {p.returncode}: {p.stderr.strip()[:200]}")
+    return float(m[1]), float(m[2])
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    bin_dir = Path(a.bin_dir)
+    lib, lockserver = bin_dir / "liblockprof.so", bin_dir / "lockserver"
+    for need in (lib, lockserver):
+        if not need.is_file():
+            print(f"lockprof_cost: {need} not found (build the release preset first)",
+                  file=sys.stderr)
+            return 2
+    with tempfile.TemporaryDirectory(prefix="lockprof-cost-") as tmp:
+        tmp = Path(tmp)
+        exe = tmp / "lockprof_cost"
+        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(exe), str(HERE / "lockprof_cost.c"),
+                        "-lpthread"], check=True, timeout=120)
+        locks = swap_locks(lockserver)
+        confs = configurations(lib.resolve(), tmp, locks)
+        rw_only = {f"swap `{name}`, not profiling" for name, kind in locks if kind == "rwlock"}
+        got: dict = {label: [] for label in confs}
+        order = list(confs)
+        for r in range(a.rounds):
+            random.shuffle(order)
+            for label in order:
+                got[label].append(run_once(exe, a.pairs, confs[label]))
+            print(f"round {r + 1} of {a.rounds} done", file=sys.stderr, flush=True)
+    print(f"One thread, uncontended, {a.pairs} pairs, {a.rounds} rounds; median ns per pair "
+          "(least to most over the rounds); a mutex swap also swaps the rwlocks to pflock\n")
+    print("| | mutex lock+unlock | rwlock rdlock+unlock |\n|---|---|---|")
+    for label, runs in got.items():
+        cells = []
+        for col in (0, 1):
+            v = [x[col] for x in runs]
+            cells.append(f"{statistics.median(v):.0f} ({min(v):.0f}-{max(v):.0f})")
+        if label in rw_only:  # its mutexes stay pthread's: that column is the idle preload's
+            cells[0] = "-"
+        print(f"| {label} | {cells[0]} | {cells[1]} |")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+        print(f"lockprof_cost: {e}", file=sys.stderr)
+        sys.exit(1)
