@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <chrono>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -48,6 +49,10 @@ TEST(ParseSchedStatTest, RejectsAnythingElse) {
 }
 
 TEST(SchedStatTest, RealProcFileOfThisThreadParses) {
+  // The kernel adds a running thread's time to the file at a tick or a switch: a test
+  // process that just started may have had neither (a tickless kernel, a fast machine).
+  BurnCpu(2'000'000);
+  std::this_thread::sleep_for(std::chrono::microseconds(100));
   std::ifstream in("/proc/thread-self/schedstat");
   ASSERT_TRUE(in) << "no /proc/thread-self/schedstat on this kernel";
   std::stringstream text;

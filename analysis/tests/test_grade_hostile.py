@@ -151,6 +151,12 @@ def score(out: Path, name: str) -> float:
     return json.loads((out / name / "results.json").read_text())["score"]
 
 
+def points(out: Path, name: str) -> dict:
+    """{a check's title: its points} of a submission's results.json."""
+    return {t["name"]: t["score"]
+            for t in json.loads((out / name / "results.json").read_text())["tests"]}
+
+
 def marked_pids(mark: str) -> list:
     """Processes on the host whose command line holds mark (or whose name is it)."""
     pids = []
@@ -275,9 +281,14 @@ def test_forged_timing_scores_no_better_than_its_honest_twin(group):
     # 6bef42e: the speed check trusted the timing files when they looked plausible, so
     # main2/main4 lines divided by 5 made one-lock servers "5x faster": forged PASS 100,
     # the honest twin FAIL 90 (speed).
-    forged, honest = score(group.out, "forged_timing"), score(group.out, "honest_timing")
+    # Check by check: the design check measures locks, not timing lines, and whether it
+    # confirms a trace may differ between two gradings of the same design on a busy machine.
+    forged, honest = points(group.out, "forged_timing"), points(group.out, "honest_timing")
+    assert forged.keys() == honest.keys()
+    gained = {k: (forged[k], honest[k]) for k in forged
+              if forged[k] > honest[k] and k != C.BY_ID["design"].title}
     speed = checks(group.out, "forged_timing")["speed"]
-    assert forged <= honest and speed["status"] != "pass", (forged, honest, speed)
+    assert not gained and speed["status"] != "pass", (gained, speed)
 
 
 def test_a_symlinked_timing_file_is_refused_and_leaks_nothing(group):
