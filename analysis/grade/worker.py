@@ -114,8 +114,8 @@ def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
         return {"why": why}
     ctx.log("clock probe")
     first = clock_probe(ctx, bin_dir, present)
-    # A busy machine's delay in one batch leaves the clock unjudged; a second round, when
-    # it fits, is judged on its own (every batch of it must stand out again).
+    # Lock waiting hidden in some batch by a busy machine leaves the clock unjudged; a
+    # second round, when it fits, is judged on its own (every batch must stand out again).
     if not lost_in_noise(first) or ctx.left() < ctx.cost("timing"):
         return first
     ctx.log("clock probe: a second round, no lock waiting stood out in every batch")
