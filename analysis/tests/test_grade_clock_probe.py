@@ -12,12 +12,14 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from analysis import kernel_sockets as ks
 from analysis.grade import kitload as K
 from analysis.grade import timing as T
+from analysis.grade import worker as W
 from analysis.runner.procs import pick_port
 from analysis.runner.server_spec import Place, ServerSpec, launch
 from analysis.tests.helpers import built_fixture, kit_fixture
@@ -191,3 +193,30 @@ def test_a_server_that_does_not_answer_ends_the_probe_with_one_line(close_them, 
     finally:
         s.stop()
     assert any(w in err for w in why) and left == 0, (err, left)
+
+
+def test_a_probe_lost_in_noise_takes_one_second_round_when_it_fits(monkeypatch):
+    """The worker's rule, the probe itself scripted: a first round where some of main1's
+    batches stood out and some did not is followed by one more (round 2, its stray count
+    added), judged alone; no second round when the first was clear, or did not fit."""
+    ref = {"client": [2e-4] * 3, "lines": ["1e-4"] * 3, "unaccepted": 0, "why": ""}
+    mixed = {"n": N, "strays": 1, "main2": ref,
+             "main1": dict(ref, client=[0.01, 2.5e-4, 0.012], lines=["1e-2"] * 3)}
+    clear = {"n": N, "strays": 2, "main2": ref, "main1": dict(mixed["main1"], client=[0.01] * 3)}
+    # the time left: before the first round, then after it
+    for first, left, rounds in ((mixed, [100.0, 90.0], [1, 2]), (clear, [100.0, 90.0], [1]),
+                                (mixed, [100.0, 5.0], [1])):
+        calls, lefts = [], iter(left)
+
+        def probe(ctx, bin_dir, present, round_=1, first=first, calls=calls):
+            calls.append(round_)
+            return dict(first if round_ == 1 else clear, round=round_)
+        monkeypatch.setattr(W, "clock_probe", probe)
+        ctx = SimpleNamespace(cfg={}, left=lambda lefts=lefts: next(lefts),
+                              cost=lambda cid: 10.0, log=lambda msg: None)
+        got = W.probe_within_budget(ctx, Path("."), ["main1", "main2"])
+        assert calls == rounds
+        assert got["round"] == rounds[-1]
+        if rounds == [1, 2]:
+            assert got["strays"] == 3
+            assert T._probe_problem(got)[0] is False
