@@ -355,7 +355,10 @@ def test_a_budget_too_small_for_the_workload_still_hands_in_results_in_time(tmp_
     # the workload cannot fit 8 s however fast the machine is.
     slow = kit_fixture("correct", tmp_path)
     source = slow / "kitserver.h"
-    source.write_text(source.read_text().replace("usleep(10);", "usleep(2000);"))
+    text = source.read_text()
+    assert "#define ACCESS_DELAY() usleep(10)" in text  # else this test would time nothing
+    source.write_text(text.replace("#define ACCESS_DELAY() usleep(10)",
+                                   "#define ACCESS_DELAY() usleep(2000)"))
     out = tmp_path / "out"
     t0 = time.monotonic()
     p = grade(slow, "--no-reference", "--no-progress", "--out", out, "--budget", "8")
