@@ -46,6 +46,10 @@ def swap_locks(lockserver: Path) -> list:
             for name, kinds, *_ in rows if name != "pthread"]
 
 
+def swap_label(name: str) -> str:
+    return f"swap `{name}`, not profiling"
+
+
 def configurations(lib: Path, dump: Path, locks: list) -> dict:
     """{label: the environment it adds}: plain, then the preload's modes."""
     pre, prof = {"LD_PRELOAD": str(lib)}, {"LOCKPROF_FILE": str(dump / "p.%p.json")}
@@ -55,7 +59,7 @@ def configurations(lib: Path, dump: Path, locks: list) -> dict:
                                                         "LOCKPROF_CLOCK": "monotonic"}}
     for name, kind in locks:
         var = "LOCKPROF_SWAP" if kind == "mutex" else "LOCKPROF_SWAP_RW"
-        confs[f"swap `{name}`, not profiling"] = {**pre, var: name}
+        confs[swap_label(name)] = {**pre, var: name}
     confs["swap `mcs`, profiling"] = {**pre, **prof, "LOCKPROF_SWAP": "mcs"}
     return confs
 
@@ -85,7 +89,7 @@ def main(argv=None) -> int:
                         "-lpthread"], check=True, timeout=120)
         locks = swap_locks(lockserver)
         confs = configurations(lib.resolve(), tmp, locks)
-        rw_only = {f"swap `{name}`, not profiling" for name, kind in locks if kind == "rwlock"}
+        rw_only = {swap_label(name) for name, kind in locks if kind == "rwlock"}
         got: dict = {label: [] for label in confs}
         order = list(confs)
         for r in range(a.rounds):

@@ -120,7 +120,7 @@ def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
         return first
     ctx.log("clock probe: a second round, no lock waiting stood out in every batch")
     again = clock_probe(ctx, bin_dir, present, round_=2)
-    again["strays"] = again.get("strays", 0) + first["strays"]
+    again["strays"] += first["strays"]
     return again
 
 
