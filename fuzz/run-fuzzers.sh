@@ -38,7 +38,7 @@ esac
 log() { printf '\033[1m[fuzz]\033[0m %s\n' "$*" >&2; }
 
 if ! command -v clang++ >/dev/null; then
-  log "clang++ not found (Debian: apt-get install clang libclang-rt-14-dev)"
+  log "clang++ not found (Debian: apt-get install clang libclang-rt-NN-dev, NN its major version)"
   exit 1
 fi
 
