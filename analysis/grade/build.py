@@ -15,14 +15,16 @@ from .sandboxed import Ctx, spawn
 SOURCES = (".c", ".cpp", ".cc")
 
 
-def _make(ctx: Ctx, bdir: Path, args: list, limits: dict, fcommon: bool) -> tuple:
-    """One make in an inner sandbox: (exit status or None on timeout, output text, line)."""
-    ro, env = {}, None
-    if fcommon:
-        tools = ctx.launcher.call(op="tools")["dir"]
-        ro, env = {tools: "/sub/tools"}, {"PATH": "/sub/tools:/usr/bin:/bin"}
+def _make(ctx: Ctx, bdir: Path, args: list, limits: dict, retries=()) -> tuple:
+    """One make in an inner sandbox, with the compiler wrappers of `retries` (names of
+    packaging.RETRIES) first on its PATH: (exit status or None on timeout, output, line)."""
+    ro, env, flags = {}, None, []
+    if retries:
+        tools = ctx.launcher.call(op="tools", retries=list(retries))
+        ro, env, flags = ({tools["dir"]: "/sub/tools"}, {"PATH": "/sub/tools:/usr/bin:/bin"},
+                          tools["flags"])
     code, text, took = _run(ctx, bdir, ["make", *args], limits, ro, env)
-    return code, text, took.replace(":", " (with -fcommon):", 1) if fcommon else took
+    return code, text, took.replace(":", f" (with {' '.join(flags)}):", 1) if flags else took
 
 
 def _run(ctx: Ctx, bdir: Path, argv: list, limits: dict, ro=None, env=None) -> tuple:
@@ -71,18 +73,20 @@ def _first_bytes(path: Path) -> bytes | None:
 
 def _steps(ctx, bdir, extra, limits) -> tuple:
     """make as a TA would: plain make, then `make all`, then each missing server by name;
-    a step whose link failed on multiple definitions is tried again with -fcommon.
-    Returns (evidence lines, servers the plain make built, fcommon needed, the first
+    a step that failed in a way a compiler flag undoes (packaging.RETRIES: a link on
+    multiple definitions, a C compile on what gcc >= 14 made errors) is tried again with it.
+    Returns (evidence lines, servers the plain make built, the retries needed, the first
     failing step's output)."""
-    lines, first, fcommon, failure = [], None, False, []
+    lines, first, retries, failure = [], None, [], []
     plan = [list(extra)]
     while plan:
         args = plan.pop(0)
-        code, text, took = _make(ctx, bdir, args, limits, fcommon)
-        if code not in (0, None) and not fcommon and P.multiple_definitions(text):
-            lines += [took, P.FCOMMON_FIX]
-            fcommon = True  # -B: objects the failed make compiled are up to date, not fixed
-            code, text, took = _make(ctx, bdir, ["-B", *args], limits, fcommon)
+        code, text, took = _make(ctx, bdir, args, limits, retries)
+        while code not in (0, None) and (retry := _retry(text, retries)):
+            r, why = retry
+            lines += [took, r.fix.format(first=why)]
+            retries.append(r.name)  # -B: objects the failed make compiled are up to date, not fixed
+            code, text, took = _make(ctx, bdir, ["-B", *args], limits, retries)
         if first is None:
             _tell_lab(ctx, bdir)
         servers = ctx.lab.servers
@@ -96,7 +100,14 @@ def _steps(ctx, bdir, extra, limits) -> tuple:
                                                                if m not in have])]
         elif len(have) == len(servers):
             break
-    return lines, first or [], fcommon, failure
+    return lines, first or [], retries, failure
+
+
+def _retry(text: str, done: list):
+    """The first retry not tried yet that a failed make's output calls for, with the line
+    that calls for it, or None."""
+    return next(((r, why) for r in P.RETRIES if r.name not in done
+                 and (why := r.diagnosis(text))), None)
 
 
 def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
@@ -114,7 +125,7 @@ def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
             lines += [took, *text.splitlines()[-5:]]
             continue
         if not (bdir / name).is_file():
-            code, _, took = _make(ctx, bdir, [*extra, name], limits, False)
+            code, _, took = _make(ctx, bdir, [*extra, name], limits)
             lines.append(took)
         if (bdir / name).is_file():
             ctx.launcher.call(op="alias", tag=tag, name=server, target=name)
@@ -167,12 +178,12 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
         layout = _layout(ctx, tag, bdir, [], limits)
         return "skip", ["no Makefile: using the binaries as handed in", *layout, *notes], \
             bdir, 0.0
-    lines, first, fcommon, failure = _steps(ctx, bdir, extra_make, limits)
+    lines, first, retries, failure = _steps(ctx, bdir, extra_make, limits)
     lines += _layout(ctx, tag, bdir, extra_make, limits)
     servers = ctx.lab.servers
     have = built(bdir, servers)
     lines += notes
-    if len(first) == len(servers) and not fcommon:
+    if len(first) == len(servers) and not retries:
         return "pass", lines, bdir, 1.0
     if len(have) < len(servers):
         lines.append(f"not built by any step: {', '.join(m for m in servers if m not in have)}"
@@ -182,4 +193,4 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
         lines.append("plain `make` built " + (f"only {', '.join(first)}" if first else
                                               f"none of {ctx.lab.names()}")
                      + f": make the first target (or `all`) build {' '.join(servers)}")
-    return "fail", lines, bdir, len(first) / len(servers) if not fcommon else 0.0
+    return "fail", lines, bdir, len(first) / len(servers) if not retries else 0.0

@@ -45,14 +45,17 @@ CHECKS = (
           fix="make sure `make` with no arguments, run in the submission's top folder, builds "
               "main1, main2, main3 and main4 there: its first target (as in `all: main1 main2 "
               "main3 main4`) must name all four, every source file it needs must be handed in, "
-              "and it must link with `-lpthread`; the make output quoted in this check's "
-              "evidence shows the first error",
+              "it must link with `-lpthread`, and it must build with today's gcc without "
+              "-fcommon or gcc 14's errors made warnings (the retry the evidence names); the "
+              "make output quoted in this check's evidence shows the first error",
           fix_one="make sure `make` with no arguments, run in the submission's top folder, "
                   "builds `main` there: its first target must be main, every source file it "
-                  "needs must be handed in, and it must link with `-lpthread`; the make output "
-                  "quoted in this check's evidence shows the first error",
-          partial="the share of the lab's servers that a plain `make` built (none when the link "
-                  "needed -fcommon)"),
+                  "needs must be handed in, it must link with `-lpthread`, and it must build "
+                  "with today's gcc without -fcommon or gcc 14's errors made warnings (the "
+                  "retry the evidence names); the make output quoted in this check's evidence "
+                  "shows the first error",
+          partial="the share of the lab's servers that a plain `make` built (none when it needed "
+                  "a retry: -fcommon for the link, or gcc 14's new C errors made warnings)"),
     Check(id="binaries",
           title="main1..main4 exist",
           title_one="main exists",

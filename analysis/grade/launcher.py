@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from . import isolation
+from . import packaging as P
 from . import sandbox as S
 
 MAX_MSG = 1 << 20
@@ -33,6 +34,18 @@ MAX_ENTRIES = 20_000         # files and folders copied at most
 MAX_DEPTH = 32
 TRACES = "traces"            # under the scratch space: trace files, the launcher's folder
 UNPACK_S = 120               # seconds a zip handed in may take to unpack
+
+
+def _gcc_major(compiler: str) -> int | None:
+    """gcc's major version for a compiler that is gcc, None for clang (or one that fails)."""
+    if "clang" in os.path.basename(os.path.realpath(compiler)):
+        return None
+    try:
+        out = subprocess.run([compiler, "-dumpversion"], capture_output=True, text=True,
+                             timeout=30).stdout
+        return int(out.split(".")[0])
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
 
 
 # ---- the privileged side -----------------------------------------------------------------
@@ -197,17 +210,25 @@ class Launcher:
         return {}
 
     def op_tools(self, msg, fds) -> dict:
-        """Compiler wrappers that add -fcommon (for hard-coded `gcc` in a Makefile too)."""
-        d = os.path.join(S.SCRATCH, "tools")
+        """Compiler wrappers that add the flags of the build retries named (packaging.RETRIES;
+        for hard-coded `gcc` in a Makefile too), after the Makefile's own flags. Returns their
+        folder and the flags cc adds."""
+        names = sorted(set(msg["retries"]))
+        if not names or not set(names) <= {r.name for r in P.RETRIES}:
+            raise ValueError(f"bad retries {names}")
+        d = os.path.join(S.SCRATCH, "tools-" + "+".join(names))
         os.makedirs(d, 0o755, exist_ok=True)
+        cc_flags = []
         for name in ("gcc", "cc", "g++", "c++", "clang"):
             real = shutil.which(name, path="/usr/bin")
             if real:
+                flags = P.retry_flags(names, name, _gcc_major(real))
+                cc_flags = flags if name == "cc" else cc_flags
                 path = os.path.join(d, name)
                 with open(path, "w") as f:
-                    f.write(f'#!/bin/sh\nexec {real} -fcommon "$@"\n')
+                    f.write(f'#!/bin/sh\nexec {real} "$@" {" ".join(flags)}\n')
                 os.chmod(path, 0o755)
-        return {"dir": d}
+        return {"dir": d, "flags": cc_flags}
 
     def op_mkdir(self, msg, fds) -> dict:
         d = self._inside(os.path.join(S.SCRATCH, msg["path"]))
