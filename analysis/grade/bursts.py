@@ -158,7 +158,7 @@ def check_speed(ctx, bin_dir, present: list) -> dict:
         lines.append(f"undetermined on {cpus:g} CPU: with less than two CPUs the servers' "
                      "threads cannot run side by side, so not being faster here is not held "
                      "against main2 and main4")
-    return check("speed", title, status, lines)
+    return check("speed", title, status, lines, judged=sum(map(len, spans.values())))
 
 
 # The lock tracer: the preload of `./lockbench profile` in its trace mode
@@ -249,7 +249,8 @@ def check_design(ctx, bin_dir, present: list) -> dict:
               "pass" if decided and len(decided) == len(res) else "undetermined")
     return check("design", who, status, [line for _, line, _ in res],
                  fraction=sum(decided) / len(decided) if decided else 0.0,
-                 fix=[f for _, _, f in res if f])
+                 fix=[f for _, _, f in res if f],
+                 judged={name: int(ok is not None) for name, (ok, _, _) in zip(present, res)})
 
 
 # The grader's own kit-style servers a one-server lab's `main` is measured against
@@ -352,6 +353,7 @@ def check_concurrency(ctx, bin_dir, present: list) -> dict:
                     f"not measured: {failed}: {why}; not scored")
     else:
         out = _judge_concurrency(ctx, name, title, spans, looks)
+    out["judged"] = len(spans["sub"])
     if sum(strays):
         ctx.log(f"concurrency: {sum(strays)} process(es) {name} left running stopped "
                 f"before {sum(map(bool, strays))} turn(s)")

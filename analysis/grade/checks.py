@@ -1,9 +1,11 @@
 """The checks of a grading, one record each: its id, its title (and a one-server lab's, where
 that differs), what to fix when it does not pass (and a one-server lab's), how a share of
 its points is counted, what it costs under a time budget, whether it judges each server,
-and whether a failure of it is only a finding. The worker orchestrates the checks by id in
-this order; the pages and the score read their words from here; a lab version
-(labs.Lab) and the course's weights file name the checks by id.
+whether a failure of it is only a finding, and its evidence rule: what it counts as judged
+(requests answered, operations checked, lines compared, probes run), of which it needs at
+least one to pass (evidence.py holds the rule; nothing judged is never a pass). The worker
+orchestrates the checks by id in this order; the pages and the score read their words from
+here; a lab version (labs.Lab) and the course's weights file name the checks by id.
 
 Each check's runner is a function check_<id> in the module of its kind (build.py,
 kit_checks.py, timing.py, bursts.py, robustness.py, races.py), registered by id in
@@ -25,6 +27,8 @@ class Check:
     cost_in_runs: int = 0    # what it costs, in kit runs of this grading (see worker)
     per_server: bool = False  # judges each server: a missing server costs its share
     finding: bool = False    # failing it alone makes PASS WITH FINDINGS, not FAIL
+    judges: str = ""         # what it counts as judged (its result's `judged`), plural words
+    quiet: bool = False      # times the servers: nothing else of the submission runs beside it
 
     def title_for(self, lab=None) -> str:
         """The title for this lab (the four-server lab's when none is known yet)."""
@@ -40,7 +44,7 @@ class Check:
 # with the default settings on a 2-core machine at 0.2 s a kit run: consistency 20 s, idle
 # 2 s, speed 5 s, design 3 s, robustness 3 s, timing 2 s; half as much again for margin.
 CHECKS = (
-    Check(id="build",
+    Check(id="build", judges="servers built",
           title="Builds with make",
           fix="make sure `make` with no arguments, run in the submission's top folder, builds "
               "main1, main2, main3 and main4 there: its first target (as in `all: main1 main2 "
@@ -56,14 +60,14 @@ CHECKS = (
                   "shows the first error",
           partial="the share of the lab's servers that a plain `make` built (none when it needed "
                   "a retry: -fcommon for the link, or gcc 14's new C errors made warnings)"),
-    Check(id="binaries",
+    Check(id="binaries", judges="servers present",
           title="main1..main4 exist",
           title_one="main exists",
           fix="build (or hand in) four executables named exactly main1, main2, main3 and main4 "
               "in the top folder of the submission: not in a subfolder, not under other names",
           fix_one="build (or hand in) one executable named exactly main in the top folder of the "
                   "submission"),
-    Check(id="cmdline",
+    Check(id="cmdline", judges="servers started with the kit's command line",
           title="mainN n ip port, with the kit's port quirk",
           title_one="main n ip port, with the kit's port quirk",
           fix="start as the kit does, `./mainN n ip port` (the array size, the IP address, the "
@@ -74,12 +78,12 @@ CHECKS = (
                   "the port), and listen on the port given without htons, like the kit's server: "
                   "`sock_var.sin_port = atoi(argv[3])`",
           per_server=True),
-    Check(id="initial",
+    Check(id="initial", judges="strings read back",
           title="Initial values 'String i: the initial value'",
           fix='before accepting any connection, set every string i < n to exactly "String i: the '
               'initial value": `sprintf(theArray[i], "String %d: the initial value", i)`',
           per_server=True),
-    Check(id="workload",
+    Check(id="workload", judges="requests answered",
           title="The kit workload (like test.sh): errors, crashes, hangs",
           fix="the server must answer every request of 100 client threads x 10 requests and "
               "never stop: accept in a loop, one thread per connection that reads the whole "
@@ -89,7 +93,7 @@ CHECKS = (
           partial="the share of (server, n) settings whose runs all went without an error, crash "
                   "or hang",
           per_server=True),
-    Check(id="consistency",
+    Check(id="consistency", judges="operations checked for linearizability",
           title="Correctness under concurrency (per-slot linearizability)",
           fix="hold the string's lock across the whole read or write, from before the access to "
               "after it (its usleep included), and build the reply from what was read under the "
@@ -97,14 +101,14 @@ CHECKS = (
               "what each one saw",
           cost_in_runs=150,
           per_server=True),
-    Check(id="idle",
+    Check(id="idle", judges="requests served beside a silent connection",
           title="A silent client does not block the others",
           fix="do not read in the accepting thread: accept the connection and hand it to a "
               "thread of its own (a thread per connection) that reads the request, so that a "
               "client that connects and sends nothing blocks only its own thread",
           cost_in_runs=15,
           per_server=True),
-    Check(id="speed",
+    Check(id="speed", quiet=True, judges="bursts timed",
           title="main2 and main4 clearly faster than main1 (measured by the grader)",
           fix="main2 must lock only the string it touches (an array of n mutexes: lock position "
               "pos's own), and main4 likewise with a read/write lock per string "
@@ -112,7 +116,7 @@ CHECKS = (
               "connection's thread run on its own: no `pthread_join` right after "
               "`pthread_create`, no global lock around the access",
           cost_in_runs=40),
-    Check(id="design",
+    Check(id="design", quiet=True, judges="servers whose design was decided",
           title="Each server uses the lock design of its number (traced and measured)",
           title_one="main uses one of the lab's lock designs, named (traced and measured)",
           fix="use the lock design the lab asks of this server number: main1 one mutex for the "
@@ -125,14 +129,14 @@ CHECKS = (
                   "lab asks of their number",
           cost_in_runs=25,
           per_server=True),
-    Check(id="concurrency",
+    Check(id="concurrency", quiet=True, judges="bursts timed",
           title="main serves requests concurrently (timed against the grader's own servers)",
           fix="let each connection's thread run on its own (no `pthread_join` right after "
               "`pthread_create`, the request read in that thread, not the accepting one) and "
               "hold a string's lock only around that string's access, so that writes to "
               "different strings overlap",
           cost_in_runs=25),
-    Check(id="robustness",
+    Check(id="robustness", judges="probes run",
           title="Robustness (main1): empty connection, malformed frames, client leaving early",
           title_one="Robustness (main): empty connection, malformed frames, client leaving early",
           fix="check read()'s return before using the buffer (0 or -1: close the connection and "
@@ -144,7 +148,7 @@ CHECKS = (
                   "probe that could not run costs nothing)",
           cost_in_runs=25,
           finding=True),
-    Check(id="timing",
+    Check(id="timing", quiet=True, judges="timing lines judged",
           title="The timing file server_output_time_aggregated",
           fix="write server_output_time_aggregated in the server's working folder: one line per "
               "1000 requests, their mean latency in seconds printed with %e (`fprintf(f, "
@@ -155,12 +159,20 @@ CHECKS = (
                   "more when the probe judged them",
           cost_in_runs=15,
           per_server=True),
-    Check(id="races",
+    Check(id="races", judges="servers run under ThreadSanitizer",
           title="Race detector (ThreadSanitizer)",
           fix="make every access to shared data (the array, counters, the timing sums) under the "
               "lock that protects it (the first stack in the evidence shows where), and let the "
               "Makefile take CC, CFLAGS and LDFLAGS from the command line (`$(CC) $(CFLAGS) -o "
               "main1 main1.c $(LDFLAGS)`) so that it can be rebuilt with `-fsanitize=thread`",
+          finding=True),
+    Check(id="memory", judges="servers run under AddressSanitizer",
+          title="Memory errors (AddressSanitizer and UBSan)",
+          fix="the first error in the evidence names its kind and the source line: keep every "
+              "index inside its array (a batch counter reset before it passes the array's "
+              "end, a position checked against n), every copy inside its buffer (strncpy with "
+              "the buffer's size), and let the Makefile take CC, CFLAGS and LDFLAGS from the "
+              "command line so that it can be rebuilt with `-fsanitize=address,undefined`",
           finding=True),
 )
 BY_ID = {c.id: c for c in CHECKS}
@@ -171,7 +183,7 @@ BY_ID = {c.id: c for c in CHECKS}
 # the timing check's clock probe. The build, the start, the initial values, the kit workload
 # and the timing lines are what every other check stands on.
 SKIPPABLE = ("consistency", "idle", "speed", "design", "concurrency", "robustness", "probe")
-ORDER = tuple(c.id for c in CHECKS if c.id not in ("races", "concurrency"))
+ORDER = tuple(c.id for c in CHECKS if c.id not in ("races", "memory", "concurrency"))
 PER_SERVER = tuple(c.id for c in CHECKS if c.per_server)
 FINDINGS = tuple(c.id for c in CHECKS if c.finding)
 

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from ..numbers import float_above, int_in, list_of
+from ..numbers import float_above, float_in, int_in, list_of
 from ..progress import Progress
 from . import bundle, checks, dashboard, handin, isolation, labs, names, render, safeio, sandbox
 
@@ -41,6 +41,7 @@ class GradeError(Exception):
 _runs = int_in(1, 1000)
 _sizes = list_of(int_in(4, 100_000), distinct_sorted=True)
 _seconds = float_above(0, 1e6)
+_pause = float_in(0, 600)
 
 
 def _layout(t):
@@ -145,6 +146,12 @@ def _what_options(ap) -> None:
                          "final grades")
     ap.add_argument("--race", action="store_true",
                     help="also rebuild with -fsanitize=thread (CC/CFLAGS/LDFLAGS) and report races")
+    ap.add_argument("--memory", action="store_true",
+                    help="also rebuild with -fsanitize=address,undefined (CC/CFLAGS/LDFLAGS) "
+                         "and report each server's first memory error and its source line")
+    ap.add_argument("--idle-pause", type=_pause, default=12.0, metavar="S",
+                    help="how long each server is left idle between two kit runs, longer than "
+                         "a self-exit timeout (default 12; 0 leaves the pause out)")
 
 
 def _platform_options(ap) -> None:
@@ -174,7 +181,8 @@ def config(a) -> dict:
     if a.sizes:
         base["sizes"] = a.sizes
     weights = render.load_weights(a.weights)
-    base.update({"quick": a.quick, "race": a.race, "layout": a.layout or {}, "lab": a.lab,
+    base.update({"quick": a.quick, "race": a.race, "memory": a.memory,
+                 "idle_pause_s": a.idle_pause, "layout": a.layout or {}, "lab": a.lab,
                  "skip": a.skip or [],
                  "build_timeout_s": a.build_timeout,
                  "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
@@ -516,7 +524,8 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     settings (resuming); (name, evidence, what happened)."""
     sdir = a.out / name
     stamp = sdir / "grade-key.json"
-    key = {k: cfg[k] for k in ("runs", "sizes", "race", "layout", "lab", "skip")}
+    key = {k: cfg[k] for k in ("runs", "sizes", "race", "memory", "idle_pause_s", "layout",
+                               "lab", "skip")}
     if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
             and json.loads(stamp.read_text()) == key):
         ev = json.loads((sdir / "evidence.json").read_text())
@@ -552,7 +561,8 @@ def _grade_all(a, cfg, weights) -> list:
             raise
     rows = [rows[n] for n in out_names]
     meta = {"date": time.strftime("%Y-%m-%d %H:%M %Z"),
-            "settings": {k: cfg[k] for k in ("runs", "sizes", "quick", "race", "skip")},
+            "settings": {k: cfg[k] for k in ("runs", "sizes", "quick", "race", "memory",
+                                             "skip")},
             "grader": cfg["grader"]}
     # The class pages before the similarity phase (bounded, but it reads what students
     # wrote); written again with its flags once it is done.

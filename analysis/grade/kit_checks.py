@@ -20,6 +20,7 @@ def check_initial(ctx, bin_dir, servers) -> tuple:
     """Starts each server with the kit command line; checks port quirk and initial values."""
     n = ctx.cfg["init_n"]
     cmdline_ev, init_ev, cmd_ok, init_ok = [], [], True, True
+    started, read = dict.fromkeys(servers, 0), dict.fromkeys(servers, 0)
     for name in servers:
         s, why = start(ctx, bin_dir, name, n, f"{name}_initial")
         if why:
@@ -28,6 +29,7 @@ def check_initial(ctx, bin_dir, servers) -> tuple:
             init_ev.append(f"{name}: not checked (did not start)")
             s.stop()
             continue
+        started[name] = 1
         if s.quirk:
             cmdline_ev.append(f"{name} {n} 127.0.0.1 {s.asked}: listening on {s.port} "
                               "(the kit's byte-swapped port)")
@@ -42,6 +44,7 @@ def check_initial(ctx, bin_dir, servers) -> tuple:
             if err:
                 bad.append(f"slot {i}: {err}" + ("" if s.alive() else f" (server {s.death()})"))
                 break
+            read[name] += 1
             if got != initial_value(i):
                 bad.append(f"slot {i}: {got!r}, expected {initial_value(i)!r}")
         if bad:
@@ -52,9 +55,9 @@ def check_initial(ctx, bin_dir, servers) -> tuple:
             init_ev.append(f"{name} (n={n}): all {n} strings are 'String i: the initial value'")
         s.stop()
     return (check("cmdline", C.title("cmdline", ctx.lab), "pass" if cmd_ok else "fail",
-                  cmdline_ev),
+                  cmdline_ev, judged=started),
             check("initial", C.title("initial"),
-                  "pass" if init_ok else "fail", init_ev))
+                  "pass" if init_ok else "fail", init_ev, judged=read))
 
 
 def describe_failure(s: Server, failed: list) -> str:
@@ -78,7 +81,8 @@ def ctx_timeout(reqs):
 
 def _new_entry() -> dict:
     return {"runs": 0, "runs_done": 0, "requests_ok": 0, "failure": "", "client_mean_s": [],
-            "client_wall_s": [], "timing": None, "timing_problem": "", "history": None}
+            "client_wall_s": [], "timing": None, "timing_problem": "", "history": None,
+            "short": [], "pause": None}
 
 
 def _one_run(ctx, s, entry, n, r) -> None:
@@ -87,6 +91,7 @@ def _one_run(ctx, s, entry, n, r) -> None:
     ok = [q for q in done if q.ok]
     failed = [q for q in done if not q.ok]
     entry["requests_ok"] += len(ok)
+    entry["short"] += [q.size for q in K.short(ok)]
     if r == 0:
         entry["history"] = done
     if failed or len(done) < K.THREADS * K.PER_THREAD:
@@ -162,7 +167,9 @@ def workload(ctx, bin_dir, servers, sizes, runs, tag_prefix="") -> dict:
     return res
 
 
-def check_workload(wl, runs) -> dict:
+def check_workload(wl, runs, pause=None) -> dict:
+    """The kit workload's settings, and for each server the idle pause (pause.py) as one
+    setting more: {server: (ok, line, served)}."""
     ev, ok = [], True
     for name, per_n in wl.items():
         for n, e in per_n.items():
@@ -178,10 +185,33 @@ def check_workload(wl, runs) -> dict:
     if cut:
         ev.append(f"the grader's time budget cut the runs per setting from {runs} to "
                   f"{', '.join(map(str, cut))}")
+    ev += short_reply_finding(wl)
     total = sum(len(v) for v in wl.values())
     good = sum(1 for v in wl.values() for e in v.values() if not e["failure"])
+    answered = {name: sum(e["requests_ok"] for e in per_n.values())
+                for name, per_n in wl.items()}
+    for name, (kept, line, served) in (pause or {}).items():
+        ev.append(f"idle pause: {line}")
+        if kept is not None:
+            total, good, ok = total + 1, good + kept, ok and kept
+            answered[name] = answered.get(name, 0) + served
     return check("workload", C.title("workload"),
-                 "pass" if ok else "fail", ev, fraction=good / total if total else 0.0)
+                 "pass" if ok else "fail", ev, fraction=good / total if total else 0.0,
+                 judged=answered)
+
+
+def short_reply_finding(wl) -> list:
+    """The one line that names replies shorter than the kit's 100-byte frame: the kit's
+    client reads one read() of up to 100 bytes and takes the text up to its first NUL, so
+    they are the kit's to accept, a finding, never a failed request."""
+    sizes = [b for v in wl.values() for e in v.values() for b in e.get("short", [])]
+    if not sizes:
+        return []
+    answered = sum(e["requests_ok"] for v in wl.values() for e in v.values())
+    return [f"finding: {len(sizes)} of {answered} replies were shorter than the kit's "
+            f"{K.FRAME}-byte frame ({min(sizes)}-{max(sizes)} bytes); the kit's client "
+            "reads them (one read() of up to 100 bytes, as far as the first NUL), so they "
+            "count as answered: write the whole 100-byte buffer"]
 
 
 def _attack(ctx, s, n: int) -> tuple:
@@ -189,7 +219,7 @@ def _attack(ctx, s, n: int) -> tuple:
     slots held before it; ([(slot, violation)], [what could not be checked])."""
     slots = [k * n // 4 for k in range(4)]
     initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
-    bad, unchecked = [], []
+    bad, unchecked, judged = [], [], 0
     for rnd in range(ctx.cfg["attack_rounds"]):
         plan = K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"])
         done, _ = K.drive(s.port, plan, ctx.cfg["request_timeout_s"])
@@ -203,16 +233,22 @@ def _attack(ctx, s, n: int) -> tuple:
                 bad.append((slot, r))
             elif r.ok is None:
                 unchecked.append(f"attacker load, slot {slot}: search {r.explanation}")
+            judged += _ops(done, slot) if r.ok is not None else 0
         if bad or not s.alive():
             break
         # next round starts from what the slots hold now
         initial = K.read_slots(s.port, slots, ctx.cfg["request_timeout_s"])
-    return bad, unchecked
+    return bad, unchecked, judged
 
 
-def _kit_histories(ctx, per_n: dict, unchecked: list) -> list:
-    """The first kit run of each n, checked; [(n, slot, violation)]."""
-    bad = []
+def _ops(done: list, slot: int) -> int:
+    """The answered requests of one slot in a history: the operations its check judged."""
+    return sum(1 for q in done if q.ok and q.pos == slot)
+
+
+def _kit_histories(ctx, per_n: dict, unchecked: list) -> tuple:
+    """The first kit run of each n, checked; ([(n, slot, violation)], operations judged)."""
+    bad, judged = [], 0
     for n_kit, e in per_n.items():
         if e["history"] and e["failure"]:
             unchecked.append(f"kit run at n={n_kit}: requests failed")
@@ -223,7 +259,8 @@ def _kit_histories(ctx, per_n: dict, unchecked: list) -> list:
                 elif r.ok is None:
                     unchecked.append(f"kit run at n={n_kit}, slot {slot}: "
                                      f"search {r.explanation}")
-    return bad
+                judged += _ops(e["history"], slot) if r.ok is not None else 0
+    return bad, judged
 
 
 WRITE_PROBE = "lockbench write probe"
@@ -251,6 +288,7 @@ def check_consistency(ctx, bin_dir, servers) -> dict:
     wl = ctx.wl
     n = 100
     ev, ok, examples, fix = [], True, [], []
+    judged = dict.fromkeys(servers, 0)
     for name in servers:
         s, why = start(ctx, bin_dir, name, n, f"{name}_attack")
         if why:
@@ -263,10 +301,11 @@ def check_consistency(ctx, bin_dir, servers) -> dict:
             ok = False
             ev.append(reply)
             fix = [OLD_VALUE_FIX]
-        bad_here, unchecked = _attack(ctx, s, n)
+        bad_here, unchecked, judged[name] = _attack(ctx, s, n)
         died = "" if s.alive() else s.death()
         s.stop()
-        kit_bad = _kit_histories(ctx, wl.get(name, {}), unchecked)
+        kit_bad, in_kit = _kit_histories(ctx, wl.get(name, {}), unchecked)
+        judged[name] += in_kit
         if bad_here or kit_bad:
             ok = False
             ev.append(f"{name}: NOT linearizable: {len(bad_here)} slot(s) under the attacker's "
@@ -281,29 +320,49 @@ def check_consistency(ctx, bin_dir, servers) -> dict:
             ev.append(f"{name}: every slot linearizable (attacker load x{ctx.cfg['attack_rounds']}"
                       f" and the first kit run of each n)" + (f"; server {died}" if died else ""))
     return check("consistency", C.title("consistency"),
-                 "pass" if ok else "fail", ev, counterexamples=examples,
+                 "pass" if ok else "fail", ev, counterexamples=examples, judged=judged,
                  **({"fix": fix} if fix else {}))
 
 
+FILL_THREADS = 90   # with the first 20: 1100 requests, more than a batch of 1000 with the
+                    # silent connection in it
+
+
 def idle_one(ctx, bin_dir, name) -> tuple:
+    """(True | False, evidence line, requests served beside the silent connection): 200
+    kit requests must be served while a connection sits silent; then 900 more fill a whole
+    batch of 1000 with the silent one in it, and a server that stalls there (it joins its
+    batch before accepting again) is a finding, named with how many it served."""
     s, why = start(ctx, bin_dir, name, 10, f"{name}_idle")
     if why:
         s.stop()
-        return False, f"{name}: not checked ({why})"
+        return False, f"{name}: not checked ({why})", 0
     try:
         idle = socket.create_connection(("127.0.0.1", s.port), timeout=2)
     except OSError as e:
         s.stop()
-        return False, f"{name}: cannot connect ({e})"
+        return False, f"{name}: cannot connect ({e})", 0
     time.sleep(0.2)
-    done, wall = K.drive(s.port, K.kit_plan(10, threads=20), ctx.cfg["idle_timeout_s"])
+    timeout = ctx.cfg["idle_timeout_s"]
+    done, wall = K.drive(s.port, K.kit_plan(10, threads=20), timeout)
     served = sum(q.ok for q in done)
+    line, fill = "", 0
+    if served == 200:
+        more, _ = K.drive(s.port, K.kit_plan(10, threads=FILL_THREADS), timeout)
+        fill = sum(q.ok for q in more)
+        line = "" if fill == len(more) == FILL_THREADS * K.PER_THREAD else (
+            f"; finding: it stalled once a whole batch was open with the silent connection in "
+            f"it: {200 + fill} of {200 + FILL_THREADS * K.PER_THREAD} requests served (each "
+            f"given {timeout:g} s), as a server that accepts 1000 connections and joins them "
+            "before accepting again does; the kit's client never leaves one silent")
     idle.close()
     s.stop()
     if served < 200:
         return False, (f"{name}: with one silent connection open, {served} of 200 kit requests "
-                       f"were served (each given {ctx.cfg['idle_timeout_s']:g} s)")
-    return True, f"{name}: 200 of 200 requests served in {wall:.2f} s beside a silent connection"
+                       f"were served (each given {timeout:g} s)"), served
+    return True, (f"{name}: 200 of 200 requests served in {wall:.2f} s beside a silent "
+                  "connection" + (line or f", and {fill} more after them, a whole batch "
+                                          "with it")), served + fill
 
 
 def check_idle(ctx, bin_dir, servers) -> dict:
@@ -313,4 +372,4 @@ def check_idle(ctx, bin_dir, servers) -> dict:
         res = list(pool.map(lambda name: idle_one(ctx, bin_dir, name), servers))
     ok = all(r[0] for r in res)
     return check("idle", C.title("idle"), "pass" if ok else "fail",
-                 [r[1] for r in res])
+                 [r[1] for r in res], judged={name: r[2] for name, r in zip(servers, res)})

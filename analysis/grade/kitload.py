@@ -32,7 +32,8 @@ class Request:
     start: float = 0.0
     end: float = 0.0
     reply: str | None = None
-    error: str = ""         # '' when a full 100-byte reply came back
+    error: str = ""         # '' when a reply came back
+    size: int = 0           # the reply's bytes (the kit accepts fewer than 100)
 
     @property
     def ok(self) -> bool:
@@ -55,18 +56,14 @@ def request_text(pos: int, is_read: bool, text: str) -> str:
 
 
 def exchange(port: int, payload: bytes, timeout: float, ip: str = "127.0.0.1"):
-    """One connection: send payload, read up to 100 bytes. Returns (reply_text or None,
-    error or ''). Never raises for network errors."""
+    """One connection: send payload, read the reply as the kit's client does (one read of
+    up to 100 bytes). Returns (reply_text or None, error or ''). Never raises for network
+    errors."""
     try:
         with socket.create_connection((ip, port), timeout=timeout) as s:
             s.settimeout(timeout)
             s.sendall(payload)
-            data = b""
-            while len(data) < FRAME:
-                chunk = s.recv(FRAME - len(data))
-                if not chunk:
-                    break
-                data += chunk
+            data = s.recv(FRAME)
     except TimeoutError:
         return None, f"no reply within {timeout:g} s"
     except OSError as e:
@@ -81,10 +78,17 @@ def _os_error(e: OSError) -> str:
 
 
 def _reply(data: bytes) -> tuple:
-    """(the reply's text, '') for a whole 100-byte frame, else (None, why not)."""
-    if len(data) < FRAME:
-        return None, f"short reply ({len(data)} of {FRAME} bytes)"
+    """The kit client's reading of what its one read() of up to 100 bytes got: (the text
+    as far as the first NUL, ''); (None, why not) when the server closed without a byte.
+    A reply shorter than 100 bytes is the kit's to accept: short() names it, no failure."""
+    if not data:
+        return None, "closed without a reply"
     return data.split(b"\0", 1)[0].decode("utf-8", "replace"), ""
+
+
+def short(done: list) -> list:
+    """The answered requests whose reply was shorter than the kit's 100-byte frame."""
+    return [q for q in done if q.ok and q.size < FRAME]
 
 
 def read_slots(port: int, slots, timeout: float) -> dict:
@@ -195,7 +199,7 @@ class _Driver:
 
     def finish(self, lane: _Lane, reply, error: str) -> None:
         r = lane.req
-        r.end, r.reply, r.error = time.monotonic(), reply, error
+        r.end, r.reply, r.error, r.size = time.monotonic(), reply, error, len(lane.data)
         if lane.sock is not None:
             self.sel.unregister(lane.sock)
             lane.sock.close()
@@ -217,10 +221,8 @@ class _Driver:
                 if lane.sent == len(lane.payload):
                     self.sel.modify(lane.sock, selectors.EVENT_READ, lane)
             else:
-                chunk = lane.sock.recv(FRAME - len(lane.data))
-                lane.data += chunk
-                if not chunk or len(lane.data) >= FRAME:
-                    return self.finish(lane, *_reply(lane.data))
+                lane.data = lane.sock.recv(FRAME)   # the kit's one read()
+                return self.finish(lane, *_reply(lane.data))
         except (BlockingIOError, InterruptedError):
             return None
         except OSError as e:
@@ -289,17 +291,16 @@ def _rx_time(sock, want: int) -> tuple:
 
 
 def _take_reply(key, got: dict, reqs: list) -> bool:
-    """Reads what came on key's connection; True once its whole reply is in (then the
-    request's end and reply are set). Raises EOFError if the server closed first."""
+    """Reads the reply on key's connection as the kit does (one read of up to 100 bytes);
+    True once read (then the request's end, reply and size are set). Raises EOFError if
+    the server closed first."""
     i = key.data
-    chunk, when = _rx_time(key.fileobj, FRAME - len(got[i]))
+    chunk, when = _rx_time(key.fileobj, FRAME)
     if not chunk:
         raise EOFError("a connection was closed before its reply")
-    got[i] += chunk
-    if len(got[i]) < FRAME:
-        return False
-    reqs[i].end = when
-    reqs[i].reply = got.pop(i).split(b"\0", 1)[0].decode("utf-8", "replace")
+    got.pop(i)
+    reqs[i].end, reqs[i].size = when, len(chunk)
+    reqs[i].reply = chunk.split(b"\0", 1)[0].decode("utf-8", "replace")
     return True
 
 
@@ -413,14 +414,11 @@ def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05,
                 return None, f"{len(got)} of {len(positions)} replies missing after {timeout:g} s"
             for key, _ in events:
                 s = key.fileobj
-                chunk = s.recv(FRAME)
-                if not chunk:
+                if not s.recv(FRAME):     # the kit's one read() is the whole reply
                     return None, "a connection was closed before its reply"
-                got[s] += len(chunk)
-                if got[s] >= FRAME:
-                    last = time.monotonic()
-                    sel.unregister(s)
-                    del got[s]
+                last = time.monotonic()
+                sel.unregister(s)
+                del got[s]
         return last - t0, ""
     except OSError as e:
         return None, f"{type(e).__name__}: {e.strerror or e}"

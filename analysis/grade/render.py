@@ -345,9 +345,9 @@ def share_text(check: dict) -> str:
 
 
 VERDICT_RULE = ("PASS when no check failed; PASS WITH FINDINGS when the only checks that "
-                "failed are robustness and races (the kit's own sample fails some robustness "
-                "probes); FAIL when any other check failed, or when grading itself failed. A "
-                "skipped check earns nothing but does not decide the verdict; an "
+                "failed are robustness, races and memory (the kit's own sample fails some "
+                "robustness probes); FAIL when any other check failed, or when grading "
+                "itself failed. A skipped check earns nothing but does not decide the verdict; an "
                 "undetermined check is not scored at all: the grader's limits never cost a "
                 "point.")
 
@@ -888,6 +888,8 @@ def settings_words(settings) -> str:
         text = settings_text({"config": settings})
         if "race" in settings:
             text += "; race detector " + ("on" if settings["race"] else "off")
+        if "memory" in settings:
+            text += "; memory check " + ("on" if settings["memory"] else "off")
         return text
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 

@@ -83,6 +83,6 @@ def check_robustness(ctx, bin_dir) -> dict:
         if ok is False:
             findings.append(what)
     if not checked:
-        return check("robustness", who, "undetermined", ev)
+        return check("robustness", who, "undetermined", ev, judged=0)
     return check("robustness", who, "fail" if findings else "pass", ev,
-                 findings=findings, fraction=1 - len(findings) / checked)
+                 findings=findings, fraction=1 - len(findings) / checked, judged=checked)

@@ -148,6 +148,7 @@ def clock_probe(ctx, bin_dir, present: list, round_: int = 1) -> dict:
     res: dict = {"n": n, "judged": judged, "against": against, "strays": 0, "round": round_}
     where = {label: (folder, exe) for label, folder, exe in [(judged, bin_dir, judged), *others]}
     servers: dict = {}   # label: (the running server, batches done before it started)
+    again = f"_r{round_}" if round_ > 1 else ""   # a fresh folder: no line of the first round
 
     def up(label: str, tag: str) -> None:
         try:
@@ -171,7 +172,7 @@ def clock_probe(ctx, bin_dir, present: list, round_: int = 1) -> dict:
     for label in where:
         res[label] = {"client": [], "lines": None, "unaccepted": 0, "why": ""}
         if not fresh:
-            up(label, f"{label}_clock")
+            up(label, f"{label}_clock{again}")
     rng = random.Random(20261126 + round_)
     order = list(where)
     for b in range(PROBE_BATCHES):
@@ -179,7 +180,7 @@ def clock_probe(ctx, bin_dir, present: list, round_: int = 1) -> dict:
         for label in order:
             e = res[label]
             if fresh and not e["why"]:
-                up(label, f"{label}_clock{b}")
+                up(label, f"{label}_clock{b}{again}")
             if e["why"]:
                 continue
             _probe_batch(ctx, servers[label][0].port, n, e)
@@ -279,8 +280,10 @@ def check_timing(wl, runs, probe=None, lab=None) -> dict:
     workload's lines, and main1's lines under the clock probe. It can cost only this
     check's points. lab: whose lines are means or sums (the 2018 kit's)."""
     ev, kinds, good = [], [], 0
+    judged = dict.fromkeys(wl, 0)
     for name, per_n in wl.items():
         for n, e in per_n.items():
+            judged[name] += len(e["timing"] or [])
             problems = _setting_problems(e, lab)
             if problems:
                 ev.append(f"{name} n={n}: " + "; ".join(text for _, text in problems))
@@ -297,10 +300,13 @@ def check_timing(wl, runs, probe=None, lab=None) -> dict:
         ev.append(f"clock probe: {strays_line(probe['judged'], probe['strays'])}")
     if left_out is not None:
         total, good = total + 1, good + (not left_out)
+        who = probe["judged"]
+        judged[who] = judged.get(who, 0) + len(probe[who]["lines"])
     if left_out:
         kinds.append("after_lock")
     return check("timing", C.title("timing", lab), "fail" if kinds else "pass", ev,
-                 fraction=good / total if total else 0.0, fix=[TIMING_FIXES[k] for k in kinds])
+                 fraction=good / total if total else 0.0, fix=[TIMING_FIXES[k] for k in kinds],
+                 judged=judged)
 
 
 def tables(wl, lab=None) -> dict:

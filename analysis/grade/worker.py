@@ -20,12 +20,15 @@ import time
 from pathlib import Path
 
 from . import checks as C
+from . import evidence as E
 from . import labs
 from . import launcher as LA
+from . import pause as P
 from . import sandbox as S
 from .build import build, built
 from .bursts import check_concurrency, check_design, check_speed
 from .kit_checks import check_consistency, check_idle, check_initial, check_workload, workload
+from .memory import memory_check
 from .races import race_check
 from .robustness import check_robustness
 from .sandboxed import HAND_IN_SHARE, Ctx, check
@@ -137,12 +140,13 @@ def grade(ctx: Ctx) -> dict:
     lab = ctx.lab
     ev["lab"] = {"name": lab.name, "servers": list(lab.servers), "what": lab.what,
                  "why": ctx.lab_why}
-    checks.append(check("build", C.title("build", lab), status, lines, fraction=frac))
     present = built(bin_dir, lab.servers)
+    checks.append(check("build", C.title("build", lab), status, lines, fraction=frac,
+                        judged=len(present)))
     missing = [m for m in lab.servers if m not in present]
     checks.append(check("binaries", C.title("binaries", lab), "fail" if missing else "pass",
                         f"missing: {', '.join(missing)}" if missing else
-                        f"{lab.names()} present"))
+                        f"{lab.names()} present", judged=len(present)))
     wl: dict = {}
     if present:
         wl = _kit_checks(ctx, bin_dir, present, checks)
@@ -150,6 +154,10 @@ def grade(ctx: Ctx) -> dict:
     if cfg.get("race"):
         ctx.log("race detector")
         checks.append(race_check(ctx, present))
+    if cfg.get("memory"):
+        ctx.log("memory check")
+        checks.append(memory_check(ctx, present))
+    checks[:] = E.apply_all(checks, wl)
     one_server_fixes(checks, lab)
     ev["tables"] = tables(wl, lab)
     ev["seconds"] = time.monotonic() - t0
@@ -170,13 +178,20 @@ def _kit_checks(ctx: Ctx, bin_dir: Path, present: list, checks: list) -> dict:
     cfg, lab = ctx.cfg, ctx.lab
     ctx.log("command line, port quirk, initial values")
     checks.extend(check_initial(ctx, bin_dir, present))
+    paused = P.begin(ctx, bin_dir, present)
     ctx.log(f"kit workload: {cfg['runs']} runs x n={cfg['sizes']}")
     wl = workload(ctx, bin_dir, present, cfg["sizes"], cfg["runs"])
     ctx.wl = wl
-    checks.append(check_workload(wl, cfg["runs"]))
-    checks.extend(within_budget(ctx, cid, lambda run=RUNNERS[cid]: run(ctx, bin_dir, present))
-                  for cid in lab.checks if cid in RUNNERS
-                  and (cid != "robustness" or lab.first in present))
+    at, pause = len(checks), None
+    for cid in lab.checks:
+        if cid not in RUNNERS or (cid == "robustness" and lab.first not in present):
+            continue
+        if C.BY_ID[cid].quiet and pause is None:  # nothing of the submission beside a timed check
+            pause = P.finish(paused)
+        checks.append(within_budget(ctx, cid, lambda run=RUNNERS[cid]: run(ctx, bin_dir,
+                                                                             present)))
+    checks.insert(at, check_workload(wl, cfg["runs"], P.finish(paused) if pause is None
+                                     else pause))
     ctx.probe = probe_within_budget(ctx, bin_dir, present)
     checks.append(check_timing(wl, cfg["runs"], ctx.probe, lab))
     return wl
@@ -215,6 +230,7 @@ def out_of_time(ctx: Ctx) -> None:
     checks += [check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "
                      "not scored", not_run=True) for cid in left]
+    checks = E.apply_all(checks, ctx.wl)
     ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - ctx.t0)
     ctx.log(f"time budget: handed in with {len(left)} check(s) unfinished")
     if hand_in(ctx, ev):
