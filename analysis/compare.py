@@ -325,7 +325,8 @@ def measure(c: Config, a, lib: Path, dump_dir: Path | None = None) -> float:
 
 def rounds(a, lib: Path, cfgs: list, bar: Progress) -> tuple:
     """({name: [value or None per round]}, {name: why it broke}, the orders run). A
-    configuration that broke runs no more; native or pthread breaking ends the comparison."""
+    configuration that broke runs no more; native or pthread broken ends the comparison
+    after its round."""
     rng = random.Random(0x10CB)
     values = {c.name: [None] * a.rounds for c in cfgs}
     broke, orders, matched = {}, [], 0
@@ -343,20 +344,20 @@ def rounds(a, lib: Path, cfgs: list, bar: Progress) -> tuple:
             except RunFailedError as e:
                 broke[c.name] = f"{e} (round {i + 1})"
                 bar.note(f"{PROG}: {c.name}: broke the program: {e}")
-                fatal(c, e, a, matched)
             bar.advance(1.0, f"round {i + 1}: {c.name}")
+        fatal(broke, a, matched)
     return values, broke, orders
 
 
-def fatal(c: Config, e: Exception, a, matched: int) -> None:
-    """Without native and pthread there is nothing to compare with: end (exit 1)."""
-    if a.metric is not None and matched == 0 and "no match of --metric" in str(e):
-        raise P.FailedError(f"no run's output matched --metric {a.metric.pattern!r} (the first "
-                            f"run, {c.name}, printed none)")
-    if c.name == "native":
-        raise P.FailedError(f"{a.command[0]} fails without the preload: {e}")
-    if c.name == "pthread":
-        raise P.FailedError(f"{a.command[0]} fails under the preload without a swap: {e}")
+def fatal(broke: dict, a, matched: int) -> None:
+    """Without native and pthread there is nothing to compare with: the end (exit 1)."""
+    if a.metric is not None and matched == 0:
+        raise P.FailedError(f"no run's output matched --metric {a.metric.pattern!r} "
+                            f"(native: {broke.get('native', '?')})")
+    for name, how in (("native", "without the preload"),
+                      ("pthread", "under the preload without a swap")):
+        if name in broke:
+            raise P.FailedError(f"{a.command[0]} fails {how}: {broke[name]}")
 
 
 def profile_run(a, lib: Path) -> dict:
