@@ -31,6 +31,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 from . import profile_dump
@@ -300,18 +301,30 @@ def records(docs: list) -> list:
 
 
 class Symbols:
-    """Function names from an ELF object's .symtab (or .dynsym): names the sites dladdr
-    could not (static functions, a program that exports nothing)."""
+    """Function names from an ELF object's .symtab, or from its separate debug file when one
+    is installed (by build ID or .gnu_debuglink, where gdb looks), or from its .dynsym: names
+    the sites dladdr could not (static functions, a program that exports nothing). An
+    object with none of them is `stripped`."""
 
     def __init__(self):
         self.cache: dict = {}
+        self.stripped: set = set()
 
     def table(self, path: str) -> tuple:
         """The dump names the object: only a regular file of a sane size is read (a forged
-        dump could name a FIFO or /dev/zero)."""
+        dump could name a FIFO or /dev/zero), and so is a debug file."""
         if path not in self.cache:
             try:
-                self.cache[path] = _functions(read_object(path))
+                data = read_object(path)
+                found = _functions(data, symtab_only=True)
+                if not found[0]:
+                    debug = debug_file(path, data)
+                    found = _functions(read_object(debug), True) if debug else ([], [])
+                if not found[0]:
+                    found = _functions(data)
+                    if data[:4] == b"\x7fELF":
+                        self.stripped.add(path)
+                self.cache[path] = found
             except (OSError, struct.error, IndexError, ValueError):
                 self.cache[path] = ([], [])
         return self.cache[path]
@@ -326,6 +339,7 @@ class Symbols:
 
 
 MAX_OBJECT = 1 << 30  # bytes of an ELF object read for its symbols
+DEBUG_ROOT = Path("/usr/lib/debug")
 
 
 def read_object(path: str) -> bytes:
@@ -337,16 +351,56 @@ def read_object(path: str) -> bytes:
         return f.read(MAX_OBJECT)
 
 
-def _functions(data: bytes) -> tuple:
-    """(sorted starts, [(start, size, name)]) of the FUNC symbols of a 64-bit ELF image."""
+def _sections(data: bytes) -> tuple:
+    """(byte order, [section header tuples], {name: header}) of a 64-bit ELF image."""
     if data[:4] != b"\x7fELF" or data[4] != 2:
-        return [], []
+        return "<", [], {}
     end = "<" if data[5] == 1 else ">"
     shoff, = struct.unpack_from(end + "Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
+    shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
     secs = [struct.unpack_from(end + "IIQQQQIIQQ", data, shoff + i * shentsize)
             for i in range(shnum)]
-    tabs = [s for s in secs if s[1] == 2] or [s for s in secs if s[1] == 11]
+    names = {}
+    if shstrndx < len(secs):
+        base = secs[shstrndx][4]
+        for sec in secs:
+            names[data[base + sec[0]:data.index(b"\0", base + sec[0])].decode("latin-1")] = sec
+    return end, secs, names
+
+
+def debug_file(path: str, data: bytes) -> str | None:
+    """The separate debug file installed for the object: by its build ID
+    (/usr/lib/debug/.build-id/ab/cdef.debug), else by its .gnu_debuglink name beside it,
+    in .debug/ there or under /usr/lib/debug, with the link's CRC matching."""
+    end, _, names = _sections(data)
+    note = names.get(".note.gnu.build-id")
+    if note:
+        namesz, descsz, kind = struct.unpack_from(end + "III", data, note[4])
+        if kind == 3:
+            at = note[4] + 12 + (namesz + 3) // 4 * 4
+            hexid = data[at:at + descsz].hex()
+            cand = DEBUG_ROOT / ".build-id" / hexid[:2] / f"{hexid[2:]}.debug"
+            if len(hexid) > 2 and cand.is_file():
+                return str(cand)
+    link = names.get(".gnu_debuglink")
+    if not link:
+        return None
+    raw = data[link[4]:link[4] + link[5]]
+    name = raw[:raw.index(b"\0")].decode("utf-8", "replace")
+    crc, = struct.unpack_from(end + "I", raw, (raw.index(b"\0") + 4) // 4 * 4)
+    here = Path(path).resolve().parent
+    for cand in (here / name, here / ".debug" / name, DEBUG_ROOT / here.relative_to("/") / name):
+        if "/" not in name and cand.is_file() and zlib.crc32(read_object(str(cand))) == crc:
+            return str(cand)
+    return None
+
+
+def _functions(data: bytes, symtab_only: bool = False) -> tuple:
+    """(sorted starts, [(start, size, name)]) of the FUNC symbols of a 64-bit ELF image:
+    its .symtab, or its .dynsym where it has none (unless symtab_only)."""
+    end, secs, _ = _sections(data)
+    tabs = [s for s in secs if s[1] == 2] or ([] if symtab_only else
+                                              [s for s in secs if s[1] == 11])
     funcs = []
     for s in tabs:
         strtab = secs[s[6]]
@@ -385,6 +439,9 @@ def name_sites(recs: list) -> None:
             found = syms.name(obj, int(vaddr, 16))
             if found:
                 r["site"] = f"{found} ({Path(obj).name})"
+            elif obj in syms.stripped:
+                r["site"] = (f"0x{int(vaddr, 16):x} ({Path(obj).name}, stripped; no debug "
+                             "symbols installed)")
     funcs = [r["site"].split("+", 1)[0] for r in recs]
     plain = demangle(funcs)
     for r, f in zip(recs, funcs):

@@ -7,6 +7,7 @@ not files. Each is one reason in words; the good dumps beside them are still rea
 import copy
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -117,3 +118,40 @@ def test_symbols_of_an_object_that_is_not_a_file_are_none_at_once(tmp_path):
     syms = profile.Symbols()  # reading /dev/zero would fill the memory, the FIFO block
     for path in ("/dev/zero", str(tmp_path / "fifo"), str(tmp_path / "missing")):
         assert syms.table(path) == ([], [])
+
+
+STRIPPED_SOURCE = r"""
+#include <pthread.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static int n;
+static __attribute__((noinline)) void bump(void) {
+  pthread_mutex_lock(&m);
+  n++;
+  pthread_mutex_unlock(&m);
+}
+int main(void) { for (int i = 0; i < 10; i++) bump(); return n != 10; }
+"""
+
+
+def test_a_stripped_program_is_named_from_its_debug_file_or_said_to_be_stripped(tmp_path):
+    """The same program three ways: with its symbols, stripped with a .gnu_debuglink to the
+    debug file beside it (as a -dbgsym package installs one), stripped bare."""
+    (tmp_path / "s.c").write_text(STRIPPED_SOURCE)
+    steps = [["gcc", "-g", "-O1", "-pthread", "-o", "full", "s.c"], ["cp", "full", "linked"],
+             ["objcopy", "--only-keep-debug", "linked", "linked.debug"],
+             ["strip", "--strip-all", "linked"],
+             ["objcopy", "--add-gnu-debuglink=linked.debug", "linked"], ["cp", "full", "bare"],
+             ["strip", "--strip-all", "-R", ".gnu_debuglink", "bare"]]
+    for step in steps:
+        subprocess.run(step, cwd=tmp_path, check=True, capture_output=True)
+    nm = subprocess.run(["nm", "full"], cwd=tmp_path, capture_output=True, text=True).stdout
+    bump = int(next(line.split()[0] for line in nm.splitlines() if line.endswith(" bump")), 16)
+    recs = [{"site": f"0x{bump + 16:x} ({name})", "site_object": str(tmp_path / name),
+             "site_vaddr": f"{bump + 16:x}"} for name in ("full", "linked", "bare")]
+    profile.name_sites(recs)
+    assert [r["site"] for r in recs] == [
+        "bump+0x10 (full)", "bump+0x10 (linked)",
+        f"0x{bump + 16:x} (bare, stripped; no debug symbols installed)"]
+    (tmp_path / "linked.debug").write_bytes(b"\x7fELF not the one the link's CRC names")
+    assert profile.debug_file(str(tmp_path / "linked"),
+                              (tmp_path / "linked").read_bytes()) is None
