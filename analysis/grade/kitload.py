@@ -290,10 +290,19 @@ def _rx_time(sock, want: int) -> tuple:
     return data, time.time()
 
 
-def _take_reply(key, got: dict, reqs: list) -> bool:
-    """Reads the reply on key's connection as the kit does (one read of up to 100 bytes);
-    True once read (then the request's end, reply and size are set). Raises EOFError if
-    the server closed first."""
+def _accepted(queued, timeout: float):
+    """Waits (at most timeout) until queued() says no connection waits to be accepted;
+    what it says then (None without queued)."""
+    deadline = time.monotonic() + timeout
+    while queued is not None and queued() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return None if queued is None else queued()
+
+
+def _take_reply(key, got: dict, reqs: list) -> None:
+    """Reads the reply on key's connection as the kit does (one read of up to 100 bytes):
+    the request's end, reply and size are set. Raises EOFError if the server closed
+    first."""
     i = key.data
     chunk, when = _rx_time(key.fileobj, FRAME)
     if not chunk:
@@ -301,10 +310,10 @@ def _take_reply(key, got: dict, reqs: list) -> bool:
     got.pop(i)
     reqs[i].end, reqs[i].size = when, len(chunk)
     reqs[i].reply = chunk.split(b"\0", 1)[0].decode("utf-8", "replace")
-    return True
 
 
-def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None) -> tuple:
+def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None,
+           before_last=None) -> tuple:
     """The grader's clock probe: one connection per request, all opened first (a kit-style
     server accepts each and parks a thread in read()); then `outstanding` requests are
     sent at once and every reply sends the next, in the order the connections were opened,
@@ -316,22 +325,22 @@ def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None)
     Sets each request's start (sent), end (its reply reached this host's kernel: our own
     delays are not counted), both time.time() seconds, and reply. queued() (optional)
     counts the connections not accepted yet: the first send waits (at most `timeout`)
-    for 0. Returns ('' or the first failure, which ends it; that count then, or None)."""
+    for 0; before_last() (optional) just before the last request is sent. Returns ('' or
+    the first failure, which ends it; that count then, or None)."""
     try:
         socks = _open_all(port, len(reqs), timeout)
     except OSError as e:
         return f"opening {len(reqs)} connections: {type(e).__name__}: {e.strerror or e}", None
     frames = [frame(request_text(r.pos, r.is_read, r.text)) for r in reqs]
-    deadline = time.monotonic() + timeout
-    while queued is not None and queued() and time.monotonic() < deadline:
-        time.sleep(0.005)
-    left = None if queued is None else queued()
+    left = _accepted(queued, timeout)
     sel = selectors.DefaultSelector()
     got: dict = {}
     nxt, replies, taper = 0, 0, len(reqs) - outstanding
 
     def send_next():
         nonlocal nxt
+        if nxt == len(reqs) - 1 and before_last is not None:  # what a server wrote by now
+            before_last()                                    # cannot be about the batch
         reqs[nxt].start = time.time()
         socks[nxt].sendall(frames[nxt])
         sel.register(socks[nxt], selectors.EVENT_READ, nxt)
@@ -348,8 +357,7 @@ def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None)
             if not events:
                 return f"{len(got)} replies missing after {timeout:g} s", left
             for key, _ in events:
-                if not _take_reply(key, got, reqs):
-                    continue
+                _take_reply(key, got, reqs)
                 sel.unregister(key.fileobj)
                 key.fileobj.close()
                 replies += 1

@@ -38,6 +38,10 @@ TIMING_FIXES = {
                "append their mean latency in seconds with fprintf(f, \"%e\\n\", mean)",
     "format": "print one number per line with %e (a double, not a pointer or an integer)",
     "count": "write exactly one line per 1000 requests (a batch), no more, no less",
+    "early": "write a batch's line only after its 1000 requests have all been answered: "
+             "join the batch's threads first, then add up their latencies and write the mean "
+             "(a line written before is an average of requests still running, and resetting "
+             "the batch's index under them writes past the array)",
     "late": "write a batch's line as soon as its 1000th request has been served (after "
             "joining that batch's threads), not when the next batch's first connection "
             "arrives: the file must not stay one line behind while the server runs",
@@ -137,18 +141,17 @@ def clock_probe(ctx, bin_dir, present: list, round_: int = 1) -> dict:
     servers, each is started afresh for each batch and stopped after its line, with
     whatever the submission left running stopped before each start (stop_strays, counted
     in 'strays'): nothing of the submission runs during theirs, and each is measured
-    alike. Returns {'n', 'judged', 'against', 'strays', label: {'client': [mean s a
-    batch], 'lines', 'why'}, 'round'} or {'why': what kept it from running}. round_: which
-    round of batches this is (a second one takes its turns in another order)."""
+    alike. Returns {'n', 'judged', 'against', 'strays', label: {'client': [mean s a batch],
+    'lines', 'why'}, 'round'} or {'why': why it did not run}. round_: a second round of
+    batches takes its turns in another order, in fresh folders."""
     judged, *rest = _probe_servers(ctx, bin_dir, present)
     if judged is None:
         return {"why": rest[0]}
-    others, against = rest
-    n, fresh = max(ctx.cfg["sizes"]), not ctx.lab.speed
+    (others, against), n, fresh = rest, max(ctx.cfg["sizes"]), not ctx.lab.speed
     res: dict = {"n": n, "judged": judged, "against": against, "strays": 0, "round": round_}
     where = {label: (folder, exe) for label, folder, exe in [(judged, bin_dir, judged), *others]}
     servers: dict = {}   # label: (the running server, batches done before it started)
-    again = f"_r{round_}" if round_ > 1 else ""   # a fresh folder: no line of the first round
+    again = f"_r{round_}" * (round_ > 1)   # no line of the first round in its folders
 
     def up(label: str, tag: str) -> None:
         try:
@@ -183,7 +186,8 @@ def clock_probe(ctx, bin_dir, present: list, round_: int = 1) -> dict:
                 up(label, f"{label}_clock{b}{again}")
             if e["why"]:
                 continue
-            _probe_batch(ctx, servers[label][0].port, n, e)
+            s, before = servers[label]
+            _probe_batch(ctx, s, len(e["client"]) - before, n, e)
             if fresh:
                 down(label)
     for label in list(servers):
@@ -191,16 +195,51 @@ def clock_probe(ctx, bin_dir, present: list, round_: int = 1) -> dict:
     return res
 
 
-def _probe_batch(ctx, port: int, n: int, e: dict) -> None:
-    """One probe batch on the server at `port`; its client mean, or why it failed, in e."""
+def _probe_batch(ctx, s, done: int, n: int, e: dict) -> None:
+    """One probe batch on the server s, which has taken `done` batches before it: its
+    client mean, or why it failed, in e; in e['early'] the lines already in its timing file
+    just before the batch's last request went out (more than `done`: this batch's line was
+    written before its batch had finished)."""
     reqs = _probe_plan(n)
-    err, waiting = K.window(port, reqs, PROBE_OUTSTANDING, ctx.cfg["request_timeout_s"],
-                            lambda: ks.accept_queue(port) or 0)
+    seen = []
+    err, waiting = K.window(s.port, reqs, PROBE_OUTSTANDING, ctx.cfg["request_timeout_s"],
+                            lambda: ks.accept_queue(s.port) or 0,
+                            before_last=lambda: seen.append(len(s.timing_lines()[0] or [])))
     e["unaccepted"] = max(e["unaccepted"], waiting or 0)
+    if seen and seen[0] > done:
+        e.setdefault("early", []).append(len(e["client"]) + 1)
     if err:
         e["why"] = err
     else:
         e["client"].append(statistics.fmean(r.end - r.start for r in reqs))
+
+
+def batch_problems(probe) -> list:
+    """[(kind, text)] of the judged server's probe lines, each against the grader's own
+    batch: a line already written before the batch's last request was sent ('early'), and
+    a line above the mean wait its batch's requests had from outside, which a mean of them
+    cannot be ('above'). Judged whatever the noise: neither needs lock waiting to show."""
+    if probe is None or probe.get("why"):
+        return []
+    judged = probe.get("judged", "main1")
+    one, out = probe[judged], []
+    if one.get("early"):
+        b = one["early"]
+        which = (f"the line of batch {b[0]} was" if len(b) == 1 else
+                 f"the lines of batches {', '.join(map(str, b[:-1]))} and {b[-1]} were")
+        out.append(("early", f"{judged} under the grader's clock probe: {which} already in "
+                             "the file before the grader sent the batch's last request: "
+                             "written before its batch finished"))
+    lines = one["lines"] or []
+    for i, (line, waited) in enumerate(zip(lines, one["client"])):
+        v = parse_timing(line)
+        if v is not None and math.isfinite(v) and v > waited * 1.5:
+            out.append(("above", f"{judged} under the grader's clock probe: line {i + 1} "
+                                 f"{line[:40]!r} cannot be the mean of its batch's 1000 "
+                                 f"latencies: from outside they took {waited:.3e} s on "
+                                 "average"))
+            break
+    return out
 
 
 def _unjudged(probe, head: str) -> str:
@@ -298,12 +337,15 @@ def check_timing(wl, runs, probe=None, lab=None) -> dict:
     ev.append(line)
     if (probe or {}).get("strays"):
         ev.append(f"clock probe: {strays_line(probe['judged'], probe['strays'])}")
-    if left_out is not None:
-        total, good = total + 1, good + (not left_out)
-        who = probe["judged"]
-        judged[who] = judged.get(who, 0) + len(probe[who]["lines"])
     if left_out:
         kinds.append("after_lock")
+    found = batch_problems(probe)
+    ev += [text for _, text in found]
+    kinds += [k for k, _ in found if k not in kinds]
+    if left_out is not None or found:
+        total, good = total + 1, good + (not left_out and not found)
+        who = probe["judged"]
+        judged[who] = judged.get(who, 0) + len(probe[who]["lines"] or [])
     return check("timing", C.title("timing", lab), "fail" if kinds else "pass", ev,
                  fraction=good / total if total else 0.0, fix=[TIMING_FIXES[k] for k in kinds],
                  judged=judged)
