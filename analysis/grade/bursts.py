@@ -127,6 +127,9 @@ def check_speed(ctx, bin_dir, present: list) -> dict:
     missing = [m for m in need if m not in present]
     if missing:
         return check("speed", title, "skip", f"not measured: {', '.join(missing)} missing")
+    if not ctx.lab.delay:
+        return check("speed", title, "undetermined", f"not measured: {NO_DELAY}; not scored",
+                     judged=0)
     positions = spread(n, BURST)
     floor = usleep_floor()
     servers, ev = start_all(ctx, bin_dir, need, n, "burst")

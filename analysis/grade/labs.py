@@ -1,18 +1,23 @@
 """The versions of ECE 420 Lab 2 a grader meets, each one record, and how a submission
 tells which one it is (docs/grading.md, "Versions of the lab").
 
-- 2019-2023: four servers, main1..main4, one per lock design; the kit's common.h sleeps
-  usleep(10) in each access and its saveTimes writes the mean of 1000 latencies.
-- 2024+: one server, `main`, with the lock design the student chose; the same kit.
-- 2018: one server, `main`; the kit's common.h had no usleep and saveTimes wrote the sum.
+A version is two axes that changed independently:
+- the servers handed in: four, main1..main4, one per lock design (2019-2023, and
+  2018-2020 hand-ins whose `main` is one of four: `main` plus main2..main4, or plus
+  main1..main3, as make targets); or one, `main`, with the design the student chose
+  (2024+; 2018);
+- the kit: the kit's common.h sleeps usleep(10) in each access and its saveTimes writes
+  the mean of 1000 latencies (from about 2021); the older kit's has no usleep and writes
+  the sum (2018-2020 hand-ins). Without the delay how long a lock is held cannot be
+  timed, so the checks that time it are undetermined, never failed.
 - 2017: no kit protocol at all (each student wrote a client too): refused.
 
-Told apart from what was built (main1..main4, or only `main`) and, for `main`, from the
-submission's own common.h. `--lab NAME` decides instead.
+The servers are told apart from what was built, the Makefile's targets (and --layout);
+the kit from the submission's own common.h. `--lab NAME` names the servers instead.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import checks as C
 from . import design as D
@@ -30,6 +35,8 @@ class Lab:
     designs: dict           # server -> the lock designs that earn the design check
     checks: tuple           # its checks' ids (checks.py), in page order
     what: str               # one line for the page
+    place: tuple = ()       # (server, built name): a server the submission built under
+                            # another name (`main` as main1), linked as --layout would
 
     @property
     def speed(self) -> bool:
@@ -83,34 +90,62 @@ def by_name(name: str) -> Lab:
 
 
 # the kit's common.h: getContent/setContent sleep in each access, saveTimes divides by the
-# request count (2019 on); the 2018 one neither
+# request count (2019 on); the older one neither
 _DELAY = re.compile(rb"usleep\s*\(\s*ART_DELAY\s*\)|usleep\s*\(\s*10\s*\)")
-
-
 _NAMES_FOUR = re.compile(rb"\bmain[1-4]\b")
+OLDER_KIT = "the older kit (no usleep in the accesses, timing lines that are sums)"
 
 
-def detect(built: list, common_h: bytes | None, makefile: bytes | None = None) -> tuple:
+def on_kit(lab: Lab, common_h: bytes | None) -> tuple:
+    """(lab on the kit the submission's own common.h is of, '' or the reason to say): the
+    older kit, without the delay, makes its lines sums and its lock holding untimeable."""
+    if common_h is None or lab.name == "2018":
+        return lab, ""
+    if _DELAY.search(common_h):
+        return replace(lab, delay=True, timing="mean"), ""
+    return (replace(lab, delay=False, timing="sum", what=f"{lab.what}, on {OLDER_KIT}"),
+            "its common.h has no usleep in the accesses: the older kit")
+
+
+def _placed(named: set) -> dict:
+    """Where a `main` built beside three of main1..main4 as make targets goes: the number
+    the other three leave free (main2..main4 beside it: main is the one-mutex main1)."""
+    free = [m for m in FOUR if m not in named]
+    return {free[0]: "main"} if len(free) == 1 else {}
+
+
+def detect(built: list, common_h: bytes | None, makefile: bytes | None = None,
+           layout: dict | None = None) -> tuple:
     """(Lab, why) from the executables a plain make built (names), the submission's own
-    common.h and its Makefile (their first bytes, None when there is none)."""
+    common.h and its Makefile (their first bytes, None when there is none), and the
+    course's --layout (a mainN in it asks for the four servers)."""
     four = [s for s in FOUR if s in built]
-    if four:
-        return LABS["2019-2023"], f"{', '.join(four)} built: the four-server lab"
+    named = {m.decode() for m in _NAMES_FOUR.findall(makefile or b"")}
+    asked = [m for m in FOUR if m in (layout or {})]
+    if four or asked:
+        why = (f"{', '.join(four)} built" if four else
+               f"--layout places {', '.join(asked)}")
+        return _kit_said(LABS["2019-2023"], why, common_h)
     if "main" not in built:
-        return LABS[DEFAULT], f"neither main1..main4 nor main built: graded as the " \
-                              f"{DEFAULT} lab"
-    named = sorted({m.decode() for m in _NAMES_FOUR.findall(makefile or b"")})
-    if common_h is not None and not _DELAY.search(common_h):
-        # the 2018 lab's Makefiles sometimes built main1..main3 as extra targets
-        why = "one server main, and its common.h has no usleep in the accesses: the 2018 lab"
-        if "main4" in named:
-            why += (f"; its Makefile also names {', '.join(named)} as the four-server lab's "
-                    "do: the pieces disagree, and the kit decides (--lab chooses otherwise)")
-        elif named:
-            why += f" (its Makefile's extra targets {', '.join(named)} are not graded)"
-        return LABS["2018"], why
+        return LABS[DEFAULT], "neither main1..main4 nor main built"
+    place = _placed(named)
+    if place or named >= set(FOUR):
+        lab = replace(LABS["2019-2023"], place=tuple(place.items()))
+        where = f": main is {next(iter(place))}, the number they leave free" if place else ""
+        return _kit_said(lab, f"main built, its Makefile names {', '.join(sorted(named))} as "
+                              f"targets{where}", common_h)
+    old = common_h is not None and not _DELAY.search(common_h)
+    lab = LABS["2018"] if old else LABS["2024+"]
+    why = ("main built alone, its common.h without usleep in the accesses" if old else
+           "main built alone" + ("" if common_h is not None else
+                                 ", no common.h (today's kit assumed)"))
     if named:
-        return LABS["2019-2023"], "main built, and the Makefile names main1..main4 " \
-                                  "targets: the four-server lab"
-    kit = "its common.h sleeps in each access" if common_h is not None else "no common.h"
-    return LABS["2024+"], f"one server main ({kit}): the 2024+ lab"
+        missing = [m for m in FOUR if m not in named]
+        why += (f"; its Makefile also names {', '.join(sorted(named))}: to grade them as the "
+                f"four-server lab, --layout {','.join(f'{m}=NAME' for m in missing)}")
+    return lab, why
+
+
+def _kit_said(lab: Lab, why: str, common_h: bytes | None) -> tuple:
+    lab, kit = on_kit(lab, common_h)
+    return lab, why + (f"; {kit}" if kit else "")

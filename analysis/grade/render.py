@@ -208,9 +208,9 @@ def lab_text(evidence: dict) -> str:
     lab = evidence.get("lab")
     if not isinstance(lab, dict) or not isinstance(lab.get("name"), str):
         return ""
-    parts = [f"graded as the {lab['name']} lab"]
-    parts += [str(lab[k]) for k in ("what", "why") if isinstance(lab.get(k), str) and lab[k]]
-    return "; ".join(parts)
+    what, why = (lab.get(k) if isinstance(lab.get(k), str) else "" for k in ("what", "why"))
+    return (f"graded as the {lab['name']} lab" + (f": {what}" if what else "")
+            + (f" ({why})" if why else ""))
 
 
 def sandbox_text(evidence: dict) -> str:

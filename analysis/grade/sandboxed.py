@@ -61,6 +61,7 @@ class Ctx:
         # the lab version: --lab's, else told apart after the first make (labs.detect)
         self.lab = labs.by_name(cfg["lab"]) if cfg.get("lab") else None
         self.lab_why = f"--lab {cfg['lab']}" if cfg.get("lab") else ""
+        self.kit_told = False                # the kit told apart from common.h (build.py)
 
     def next_port(self) -> int:
         """The next port of ports() whose twin is also free: in container mode the

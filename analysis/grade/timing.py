@@ -117,14 +117,14 @@ def _probe_servers(ctx, bin_dir, present: list) -> tuple:
     clients' waiting it is compared with, their names in words) or (None, why not). The
     four-server lab: main1 against main2 and main4; a one-server lab: main against the
     grader's own kit-style rwlock per string."""
+    if not ctx.lab.delay:
+        return None, NO_DELAY
     if ctx.lab.speed:
         others = [(m, bin_dir, m) for m in ("main2", "main4") if m in present]
         if "main1" not in present or not others:
             return None, "needs main1 and main2 or main4"
         return "main1", others, "main2's and main4's"
     judged, refs = ctx.lab.first, Path(S.REFERENCE)
-    if not ctx.lab.delay:
-        return None, NO_DELAY
     if judged not in present:
         return None, f"needs {judged}"
     if not (refs / REF_PER_STRING).is_file():
@@ -146,7 +146,7 @@ def clock_probe(ctx, bin_dir, present: list, round_: int = 1) -> dict:
     batches takes its turns in another order, in fresh folders."""
     judged, *rest = _probe_servers(ctx, bin_dir, present)
     if judged is None:
-        return {"why": rest[0]}
+        return {"why": rest[0], "judged": ctx.lab.first}
     (others, against), n, fresh = rest, max(ctx.cfg["sizes"]), not ctx.lab.speed
     res: dict = {"n": n, "judged": judged, "against": against, "strays": 0, "round": round_}
     where = {label: (folder, exe) for label, folder, exe in [(judged, bin_dir, judged), *others]}
@@ -330,7 +330,7 @@ def check_timing(wl, runs, probe=None, lab=None) -> dict:
             else:
                 good += 1
                 ev.append(f"{name} n={n}: {len(e['timing'])} plausible %e lines"
-                          + (" (sums of 1000 latencies, as the 2018 kit writes)"
+                          + (" (sums of 1000 latencies, as the older kit writes)"
                              if lab is not None and lab.timing == "sum" else ""))
     total = sum(len(v) for v in wl.values())
     left_out, line = _probe_problem(probe)

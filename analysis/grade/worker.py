@@ -111,10 +111,10 @@ def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
     """The clock probe when it fits in what is left of the time budget; else why not (the
     timing lines are then judged without it)."""
     if "probe" in ctx.cfg.get("skip", ()):
-        return {"why": SKIPPED}
+        return {"why": SKIPPED, "judged": ctx.lab.first}
     why = _over_budget(ctx, "timing")
     if why:
-        return {"why": why}
+        return {"why": why, "judged": ctx.lab.first}
     ctx.log("clock probe")
     first = clock_probe(ctx, bin_dir, present)
     # Lock waiting hidden in some batch by a busy machine leaves the clock unjudged; a

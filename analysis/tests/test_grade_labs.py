@@ -12,38 +12,64 @@ KIT_2018 = b"void getContent(char *dst, int pos) { strcpy(dst, theArray[pos]); }
 
 
 def test_four_servers_are_the_2019_2023_lab_whatever_else_was_built():
-    lab, why = labs.detect(["main1", "main2", "main", "main4"], KIT_2018)
+    lab, why = labs.detect(["main1", "main2", "main", "main4"], KIT_2019)
     assert lab.name == "2019-2023" and "main1, main2, main4 built" in why
-    assert lab.servers == labs.FOUR and lab.speed
+    assert lab.servers == labs.FOUR and lab.speed and lab.delay and lab.timing == "mean"
     assert lab.designs["main3"] == (D.ONE_RWLOCK,)
+
+
+def test_the_kit_is_an_axis_of_its_own_told_by_the_submissions_common_h():
+    # four servers on the older kit: no delay to time, lines that are sums; said once
+    lab, why = labs.detect(list(labs.FOUR), KIT_2018)
+    assert lab.servers == labs.FOUR and not lab.delay and lab.timing == "sum"
+    assert "older kit" in lab.what and why.count("older kit") == 1
+    # a course's --lab names the servers; the kit is still the submission's
+    old, kit = labs.on_kit(labs.by_name("2024+"), KIT_2018)
+    assert old.servers == ("main",) and not old.delay and "older kit" in kit
+    assert labs.on_kit(labs.by_name("2019-2023"), KIT_2019) == (labs.by_name("2019-2023"), "")
+    assert labs.on_kit(labs.by_name("2019-2023"), None)[0].delay  # no common.h: today's kit
 
 
 def test_one_server_main_is_the_2024_lab_or_2018_by_its_common_h():
     lab, why = labs.detect(["main"], KIT_2019)
-    assert lab.name == "2024+" and lab.servers == ("main",) and "2024+" in why
+    assert lab.name == "2024+" and lab.servers == ("main",) and why == "main built alone"
     assert set(lab.designs["main"]) == set(D.EXPECTED.values()) and not lab.speed
-    assert labs.detect(["main"], None)[0].name == "2024+"  # no common.h: the kit of today
+    none, why = labs.detect(["main"], None)
+    assert none.name == "2024+" and "no common.h" in why
     old, why = labs.detect(["main"], KIT_2018)
-    assert old.name == "2018" and old.timing == "sum" and not old.delay and "2018" in why
+    assert old.name == "2018" and old.timing == "sum" and not old.delay and "usleep" in why
+
+
+@pytest.mark.parametrize("targets, server", [(b"main2 main3 main4", "main1"),
+                                             (b"main1 main2 main3", "main4")])
+def test_main_beside_three_targets_of_the_others_is_placed_where_they_leave_room(targets,
+                                                                                 server):
+    makefile = b"main: server.c\n\tcc -o main server.c\nmore: " + targets + b"\n"
+    for kit in (KIT_2018, KIT_2019):
+        lab, why = labs.detect(["main"], kit, makefile)
+        assert lab.servers == labs.FOUR and lab.place == ((server, "main"),), why
+        assert f"main is {server}" in why
+        assert lab.delay == (kit is KIT_2019)
 
 
 def test_main_built_first_by_a_makefile_of_four_servers_is_the_four_server_lab():
-    # `main: ...` first, `all: main main2 main3 main4`: main is main1 (--layout main1=main)
+    # `main: ...` first, `all: main main2 main3 main4`: main is main1
     makefile = b"main: main.c\n\tcc -o main main.c\nall: main main2 main3 main4\n"
     lab, why = labs.detect(["main"], KIT_2019, makefile)
-    assert lab.name == "2019-2023" and "names main1..main4" in why
+    assert lab.name == "2019-2023" and lab.place == (("main1", "main"),), why
     assert labs.detect(["main"], KIT_2019, b"main: server.c\n\tcc -o main server.c\n")[0] \
         .name == "2024+"
 
 
-def test_main_on_the_2018_kit_stays_2018_beside_extra_targets_and_says_when_pieces_disagree():
-    # the 2018 lab's Makefiles sometimes built main1..main3 as extra targets
-    extra = b"main: server.c\n\tcc -o main server.c\nmore: main1 main2 main3\n"
-    lab, why = labs.detect(["main"], KIT_2018, extra)
-    assert lab.name == "2018" and "extra targets main1, main2, main3 are not graded" in why
-    four = b"all: main main2 main3 main4\n"
-    lab, why = labs.detect(["main"], KIT_2018, four)
-    assert lab.name == "2018" and "the pieces disagree" in why and "--lab" in why
+def test_targets_that_place_nothing_leave_one_server_and_name_the_layout_that_would():
+    lab, why = labs.detect(["main"], KIT_2018, b"main: s.c\nx: main2 main3\n")
+    assert lab.name == "2018" and "--layout main1=NAME,main4=NAME" in why
+
+
+def test_a_layout_of_main_n_asks_for_the_four_servers_in_every_version():
+    for kit in (KIT_2018, KIT_2019, None):
+        lab, why = labs.detect(["main"], kit, None, {"main1": "main"})
+        assert lab.servers == labs.FOUR and "--layout places main1" in why
 
 
 def test_nothing_built_is_graded_as_the_default_lab_and_says_so():
