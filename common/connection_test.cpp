@@ -3,6 +3,8 @@
 // frames, half-close, the stop and the deadlines.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,7 +29,22 @@ namespace {
 
 constexpr std::size_t kSlots = 10;
 
-// Short limits so every deadline test ends within a fraction of a second.
+// What a wait for something that must happen allows before the test fails: it only stops a
+// hang. The tests assert what happened, never how fast (a loaded machine is slow).
+constexpr int kHangMs = 10'000;
+constexpr int64_t kHangNs = int64_t{kHangMs} * 1'000'000;
+
+// No deadline a loaded machine could reach: for the tests that are not about deadlines.
+ConnectionLimits NoDeadlines() {
+  ConnectionLimits limits;
+  limits.idle_timeout_ns = 3'600'000'000'000;
+  limits.frame_timeout_ns = 3'600'000'000'000;
+  limits.write_timeout_ns = 3'600'000'000'000;
+  return limits;
+}
+
+// Short deadlines, for the tests of the deadlines themselves (which wait for their effect
+// and assert only that it did not come early).
 ConnectionLimits ShortLimits() {
   ConnectionLimits limits;
   limits.idle_timeout_ns = 2'000'000'000;
@@ -50,10 +67,10 @@ void SendAll(int fd, std::string_view bytes) {
   }
 }
 
-// Reads until `want` bytes, EOF or 2 s. Returns what came.
+// Reads until `want` bytes, EOF or kHangMs. Returns what came.
 std::string RecvUpTo(int fd, std::size_t want) {
   std::string got;
-  const int64_t deadline = MonotonicNanos() + 2'000'000'000;
+  const int64_t deadline = MonotonicNanos() + kHangNs;
   char buf[4096];
   while (got.size() < want) {
     const int64_t left_ms = (deadline - MonotonicNanos()) / 1'000'000;
@@ -79,12 +96,23 @@ std::string ReplyText(const std::string& bytes, std::size_t i) {
   return std::string(FrameText(std::string_view(bytes).substr(i * kFrameSize, kFrameSize)));
 }
 
-// True if the peer closed (EOF) within `ms`, with nothing else to read.
-bool ClosedWithin(int fd, int ms) {
+// True if the peer closes (EOF) with nothing else to read (false after kHangMs).
+bool Closes(int fd) {
   pollfd p{fd, POLLIN, 0};
-  if (poll(&p, 1, ms) <= 0) return false;
+  if (poll(&p, 1, kHangMs) <= 0) return false;
   char c;
   return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+// True once the peer has read everything sent on `fd` (a socketpair: SIOCOUTQ counts the
+// bytes it has not read yet); false after kHangMs.
+bool PeerHasRead(int fd) {
+  const int64_t deadline = MonotonicNanos() + kHangNs;
+  int unread = -1;
+  while (ioctl(fd, SIOCOUTQ, &unread) == 0 && unread > 0 && MonotonicNanos() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return unread == 0;
 }
 
 class ConnectionTest : public testing::TestWithParam<Model> {
@@ -95,12 +123,12 @@ class ConnectionTest : public testing::TestWithParam<Model> {
         handler_(&store_, nullptr, &counters_) {}
 
   ~ConnectionTest() override {
-    if (model_ != nullptr) model_->Drain(MonotonicNanos() + 2'000'000'000);
+    if (model_ != nullptr) model_->Drain(MonotonicNanos() + kHangNs);
   }
 
   // Starts the model under test with `limits` and hands it the server end of
   // a fresh socketpair; returns the client end.
-  UniqueFd Connect(const ConnectionLimits& limits = ShortLimits()) {
+  UniqueFd Connect(const ConnectionLimits& limits = NoDeadlines()) {
     int sv[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     if (model_ == nullptr) model_ = MakeModel(GetParam(), &handler_, limits);
@@ -128,13 +156,13 @@ TEST_P(ConnectionTest, KeepAliveRequestsAnsweredInOrder) {
 }
 
 TEST_P(ConnectionTest, CloseAfterReplyClosesOnceTheReplyHasLeft) {
-  ConnectionLimits limits = ShortLimits();
+  ConnectionLimits limits = NoDeadlines();
   limits.close_after_reply = true;
   for (int i = 0; i < 20; ++i) {  // every connection the same (records reused)
     UniqueFd c = Connect(limits);
     SendAll(c.get(), RequestBytes(3, false, Value(i)));
     EXPECT_EQ(ReplyText(RecvUpTo(c.get(), kFrameSize), 0), Value(i));
-    EXPECT_TRUE(ClosedWithin(c.get(), 1000)) << "connection " << i;
+    EXPECT_TRUE(Closes(c.get())) << "connection " << i;
   }
   EXPECT_EQ(counters_.frames.load(), 20u);
 }
@@ -186,7 +214,7 @@ TEST_P(ConnectionTest, HalfCloseMidFrameIsAnsweredThenClosed) {
   SendAll(c.get(), "4-0-short");
   ASSERT_EQ(shutdown(c.get(), SHUT_WR), 0);
   EXPECT_EQ(ReplyText(RecvUpTo(c.get(), kFrameSize), 0), "short");
-  EXPECT_TRUE(ClosedWithin(c.get(), 1000));
+  EXPECT_TRUE(Closes(c.get()));
 }
 
 TEST_P(ConnectionTest, EofBetweenFramesClosesSilently) {
@@ -194,31 +222,27 @@ TEST_P(ConnectionTest, EofBetweenFramesClosesSilently) {
   SendAll(c.get(), RequestBytes(4, true, ""));
   EXPECT_EQ(RecvUpTo(c.get(), kFrameSize).size(), kFrameSize);
   ASSERT_EQ(shutdown(c.get(), SHUT_WR), 0);
-  EXPECT_TRUE(ClosedWithin(c.get(), 1000));
-  EXPECT_EQ(model_->Drain(MonotonicNanos() + 1'000'000'000), 0u);
+  EXPECT_TRUE(Closes(c.get()));
+  EXPECT_EQ(model_->Drain(MonotonicNanos() + kHangNs), 0u);
 }
 
-TEST_P(ConnectionTest, StopEndsIdleConnectionPromptly) {
+// The stop, not a deadline, ends the connection: there is none within the hour, and Drain
+// gives up (returning the connections still open) long before.
+TEST_P(ConnectionTest, StopEndsIdleConnection) {
   UniqueFd c = Connect();
   SendAll(c.get(), RequestBytes(5, true, ""));
   EXPECT_EQ(RecvUpTo(c.get(), kFrameSize).size(), kFrameSize);
-  const int64_t start = MonotonicNanos();
-  EXPECT_EQ(model_->Drain(start + 1'000'000'000), 0u);
-  EXPECT_LT(MonotonicNanos() - start, 500'000'000);  // idle timeout is 2 s
-  EXPECT_TRUE(ClosedWithin(c.get(), 100));
+  EXPECT_EQ(model_->Drain(MonotonicNanos() + kHangNs), 0u);
+  EXPECT_TRUE(Closes(c.get()));
   EXPECT_EQ(counters_.cut_by_shutdown.load(), 0u);
 }
 
 TEST_P(ConnectionTest, StopDropsUnfinishedFrame) {
-  ConnectionLimits limits = ShortLimits();
-  limits.frame_timeout_ns = 2'000'000'000;
-  UniqueFd c = Connect(limits);
+  UniqueFd c = Connect();
   SendAll(c.get(), "6-0-never");
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the server has it
-  const int64_t start = MonotonicNanos();
-  EXPECT_EQ(model_->Drain(start + 1'000'000'000), 0u);
-  EXPECT_LT(MonotonicNanos() - start, 500'000'000);
-  EXPECT_TRUE(ClosedWithin(c.get(), 100));  // no reply: closed
+  ASSERT_TRUE(PeerHasRead(c.get()));  // the server holds the unfinished frame
+  EXPECT_EQ(model_->Drain(MonotonicNanos() + kHangNs), 0u);
+  EXPECT_TRUE(Closes(c.get()));  // no reply: closed
   EXPECT_EQ(counters_.cut_by_shutdown.load(), 1u);
   EXPECT_EQ(counters_.frames.load(), 0u);
 }
@@ -230,23 +254,23 @@ TEST_P(ConnectionTest, IdleDeadlineClosesSilently) {
   SendAll(c.get(), RequestBytes(7, true, ""));
   EXPECT_EQ(RecvUpTo(c.get(), kFrameSize).size(), kFrameSize);
   const int64_t start = MonotonicNanos();
-  EXPECT_TRUE(ClosedWithin(c.get(), 1000));
+  EXPECT_TRUE(Closes(c.get()));
   EXPECT_GE(MonotonicNanos() - start, 60'000'000);  // not before the deadline
 }
 
 TEST_P(ConnectionTest, FrameDeadlineAnswersErrorAndCloses) {
-  UniqueFd c = Connect();  // frame timeout 100 ms
+  UniqueFd c = Connect(ShortLimits());  // frame timeout 100 ms
   SendAll(c.get(), "8-0-tri");
   const int64_t start = MonotonicNanos();
   const std::string reply = ReplyText(RecvUpTo(c.get(), kFrameSize), 0);
   EXPECT_EQ(reply.rfind("ERROR incomplete frame: 7 of 100 bytes within 100 ms", 0), 0u) << reply;
   EXPECT_GE(MonotonicNanos() - start, 80'000'000);
-  EXPECT_TRUE(ClosedWithin(c.get(), 1000));
+  EXPECT_TRUE(Closes(c.get()));
   EXPECT_EQ(counters_.rejected.load(), 1u);
 }
 
 TEST_P(ConnectionTest, WriteDeadlineClosesAReaderThatNeverReads) {
-  UniqueFd c = Connect();  // write timeout 100 ms
+  UniqueFd c = Connect(ShortLimits());  // write timeout 100 ms
   // Pipeline requests without reading a reply until the server's writes
   // block; then it must give up on us within the write deadline.
   const std::string frame = RequestBytes(9, true, "");
@@ -270,7 +294,7 @@ TEST_P(ConnectionTest, WriteDeadlineClosesAReaderThatNeverReads) {
   char buf[65536];
   for (;;) {
     pollfd p{c.get(), POLLIN, 0};
-    ASSERT_GT(poll(&p, 1, 1000), 0) << "no EOF: the server still holds the connection";
+    ASSERT_GT(poll(&p, 1, kHangMs), 0) << "no EOF: the server still holds the connection";
     const ssize_t r = recv(c.get(), buf, sizeof buf, 0);
     if (r <= 0) break;
     got += static_cast<std::size_t>(r);
@@ -291,7 +315,7 @@ TEST(ServeConnectionTest, ReturnsFramesAnswered) {
   UniqueFd client(sv[0]);
   UniqueFd server(sv[1]);
   uint64_t answered = 0;
-  std::thread t([&] { answered = ServeConnection(server.get(), &handler, ShortLimits()); });
+  std::thread t([&] { answered = ServeConnection(server.get(), &handler, NoDeadlines()); });
   std::string three;
   for (int i = 0; i < 3; ++i) three += RequestBytes(0, true, "");
   SendAll(client.get(), three);
