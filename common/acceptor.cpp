@@ -23,10 +23,17 @@ AcceptPolicy::Outcome AcceptPolicy::TakeOne(int listener, IoLoad load, AcceptSta
   if (load.unseen >= kMaxUnseen || (load.unseen > 0 && load.open >= max_connections_)) {
     return Outcome::kBehind;
   }
-  conn->Reset(AcceptConnection(listener));
+  const int fd = AcceptConnection(listener);
+  return Admit(listener, fd, fd < 0 ? errno : 0, load, stats, conn);
+}
+
+AcceptPolicy::Outcome AcceptPolicy::Admit(int listener, int fd, int err, IoLoad load,
+                                          AcceptStats* stats, UniqueFd* conn) {
+  conn->Reset(fd);
   if (!*conn) {
-    const int err = errno;
     if (err == EAGAIN || err == EWOULDBLOCK) return Outcome::kDrained;
+    // Gone before it was taken (AcceptConnection retries these itself).
+    if (err == EINTR || err == ECONNABORTED) return Outcome::kHandled;
     ++stats->accept_errors;
     return RecoverFromAcceptError(listener, err, stats);
   }

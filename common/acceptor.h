@@ -90,6 +90,11 @@ class AcceptPolicy {
   Outcome TakeOne(int listener, IoLoad load, AcceptStats* stats, UniqueFd* conn)
       EXCLUDES(spare_mu_);
 
+  // The same rules for an accept made elsewhere (an io_uring completion):
+  // `fd` from `listener`, or -1 and the accept's `err`.
+  Outcome Admit(int listener, int fd, int err, IoLoad load, AcceptStats* stats, UniqueFd* conn)
+      EXCLUDES(spare_mu_);
+
   // The I/O model could not take a connection (it has refused it itself).
   void NoteDispatchFailed(int err, AcceptStats* stats);
 

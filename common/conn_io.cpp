@@ -13,8 +13,12 @@ IoOutcome ReadStep(int fd, ConnectionCore* core, int recv_flags, const StopSigna
                    bool* emptied) {
   const std::size_t space = core->in_space_size();
   const ssize_t r = recv(fd, core->in_space(), space, recv_flags);
+  if (r > 0 && emptied != nullptr) *emptied = static_cast<std::size_t>(r) < space;
+  return ReportRead(core, r, r < 0 ? errno : 0, stop);
+}
+
+IoOutcome ReportRead(ConnectionCore* core, int64_t r, int err, const StopSignal* stop) {
   if (r > 0) {
-    if (emptied != nullptr) *emptied = static_cast<std::size_t>(r) < space;
     // The time after the read: a frame completed here was received now.
     core->OnBytes(static_cast<std::size_t>(r), MonotonicNanos());
     return IoOutcome::kProgress;
@@ -29,8 +33,8 @@ IoOutcome ReadStep(int fd, ConnectionCore* core, int recv_flags, const StopSigna
     }
     return IoOutcome::kPeerClosed;
   }
-  if (errno == EINTR) return IoOutcome::kProgress;
-  if (errno == EAGAIN || errno == EWOULDBLOCK) return IoOutcome::kWouldBlock;
+  if (err == EINTR) return IoOutcome::kProgress;
+  if (err == EAGAIN || err == EWOULDBLOCK) return IoOutcome::kWouldBlock;
   core->OnError();  // reset
   return IoOutcome::kError;
 }
@@ -40,12 +44,16 @@ IoOutcome WriteStep(int fd, ConnectionCore* core) {
   // this is one send; the driver waits for a full buffer within the write
   // deadline.
   const ssize_t r = send(fd, core->out_data(), core->out_size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  return ReportWrite(core, r, r < 0 ? errno : 0);
+}
+
+IoOutcome ReportWrite(ConnectionCore* core, int64_t r, int err) {
   if (r > 0) {
     core->OnWritten(static_cast<std::size_t>(r), MonotonicNanos());
     return IoOutcome::kProgress;
   }
-  if (r < 0 && errno == EINTR) return IoOutcome::kProgress;
-  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return IoOutcome::kWouldBlock;
+  if (r < 0 && err == EINTR) return IoOutcome::kProgress;
+  if (r < 0 && (err == EAGAIN || err == EWOULDBLOCK)) return IoOutcome::kWouldBlock;
   core->OnError();  // the client left without its replies
   return IoOutcome::kError;
 }

@@ -3,7 +3,8 @@
 // hands out (AnswerFrame), and the dispatch loop that asks the core what to
 // do next (RunCore). What differs between the models, how they wait for a
 // socket and which thread runs a request, stays in their drivers:
-// connection.cpp (a blocking thread), pool_io.cpp and epoll_io.cpp.
+// connection.cpp (a blocking thread), pool_io.cpp, epoll_io.cpp and
+// uring_io.cpp.
 //
 // Thread safety: none of its own; a core is used by one thread at a time
 // (connection_core.h), StopSignal is safe from any thread.
@@ -55,6 +56,13 @@ IoOutcome ReadStep(int fd, ConnectionCore* core, int recv_flags, const StopSigna
 // core->out_data(), reported to the core (a peer that left without its
 // replies is kError; SIGPIPE is never raised).
 IoOutcome WriteStep(int fd, ConnectionCore* core);
+
+// What ReadStep and WriteStep tell the core about a recv or send that
+// returned `r` (bytes; 0: the end of input; < 0: failed with `err`), for a
+// model whose operations complete elsewhere (io_uring: `r` is the
+// completion's result, `err` its negation).
+IoOutcome ReportRead(ConnectionCore* core, int64_t r, int err, const StopSignal* stop);
+IoOutcome ReportWrite(ConnectionCore* core, int64_t r, int err);
 
 // REQUIRES: `action` is kHandle or kReject. Fills the core's reply slot
 // through `handler` (queue_ns: how long the frame waited for this thread,

@@ -47,18 +47,6 @@ EpollIoModel::EpollIoModel(const Config& config, RequestHandler* handler,
 
 EpollIoModel::~EpollIoModel() { JoinAll(); }
 
-EventIoModel::Loop* EpollIoModel::LeastLoaded(Loop* mine) const {
-  Loop* best = mine;
-  uint64_t best_open = mine->open();
-  for (const auto& loop : loops_) {
-    if (const uint64_t o = loop->open(); o + 1 < best_open) {
-      best = loop.get();
-      best_open = o;
-    }
-  }
-  return best;
-}
-
 bool EpollIoModel::WatchListeners(Loop* loop, bool on) {
   bool ok = true;
   for (const auto& l : listeners_) {
@@ -99,19 +87,6 @@ AcceptStats EpollIoModel::StopAccepting() {
     total += a.accepted;
   }
   return total;
-}
-
-void EpollIoModel::TakeAccepted(Loop* loop, int fd, int64_t now) {
-  // Whichever loop wakes first accepts, so a burst of connects could all
-  // land on one loop: a connection goes to a loop with at least two fewer
-  // open, else it stays here (no hand-off).
-  Loop* to = LeastLoaded(loop);
-  if (to != loop) {
-    HandOff(to, fd);
-    return;
-  }
-  loop->added.fetch_add(1, std::memory_order_acq_rel);
-  AdoptConn(loop, fd, now, /*handed=*/false);
 }
 
 void EpollIoModel::AcceptOnLoop(Loop* loop, const Listener* listener, int64_t now) {

@@ -61,14 +61,9 @@ class EpollIoModel final : public EventIoModel {
 
   // A listener is readable: accept a burst on this loop.
   void AcceptOnLoop(Loop* loop, const Listener* listener, int64_t now);
-  // Takes a connection this loop accepted (or hands it to a less loaded loop).
-  void TakeAccepted(Loop* loop, int fd, int64_t now);
   // Adds (or removes) every listener to (from) the loop's epoll set; the
   // caller holds the loop's Accepting mutex.
   bool WatchListeners(Loop* loop, bool on);
-  // The loop with the fewest open connections if it has at least two fewer
-  // than `mine`, else `mine`.
-  Loop* LeastLoaded(Loop* mine) const;
 
   // Written by TakeListeners before any loop may see them (under each
   // loop's Accepting mutex), then read only.

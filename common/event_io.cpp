@@ -18,13 +18,12 @@ namespace kv {
 
 namespace {
 
-constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 constexpr int kMaxEvents = 64;
 // Drain looks this often whether every connection has closed.
 constexpr int64_t kDrainPollNs = 2'000'000;
 
 int TimeoutMs(int64_t deadline, int64_t now) {
-  if (deadline == kNoDeadline) return -1;
+  if (deadline == std::numeric_limits<int64_t>::max()) return -1;
   const int64_t left = deadline - now;
   return left <= 0 ? 0
                    : static_cast<int>(std::min<int64_t>((left + 999'999) / 1'000'000, 3'600'000));
@@ -74,10 +73,10 @@ bool EventIoModel::HandlingDriver::Frame(ConnectionCore::Action action, int64_t 
 }
 
 EventIoModel::EventIoModel(std::size_t loops, bool inline_requests, RequestHandler* handler,
-                           const ConnectionLimits& limits)
+                           const ConnectionLimits& limits, bool epoll)
     : handler_(handler), inline_(inline_requests), limits_(limits) {
   for (std::size_t i = 0; i < std::max<std::size_t>(loops, 1) && init_status_.ok(); ++i) {
-    init_status_ = MakeLoop();
+    init_status_ = MakeLoop(epoll);
   }
 }
 
@@ -95,14 +94,16 @@ void EventIoModel::Start(std::size_t workers) {
   for (std::size_t i = 0; i < workers; ++i) start([this] { WorkerMain(); });
 }
 
-Status EventIoModel::MakeLoop() {
+Status EventIoModel::MakeLoop(bool epoll) {
   auto loop = std::make_unique<Loop>(loops_.size());
-  loop->epfd.Reset(epoll_create1(EPOLL_CLOEXEC));
-  if (!loop->epfd) return Status::IOError("epoll_create1", errno);
   loop->wake_fd.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!loop->wake_fd) return Status::IOError("eventfd", errno);
-  if (!EpollCtl(loop->epfd.get(), EPOLL_CTL_ADD, loop->wake_fd.get(), nullptr, EPOLLIN)) {
-    return Status::IOError("epoll_ctl add eventfd", errno);
+  if (epoll) {
+    loop->epfd.Reset(epoll_create1(EPOLL_CLOEXEC));
+    if (!loop->epfd) return Status::IOError("epoll_create1", errno);
+    if (!EpollCtl(loop->epfd.get(), EPOLL_CTL_ADD, loop->wake_fd.get(), nullptr, EPOLLIN)) {
+      return Status::IOError("epoll_ctl add eventfd", errno);
+    }
   }
   // Hand-offs swap these two lists, so both need room for a burst up front:
   // a push into whichever holds none would allocate on a warm server.
@@ -197,6 +198,7 @@ EventIoModel::Conn* EventIoModel::NewConn(Loop* loop, int fd, int64_t now) {
   conn->core_storage.emplace(limits_, now);
   conn->busy = conn->registered = conn->out_watched = false;
   conn->drained = conn->hup_seen = conn->unseen = false;
+  conn->in_flight = conn->cancelling = false;
   conn->next = conn->open_prev = nullptr;
   conn->open_next = loop->open_list;
   if (loop->open_list != nullptr) loop->open_list->open_prev = conn;
@@ -215,6 +217,30 @@ void EventIoModel::RecycleConn(Loop* loop, Conn* conn) {
   if (conn->open_next != nullptr) conn->open_next->open_prev = conn->open_prev;
   conn->next = loop->free_list;
   loop->free_list = conn;
+}
+
+EventIoModel::Loop* EventIoModel::LeastLoaded(Loop* mine) const {
+  Loop* best = mine;
+  uint64_t best_open = mine->open();
+  for (const auto& loop : loops_) {
+    if (const uint64_t o = loop->open(); o + 1 < best_open) {
+      best = loop.get();
+      best_open = o;
+    }
+  }
+  return best;
+}
+
+void EventIoModel::TakeAccepted(Loop* loop, int fd, int64_t now) {
+  // A connection goes to a loop with at least two fewer open, else it stays
+  // here (no hand-off).
+  Loop* to = LeastLoaded(loop);
+  if (to != loop) {
+    HandOff(to, fd);
+    return;
+  }
+  loop->added.fetch_add(1, std::memory_order_acq_rel);
+  AdoptConn(loop, fd, now, /*handed=*/false);
 }
 
 void EventIoModel::CloseConn(Loop* loop, Conn* conn) {
@@ -295,25 +321,31 @@ void EventIoModel::WorkerMain() {
 }
 
 int64_t EventIoModel::PollEvents(Loop* loop) {
-  epoll_event events[kMaxEvents];
   const int64_t before = MonotonicNanos();
   // A loop that runs requests keeps timing samples: the log says by when
   // it wants to be asked again.
-  int timeout_ms = TimeoutMs(std::min(loop->next_scan, handler_->Idle(before)), before);
+  int64_t until = std::min(loop->next_scan, handler_->Idle(before));
   {
-    // Sleep only with nothing handed over; else just look (timeout 0).
+    // Sleep only with nothing handed over; else just look.
     MutexLock guard(&loop->mu);
     if (loop->quit || !loop->incoming.empty() || !loop->returned.empty()) {
-      timeout_ms = 0;
+      until = before;
     } else {
       loop->sleeping = true;
     }
   }
-  const int n = epoll_wait(loop->epfd.get(), events, kMaxEvents, timeout_ms);
-  {
-    MutexLock guard(&loop->mu);
-    loop->sleeping = false;
-  }
+  return WaitAndHandle(loop, until, before);
+}
+
+void EventIoModel::Awake(Loop* loop) {
+  MutexLock guard(&loop->mu);
+  loop->sleeping = false;
+}
+
+int64_t EventIoModel::WaitAndHandle(Loop* loop, int64_t until, int64_t before) {
+  epoll_event events[kMaxEvents];
+  const int n = epoll_wait(loop->epfd.get(), events, kMaxEvents, TimeoutMs(until, before));
+  Awake(loop);
   // n < 0 is EINTR (a signal) or a bug (EBADF, EINVAL): either way there is
   // nothing to do but go round (deadlines and hand-offs still run).
   const int64_t now = MonotonicNanos();

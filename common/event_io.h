@@ -1,10 +1,12 @@
-// EventIoModel: what the two event-driven I/O models (--io pool, pool_io.h;
-// --io epoll, epoll_io.h) share: epoll loops with their bookkeeping of
-// connections, a fixed pool of worker threads fed by one queue, hand-offs
-// between them, deadlines, and the drain at shutdown. The models differ in
-// how a connection waits on a loop (one-shot or edge-triggered), what a
+// EventIoModel: what the event-driven I/O models (--io pool, pool_io.h;
+// --io epoll, epoll_io.h; --io uring, uring_io.h) share: event loops with
+// their bookkeeping of connections, a fixed pool of worker threads fed by
+// one queue, hand-offs between them, deadlines, and the drain at shutdown.
+// The models differ in how a connection waits on a loop (one-shot or
+// edge-triggered readiness, or an io_uring operation in flight), what a
 // ready connection does (go to a worker, or be driven on the loop), who
-// accepts, and whether workers do socket I/O: the virtual hooks below.
+// accepts, and whether workers do socket I/O: the virtual hooks below. The
+// loops wait in epoll_wait unless a model waits its own way (WaitAndHandle).
 //
 // Every connection is driven through the same steps and dispatch loop as
 // thread per connection (conn_io.h), so error replies, deadlines, half-close
@@ -31,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/conn_io.h"
@@ -86,9 +89,10 @@ class EventIoModel : public IoModel {
   };
 
   // Makes `loops` event loops (init_status() says if that failed); starts no
-  // thread. `inline_requests`: the loops run requests themselves.
+  // thread. `inline_requests`: the loops run requests themselves. `epoll`:
+  // each loop gets an epoll set (a model that waits its own way needs none).
   EventIoModel(std::size_t loops, bool inline_requests, RequestHandler* handler,
-               const ConnectionLimits& limits);
+               const ConnectionLimits& limits, bool epoll = true);
   // Starts the loop threads and `workers` worker threads. The subclass calls
   // it last in its constructor (the threads call its hooks), and JoinAll()
   // first in its destructor.
@@ -96,8 +100,13 @@ class EventIoModel : public IoModel {
   void JoinAll() EXCLUDES(work_mu_);  // stops and joins every thread (idempotent)
 
   // The hooks. A connection `target` (or another target of the subclass's)
-  // is ready with `events`.
-  virtual void OnReady(Loop* loop, Target* target, uint32_t events, int64_t now) = 0;
+  // is ready with `events` (models that wait in epoll_wait).
+  virtual void OnReady(Loop* /*loop*/, Target* /*target*/, uint32_t /*events*/, int64_t /*now*/) {}
+  // Waits until `until` (MonotonicNanos(); kNoDeadline: without end; at or
+  // before `before`, the time read before: only looks), calls Awake(loop)
+  // as soon as the wait has ended, then acts on what happened. Returns the
+  // time read after the wait. Default: epoll_wait, then OnReady per event.
+  virtual int64_t WaitAndHandle(Loop* loop, int64_t until, int64_t before);
   // Serves a new connection, counted open on `loop`; `handed`: it came
   // through HandOff and counts as unseen until it has been looked at (read
   // once, and closed if its peer had closed it: Seen()).
@@ -111,16 +120,31 @@ class EventIoModel : public IoModel {
   virtual void OnScan(Loop* /*loop*/, int64_t /*now*/) {}
 
   // Runs the connection's core on the loop thread until it must wait, is
-  // handed to a worker, or closes.
-  void DriveOnLoop(Loop* loop, Conn* conn, int64_t now);
+  // handed to a worker, or closes. Also what a deadline scan (or the stop)
+  // does to a connection waiting on the loop.
+  virtual void DriveOnLoop(Loop* loop, Conn* conn, int64_t now);
   // Serves a new connection on `fd` (already counted open on `loop`): a
   // record for it, then Adopt().
   void AdoptConn(Loop* loop, int fd, int64_t now, bool handed);
   void CloseConn(Loop* loop, Conn* conn);
+  // Takes a connection `loop` accepted, or hands it to a less loaded loop:
+  // whichever loop wakes first accepts, so a burst of connects could all
+  // land on one.
+  void TakeAccepted(Loop* loop, int fd, int64_t now);
+  // The loop with the fewest open connections if it has at least two fewer
+  // than `mine`, else `mine`.
+  Loop* LeastLoaded(Loop* mine) const;
   void ToWorkers(Conn* conn) EXCLUDES(work_mu_);
   // Gives a new connection to `loop` (its mutex-guarded incoming list).
   void HandOff(Loop* loop, int fd);
   void Seen();
+  // The loop's wait has ended: hand-offs from now on must wake it.
+  void Awake(Loop* loop);
+  void Wake(Loop* loop);
+  bool inline_requests() const { return inline_; }
+  void SetInitFailed(Status why) { init_status_ = std::move(why); }
+
+  static constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 
   RequestHandler* const handler_;
   StopSignal stop_;
@@ -128,7 +152,7 @@ class EventIoModel : public IoModel {
 
  private:
   struct LoopDriver;  // DriveOnLoop's RunCore driver
-  Status MakeLoop();
+  Status MakeLoop(bool epoll);
   void LoopMain(Loop* loop);
   // One pass of a loop thread: wait for events and drive the ready
   // connections. Returns the time read after the wait.
@@ -148,7 +172,6 @@ class EventIoModel : public IoModel {
   // for work or the quit; true if either is there.
   bool WaitForWork(int64_t until) REQUIRES(work_mu_);
   void BackToLoop(Conn* conn);
-  void Wake(Loop* loop);
 
   const bool inline_;
   const ConnectionLimits limits_;
@@ -193,6 +216,11 @@ struct EventIoModel::Conn : Target {
   // pool: handed over and given to a worker for its first look; seen once
   // it is back on the loop (the loop then closes it if its peer had).
   bool unseen = false;
+  // uring: a recv (or, with out_watched, a send) is in flight, so its
+  // buffer is the kernel's and the record cannot be reused; cancelling: a
+  // cancel of it has been asked for.
+  bool in_flight = false;
+  bool cancelling = false;
   Conn* next = nullptr;       // in a ConnQueue, or the loop's free list
   Conn* open_prev = nullptr;  // the loop's list of open connections
   Conn* open_next = nullptr;
@@ -203,7 +231,7 @@ struct EventIoModel::Loop {
   explicit Loop(std::size_t i) : index(i) {}
 
   const std::size_t index;  // in loops_
-  UniqueFd epfd;
+  UniqueFd epfd;            // none for a model that waits its own way
   UniqueFd wake_fd;
   Mutex mu;
   std::vector<int> incoming GUARDED_BY(mu);  // new connections (HandOff)

@@ -28,6 +28,9 @@
 #include "common/status.h"
 #include "common/thread_per_connection.h"
 #include "common/unique_fd.h"
+#ifdef LOCKBENCH_HAVE_URING
+#include "common/uring_io.h"
+#endif
 
 namespace kv {
 namespace {
@@ -216,13 +219,39 @@ std::unique_ptr<IoModel> MakeIoModel(const ServerOptions& options, bool inline_r
   const std::size_t workers = options.workers > 0 ? options.workers : kDefaultWorkers;
   if (options.io == IoKind::kPool) return std::make_unique<PoolIoModel>(workers, handler, limits);
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);  // -1 on error: then one core
+  const std::size_t loops = options.loops > 0 ? options.loops
+                            : cores > 0       ? static_cast<std::size_t>(cores)
+                                              : 1;
+#ifdef LOCKBENCH_HAVE_URING
+  if (options.io == IoKind::kUring) {
+    UringIoModel::Config config;
+    config.loops = loops;
+    config.workers = workers;
+    config.inline_requests = inline_requests;
+    return std::make_unique<UringIoModel>(config, handler, limits);
+  }
+#endif
   EpollIoModel::Config config;
-  config.loops = options.loops > 0 ? options.loops
-                 : cores > 0       ? static_cast<std::size_t>(cores)
-                                   : 1;
+  config.loops = loops;
   config.workers = workers;
   config.inline_requests = inline_requests;
   return std::make_unique<EpollIoModel>(config, handler, limits);
+}
+
+// --io uring where the kernel refuses io_uring (a seccomp filter,
+// kernel.io_uring_disabled): said at once, never served another way.
+Status CheckIoModel(const ServerOptions& options) {
+#ifdef LOCKBENCH_HAVE_URING
+  if (options.io == IoKind::kUring) {
+    if (Status s = UringIoModel::Probe(); !s.ok()) {
+      return Status::InvalidArgument("--io uring: the kernel refuses io_uring here (" +
+                                     s.message() + ")");
+    }
+  }
+#else
+  (void)options;
+#endif
+  return Status::OK();
 }
 
 void PrintReady(const std::string& program, const Listeners& listeners,
@@ -319,6 +348,10 @@ int RunServer(const ServerOptions& options, const std::string& program, const St
   if (Status s = SetUpProcess(options); !s.ok()) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), s.message().c_str());
     return 1;
+  }
+  if (Status s = CheckIoModel(options); !s.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), s.message().c_str());
+    return 2;
   }
   // The timing and trace files first: a path that cannot work (a FIFO, a
   // missing folder) is a bad argument, refused before any socket exists.

@@ -48,6 +48,8 @@ const char* IoName(IoKind io) {
       return "pool";
     case IoKind::kEpoll:
       return "epoll";
+    case IoKind::kUring:
+      return "uring";
   }
   return "?";
 }
@@ -170,12 +172,13 @@ void AddConnectionOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
   app->add_option("--io", raw->io,
                   "I/O model: thread (a thread per connection, the lab's), pool (fixed workers "
                   "fed by the acceptor), epoll (event loops that accept for themselves; lock "
-                  "work on workers when there is a delay)")
+                  "work on workers when there is a delay), uring (the same loops on io_uring)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"thread", "pool", "epoll"}));
-  AddNumber(app, "--workers", &o->workers, "worker threads for --io pool/epoll (0: default, 64)", 0,
-            4096);
-  AddNumber(app, "--loops", &o->loops, "event loops for --io epoll (0: one per core)", 0, 256);
+      ->check(CLI::IsMember({"thread", "pool", "epoll", "uring"}));
+  AddNumber(app, "--workers", &o->workers,
+            "worker threads for --io pool/epoll/uring (0: default, 64)", 0, 4096);
+  AddNumber(app, "--loops", &o->loops, "event loops for --io epoll/uring (0: one per core)", 0,
+            256);
   app->add_flag("-q,--quiet", raw->quiet,
                 "no warnings (the ready line, fatal errors and the summary stay)");
   app->add_flag("-v,--verbose", raw->verbose, "log every rejected request to stderr");
@@ -231,6 +234,7 @@ ParseOutcome CheckGenericRequired(const GenericFlags& generic, const Positionals
 void ApplyRawFlags(const RawFlags& raw, ServerOptions* o) {
   o->io = raw.io == "pool"    ? IoKind::kPool
           : raw.io == "epoll" ? IoKind::kEpoll
+          : raw.io == "uring" ? IoKind::kUring
                               : IoKind::kThreadPerConnection;
   o->port = static_cast<uint16_t>(raw.port);
   o->delay_mode = raw.delay_mode == "precise" ? DelayMode::kPrecise : DelayMode::kUsleep;
@@ -266,6 +270,11 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
     if (r.action == ParseOutcome::Action::kExit) return r;
   }
   ApplyRawFlags(raw, o);
+#ifndef LOCKBENCH_HAVE_URING
+  if (o->io == IoKind::kUring) {
+    return UsageError(program, "--io uring: not built in (liburing was not found at build time)");
+  }
+#endif
   return {};
 }
 

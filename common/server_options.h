@@ -31,7 +31,7 @@ namespace kv {
 inline constexpr std::size_t kMaxArraySize = 10'000'000;
 
 // How accepted connections are served (--io, see io_model.h).
-enum class IoKind { kThreadPerConnection, kPool, kEpoll };
+enum class IoKind { kThreadPerConnection, kPool, kEpoll, kUring };
 
 struct ServerOptions {
   std::size_t n = 0;
