@@ -74,7 +74,7 @@ def test_a_one_server_lab_shows_main_beside_the_reference_designs_and_names_the_
     assert rows[:5] == ["| main", "| main1", "| main2", "| main3", "| main4"], rows
     assert "Lab: graded as the 2024+ lab" in md
     page = render.html_page("x", e, ref, W)
-    assert "Lab: graded as the 2024+ lab; one server main; one server main built" in page
+    assert "Lab: graded as the 2024+ lab: one server main (one server main built)" in page
     assert render.lab_text({"lab": "not a record"}) == "" and render.lab_text({}) == ""
 
 
