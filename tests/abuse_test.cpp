@@ -232,7 +232,12 @@ class AbuseIo : public testing::TestWithParam<std::string> {};
 
 std::string IoName(const testing::TestParamInfo<std::string>& param) { return param.param; }
 
+#ifdef LOCKBENCH_HAVE_URING
+INSTANTIATE_TEST_SUITE_P(IoModels, AbuseIo, testing::Values("thread", "pool", "epoll", "uring"),
+                         IoName);
+#else
 INSTANTIATE_TEST_SUITE_P(IoModels, AbuseIo, testing::Values("thread", "pool", "epoll"), IoName);
+#endif
 
 TEST(Abuse, HoldsTwoThousandConnectionsThenReleasesThem) {
   const int want = Scaled(2000);
