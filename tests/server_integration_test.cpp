@@ -445,16 +445,22 @@ TEST(IsPrintfE, AcceptsOnlyWhatPrintfEWrites) {
 
 INSTANTIATE_TEST_SUITE_P(AllFour, ServerTest, testing::Values("main1", "main2", "main3", "main4"));
 
+std::string ParamName(const testing::TestParamInfo<std::string>& param_info) {
+  std::string name = param_info.param;
+  std::replace(name.begin(), name.end(), ':', '_');
+  return name;
+}
+
 // The same behaviour under every other I/O model (--io): same core, same
 // replies, deadlines, half-close and shutdown.
 INSTANTIATE_TEST_SUITE_P(IoModels, ServerTest,
                          testing::Values("main1:pool", "main4:pool", "main1:epoll", "main2:epoll",
                                          "main3:pool", "main4:epoll"),
-                         [](const testing::TestParamInfo<std::string>& param_info) {
-                           std::string name = param_info.param;
-                           std::replace(name.begin(), name.end(), ':', '_');
-                           return name;
-                         });
+                         ParamName);
+#ifdef LOCKBENCH_HAVE_URING
+INSTANTIATE_TEST_SUITE_P(Uring, ServerTest,
+                         testing::Values("main1:uring", "main2:uring", "main4:uring"), ParamName);
+#endif
 
 }  // namespace
 }  // namespace kv
