@@ -5,9 +5,9 @@
 // accepts for itself (the epoll loops) takes the listeners instead
 // (TakeListeners), and the accept loop then only waits for the stop. Thread
 // per connection (the lab's model, thread_per_connection.h) is one
-// implementation; the worker pool (pool_io.h) and the epoll loops
-// (epoll_io.h), on their shared base event_io.h, are two more, behind the same
-// calls. All drive the same ConnectionCore.
+// implementation; the worker pool (pool_io.h), the epoll loops (epoll_io.h)
+// and the io_uring loops (uring_io.h), on their shared base event_io.h, are
+// three more, behind the same calls. All drive the same ConnectionCore.
 //
 // Thread safety: Dispatch(), TakeListeners() and StopAccepting() are called
 // from the accept thread only; Drain() once, from the accept thread, after
