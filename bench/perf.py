@@ -15,7 +15,7 @@ of the same round compares runs that saw the same machine:
   - main4 keep-alive with --no-timing next to timing on (what timing costs);
   - the lab metric of main4 at n = 1000 under the kit workload, and with one client
     thread (one uncontended delayed access), in both --delay-mode settings, with thread
-    per connection and with --io epoll.
+    per connection, with --io epoll and with --io uring (where it is built in).
 
 Raw results go to results/perf/<UTC time>/ (runs.csv, runs.jsonl, meta.json, and every
 server's and client's output in logs.tar.xz), and the report's Performance section alone
@@ -369,14 +369,14 @@ def timing_cells(bin_dir: Path, ios: list) -> list:
 
 def lab_cells(bin_dir: Path, ios: list) -> list:
     """The lab metric of main4 under the kit workload and uncontended, with the lab's model
-    (thread per connection) and with epoll loops, which run requests themselves when a
-    precise pause never sleeps. Binaries without --delay-mode sleep the kit's way (usleep)
-    only."""
+    (thread per connection) and with the epoll and io_uring loops, which run requests
+    themselves when a precise pause never sleeps. Binaries without --delay-mode sleep the
+    kit's way (usleep) only."""
     mode_flag = has_option(bin_dir / "main4", "--delay-mode")
     return [make_cell(kind="lab", server="main4", server_kind="lockbench", binary="main4",
                       io=io, io_arg=io_arg(io), client="ours", mode="per-request",
                       delay_us=LAB_DELAY, delay_mode=dm, workload=wl, mode_flag=mode_flag)
-            for io in ["default"] + (["epoll"] if "epoll" in ios else [])
+            for io in ["default"] + [m for m in ("epoll", "uring") if m in ios]
             for dm in (("precise", "usleep") if mode_flag else ("usleep",))
             for wl in ("kit", "uncontended")]
 
