@@ -7,10 +7,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import checks as C
 from . import labs, safeio
 from . import packaging as P
 from . import sandbox as S
-from .sandboxed import Ctx, spawn
+from .sandboxed import Ctx, check, spawn
 
 SOURCES = (".c", ".cpp", ".cc")
 
@@ -219,3 +220,20 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
                                               f"none of {ctx.lab.names()}")
                      + f": make the first target (or `all`) build {' '.join(servers)}")
     return "fail", lines, bdir, len(first) / len(servers) if not retries else 0.0
+
+
+def check_build(ctx: Ctx, _bin_dir, _present) -> dict:
+    """The build check's runner: the submission built as a TA would (build()); the folder
+    built and the lab's servers found there are the grading's from here on (ctx.bin_dir,
+    ctx.present), and the version told apart on the way (ctx.lab)."""
+    status, lines, ctx.bin_dir, frac = build(ctx, "build", [], ctx.limits)
+    ctx.present = built(ctx.bin_dir, ctx.lab.servers)
+    return check("build", C.title("build", ctx.lab), status, lines, fraction=frac,
+                 judged=len(ctx.present))
+
+
+def check_binaries(ctx: Ctx, _bin_dir, present: list) -> dict:
+    missing = [m for m in ctx.lab.servers if m not in present]
+    return check("binaries", C.title("binaries", ctx.lab), "fail" if missing else "pass",
+                 f"missing: {', '.join(missing)}" if missing else f"{ctx.lab.names()} present",
+                 judged=len(present))

@@ -1,19 +1,25 @@
-"""The checks of a grading, one record each: its id, its title (and a one-server lab's, where
-that differs), what to fix when it does not pass (and a one-server lab's), how a share of
-its points is counted, what it costs under a time budget, whether it judges each server,
-whether a failure of it is only a finding, and its evidence rule: what it counts as judged
-(requests answered, operations checked, lines compared, probes run), of which it needs at
-least one to pass (evidence.py holds the rule; nothing judged is never a pass). The worker
-orchestrates the checks by id in this order; the pages and the score read their words from
-here; a lab version (labs.Lab) and the course's weights file name the checks by id.
+"""The checks of a grading, one runnable record each: its id, its title (and a one-server
+lab's, where that differs), what to fix when it does not pass (and a one-server lab's), how
+a share of its points is counted, what it costs under a time budget, the servers it needs,
+the lab versions it applies to, its stage and its runner, whether it times the servers
+(nothing else of the submission runs beside it), whether a failure of it is only a
+finding, and its evidence rule: what it counts as judged (requests answered, operations
+checked, lines compared, probes run), of which it needs at least one to pass (evidence.py
+holds the rule; nothing judged is never a pass).
 
-Each check's runner is a function check_<id> in the module of its kind (build.py,
-kit_checks.py, timing.py, bursts.py, robustness.py, races.py), registered by id in
-worker.RUNNERS when it follows the kit workload; adding a check means a record here, its
-runner there, and its points in grade_weights.toml.
+Every runner has one signature, run(ctx, bin_dir, present) -> the check's record of
+evidence (sandboxed.check), and lives in the module of its kind (build.py, kit_checks.py,
+bursts.py, robustness.py, timing.py, races.py, memory.py). The worker runs the stages in
+order, each after the measurement it stands on (the kit workload, the clock probe), and
+every check of the lab's in its stage; nothing calls a check by name. A new check is one
+module with its runner, one record here and one line of points in grade_weights.toml
+(docs/grading.md, "Adding a check").
 """
 
+import importlib
 from dataclasses import dataclass
+
+STAGES = ("build", "start", "workload", "probe", "option")
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,24 @@ class Check:
     finding: bool = False    # failing it alone makes PASS WITH FINDINGS, not FAIL
     judges: str = ""         # what it counts as judged (its result's `judged`), plural words
     quiet: bool = False      # times the servers: nothing else of the submission runs beside it
+    stage: str = "workload"  # of STAGES: build, start (the servers built), workload (after
+                             # the kit workload and the idle pause), probe (after the clock
+                             # probe), option (switched on by the grading's `option`)
+    runner: str = ""         # "module:function" of this package: run(ctx, bin_dir, present)
+    labs: tuple = ()         # the lab versions it applies to (labs.LABS names; all if empty)
+    needs: tuple = ()        # the servers it cannot run without ("first": the lab's first)
+    option: str = ""         # the configuration key that switches it on (--race, --memory)
+    after_pause: bool = False  # reads the idle pause's results (worker: pause.finish first)
+
+    def run(self, ctx, bin_dir, present) -> dict:
+        """The check's record of evidence, from its runner."""
+        module, _, name = self.runner.partition(":")
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)(
+            ctx, bin_dir, present)
+
+    def needed(self, lab) -> tuple:
+        """The servers of `lab` it cannot run without."""
+        return tuple(lab.first if n == "first" else n for n in self.needs)
 
     def title_for(self, lab=None) -> str:
         """The title for this lab (the four-server lab's when none is known yet)."""
@@ -44,7 +68,8 @@ class Check:
 # with the default settings on a 2-core machine at 0.2 s a kit run: consistency 20 s, idle
 # 2 s, speed 5 s, design 3 s, robustness 3 s, timing 2 s; half as much again for margin.
 CHECKS = (
-    Check(id="build", judges="servers built",
+    Check(id="build", stage="build", runner="build:check_build",
+          judges="servers built",
           title="Builds with make",
           fix="make sure `make` with no arguments, run in the submission's top folder, builds "
               "main1, main2, main3 and main4 there: its first target (as in `all: main1 main2 "
@@ -60,14 +85,16 @@ CHECKS = (
                   "shows the first error",
           partial="the share of the lab's servers that a plain `make` built (none when it needed "
                   "a retry: -fcommon for the link, or gcc 14's new C errors made warnings)"),
-    Check(id="binaries", judges="servers present",
+    Check(id="binaries", stage="build", runner="build:check_binaries",
+          judges="servers present",
           title="main1..main4 exist",
           title_one="main exists",
           fix="build (or hand in) four executables named exactly main1, main2, main3 and main4 "
               "in the top folder of the submission: not in a subfolder, not under other names",
           fix_one="build (or hand in) one executable named exactly main in the top folder of the "
                   "submission"),
-    Check(id="cmdline", judges="servers started with the kit's command line",
+    Check(id="cmdline", stage="start", runner="kit_checks:check_cmdline",
+          judges="servers started with the kit's command line",
           title="mainN n ip port, with the kit's port quirk",
           title_one="main n ip port, with the kit's port quirk",
           fix="start as the kit does, `./mainN n ip port` (the array size, the IP address, the "
@@ -78,12 +105,14 @@ CHECKS = (
                   "the port), and listen on the port given without htons, like the kit's server: "
                   "`sock_var.sin_port = atoi(argv[3])`",
           per_server=True),
-    Check(id="initial", judges="strings read back",
+    Check(id="initial", stage="start", runner="kit_checks:check_initial",
+          judges="strings read back",
           title="Initial values 'String i: the initial value'",
           fix='before accepting any connection, set every string i < n to exactly "String i: the '
               'initial value": `sprintf(theArray[i], "String %d: the initial value", i)`',
           per_server=True),
-    Check(id="workload", judges="requests answered",
+    Check(id="workload", runner="kit_checks:check_workload_run", after_pause=True,
+          judges="requests answered",
           title="The kit workload (like test.sh): errors, crashes, hangs",
           fix="the server must answer every request of 100 client threads x 10 requests and "
               "never stop: accept in a loop, one thread per connection that reads the whole "
@@ -93,7 +122,8 @@ CHECKS = (
           partial="the share of (server, n) settings whose runs all went without an error, crash "
                   "or hang",
           per_server=True),
-    Check(id="consistency", judges="operations checked for linearizability",
+    Check(id="consistency", runner="kit_checks:check_consistency",
+          judges="operations checked for linearizability",
           title="Correctness under concurrency (per-slot linearizability)",
           fix="hold the string's lock across the whole read or write, from before the access to "
               "after it (its usleep included), and build the reply from what was read under the "
@@ -101,14 +131,16 @@ CHECKS = (
               "what each one saw",
           cost_in_runs=150,
           per_server=True),
-    Check(id="idle", judges="requests served beside a silent connection",
+    Check(id="idle", runner="kit_checks:check_idle",
+          judges="requests served beside a silent connection",
           title="A silent client does not block the others",
           fix="do not read in the accepting thread: accept the connection and hand it to a "
               "thread of its own (a thread per connection) that reads the request, so that a "
               "client that connects and sends nothing blocks only its own thread",
           cost_in_runs=15,
           per_server=True),
-    Check(id="speed", quiet=True, judges="bursts timed",
+    Check(id="speed", runner="bursts:check_speed", labs=("2019-2023",),
+          needs=("main1", "main2", "main4"), quiet=True, judges="bursts timed",
           title="main2 and main4 clearly faster than main1 (measured by the grader)",
           fix="main2 must lock only the string it touches (an array of n mutexes: lock position "
               "pos's own), and main4 likewise with a read/write lock per string "
@@ -116,7 +148,8 @@ CHECKS = (
               "connection's thread run on its own: no `pthread_join` right after "
               "`pthread_create`, no global lock around the access",
           cost_in_runs=40),
-    Check(id="design", quiet=True, judges="servers whose design was decided",
+    Check(id="design", runner="bursts:check_design",
+          quiet=True, judges="servers whose design was decided",
           title="Each server uses the lock design of its number (traced and measured)",
           title_one="main uses one of the lab's lock designs, named (traced and measured)",
           fix="use the lock design the lab asks of this server number: main1 one mutex for the "
@@ -129,14 +162,16 @@ CHECKS = (
                   "lab asks of their number",
           cost_in_runs=25,
           per_server=True),
-    Check(id="concurrency", quiet=True, judges="bursts timed",
+    Check(id="concurrency", runner="bursts:check_concurrency", labs=("2024+", "2018"),
+          quiet=True, judges="bursts timed",
           title="main serves requests concurrently (timed against the grader's own servers)",
           fix="let each connection's thread run on its own (no `pthread_join` right after "
               "`pthread_create`, the request read in that thread, not the accepting one) and "
               "hold a string's lock only around that string's access, so that writes to "
               "different strings overlap",
           cost_in_runs=25),
-    Check(id="robustness", judges="probes run",
+    Check(id="robustness", runner="robustness:check_robustness", needs=("first",),
+          judges="probes run",
           title="Robustness (main1): empty connection, malformed frames, client leaving early",
           title_one="Robustness (main): empty connection, malformed frames, client leaving early",
           fix="check read()'s return before using the buffer (0 or -1: close the connection and "
@@ -148,7 +183,8 @@ CHECKS = (
                   "probe that could not run costs nothing)",
           cost_in_runs=25,
           finding=True),
-    Check(id="timing", quiet=True, judges="timing lines judged",
+    Check(id="timing", stage="probe", runner="timing:check_timing_run",
+          quiet=True, judges="timing lines judged",
           title="The timing file server_output_time_aggregated",
           fix="write server_output_time_aggregated in the server's working folder: one line per "
               "1000 requests, their mean latency in seconds printed with %e (`fprintf(f, "
@@ -159,14 +195,16 @@ CHECKS = (
                   "more when the probe judged them",
           cost_in_runs=15,
           per_server=True),
-    Check(id="races", judges="servers run under ThreadSanitizer",
+    Check(id="races", stage="option", option="race", runner="races:race_check",
+          judges="servers run under ThreadSanitizer",
           title="Race detector (ThreadSanitizer)",
           fix="make every access to shared data (the array, counters, the timing sums) under the "
               "lock that protects it (the first stack in the evidence shows where), and let the "
               "Makefile take CC, CFLAGS and LDFLAGS from the command line (`$(CC) $(CFLAGS) -o "
               "main1 main1.c $(LDFLAGS)`) so that it can be rebuilt with `-fsanitize=thread`",
           finding=True),
-    Check(id="memory", judges="servers run under AddressSanitizer",
+    Check(id="memory", stage="option", option="memory", runner="memory:memory_check",
+          judges="servers run under AddressSanitizer",
           title="Memory errors (AddressSanitizer and UBSan)",
           fix="the first error in the evidence names its kind and the source line: keep every "
               "index inside its array (a batch counter reset before it passes the array's "
@@ -176,14 +214,20 @@ CHECKS = (
           finding=True),
 )
 BY_ID = {c.id: c for c in CHECKS}
-# Every check of the four-server lab in page order (the race detector only with --race;
-# the concurrency check compares a one-server lab's main with the grader's own servers, which
-# the speed check does among the four).
-# What `grade --skip` may leave out: the checks after the kit workload (worker.RUNNERS) and
-# the timing check's clock probe. The build, the start, the initial values, the kit workload
-# and the timing lines are what every other check stands on.
+# What `grade --skip` may leave out: the checks after the kit workload and the timing
+# check's clock probe. The build, the start, the initial values, the kit workload and the
+# timing lines are what every other check stands on.
 SKIPPABLE = ("consistency", "idle", "speed", "design", "concurrency", "robustness", "probe")
-ORDER = tuple(c.id for c in CHECKS if c.id not in ("races", "memory", "concurrency"))
+
+
+def for_lab(name: str) -> tuple:
+    """The ids of the checks of the lab version `name`, in page order (those switched on
+    by an option last, when they are)."""
+    return tuple(c.id for c in CHECKS if not c.labs or name in c.labs)
+
+
+# Every check of the four-server lab in page order, the optional ones left out.
+ORDER = tuple(cid for cid in for_lab("2019-2023") if not BY_ID[cid].option)
 PER_SERVER = tuple(c.id for c in CHECKS if c.per_server)
 FINDINGS = tuple(c.id for c in CHECKS if c.finding)
 

@@ -16,48 +16,65 @@ from . import linearize as L
 from .sandboxed import MIN_RUNS, Server, await_lines, check, initial_value, start
 
 
-def check_initial(ctx, bin_dir, servers) -> tuple:
-    """Starts each server with the kit command line; checks port quirk and initial values."""
-    n = ctx.cfg["init_n"]
-    cmdline_ev, init_ev, cmd_ok, init_ok = [], [], True, True
-    started, read = dict.fromkeys(servers, 0), dict.fromkeys(servers, 0)
+def check_cmdline(ctx, bin_dir, servers) -> dict:
+    """Each server started with the kit's command line: listening on the port's
+    byte-swapped twin, as the kit's client connects."""
+    n, ev, ok = ctx.cfg["init_n"], [], True
+    started = dict.fromkeys(servers, 0)
     for name in servers:
-        s, why = start(ctx, bin_dir, name, n, f"{name}_initial")
+        s, why = start(ctx, bin_dir, name, n, f"{name}_cmdline")
+        s.stop()
         if why:
-            cmd_ok = init_ok = False
-            cmdline_ev.append(f"{name} {n} 127.0.0.1 {s.asked}: {why}")
-            init_ev.append(f"{name}: not checked (did not start)")
-            s.stop()
+            ok = False
+            ev.append(f"{name} {n} 127.0.0.1 {s.asked}: {why}")
             continue
         started[name] = 1
         if s.quirk:
-            cmdline_ev.append(f"{name} {n} 127.0.0.1 {s.asked}: listening on {s.port} "
-                              "(the kit's byte-swapped port)")
+            ev.append(f"{name} {n} 127.0.0.1 {s.asked}: listening on {s.port} "
+                      "(the kit's byte-swapped port)")
         else:
-            cmd_ok = False
-            cmdline_ev.append(f"{name} {n} 127.0.0.1 {s.asked}: listening on {s.port}, not on "
-                              f"{ports.twin(s.asked)}: the kit client cannot reach it (htons?)")
-        bad = []
-        for i in range(n):
-            got, err = K.exchange(s.port, K.frame(K.request_text(i, True, "")),
-                                  ctx.cfg["request_timeout_s"])
-            if err:
-                bad.append(f"slot {i}: {err}" + ("" if s.alive() else f" (server {s.death()})"))
-                break
-            read[name] += 1
-            if got != initial_value(i):
-                bad.append(f"slot {i}: {got!r}, expected {initial_value(i)!r}")
-        if bad:
-            init_ok = False
-            init_ev.append(f"{name} (n={n}): {len(bad)} deviation(s): " + "; ".join(bad[:3])
-                           + (" ..." if len(bad) > 3 else ""))
-        else:
-            init_ev.append(f"{name} (n={n}): all {n} strings are 'String i: the initial value'")
+            ok = False
+            ev.append(f"{name} {n} 127.0.0.1 {s.asked}: listening on {s.port}, not on "
+                      f"{ports.twin(s.asked)}: the kit client cannot reach it (htons?)")
+    return check("cmdline", C.title("cmdline", ctx.lab), "pass" if ok else "fail", ev,
+                 judged=started)
+
+
+def _initial_one(ctx, s, n: int) -> tuple:
+    """(deviations, strings read) of a started server's n strings, read one by one."""
+    bad, read = [], 0
+    for i in range(n):
+        got, err = K.exchange(s.port, K.frame(K.request_text(i, True, "")),
+                              ctx.cfg["request_timeout_s"])
+        if err:
+            bad.append(f"slot {i}: {err}" + ("" if s.alive() else f" (server {s.death()})"))
+            break
+        read += 1
+        if got != initial_value(i):
+            bad.append(f"slot {i}: {got!r}, expected {initial_value(i)!r}")
+    return bad, read
+
+
+def check_initial(ctx, bin_dir, servers) -> dict:
+    """Each server's strings, read before any write: 'String i: the initial value'."""
+    n, ev, ok = ctx.cfg["init_n"], [], True
+    read = dict.fromkeys(servers, 0)
+    for name in servers:
+        s, why = start(ctx, bin_dir, name, n, f"{name}_initial")
+        if why:
+            ok = False
+            ev.append(f"{name}: not checked (did not start)")
+            s.stop()
+            continue
+        bad, read[name] = _initial_one(ctx, s, n)
         s.stop()
-    return (check("cmdline", C.title("cmdline", ctx.lab), "pass" if cmd_ok else "fail",
-                  cmdline_ev, judged=started),
-            check("initial", C.title("initial"),
-                  "pass" if init_ok else "fail", init_ev, judged=read))
+        if bad:
+            ok = False
+            ev.append(f"{name} (n={n}): {len(bad)} deviation(s): " + "; ".join(bad[:3])
+                      + (" ..." if len(bad) > 3 else ""))
+        else:
+            ev.append(f"{name} (n={n}): all {n} strings are 'String i: the initial value'")
+    return check("initial", C.title("initial"), "pass" if ok else "fail", ev, judged=read)
 
 
 def describe_failure(s: Server, failed: list) -> str:
@@ -198,6 +215,12 @@ def check_workload(wl, runs, pause=None) -> dict:
     return check("workload", C.title("workload"),
                  "pass" if ok else "fail", ev, fraction=good / total if total else 0.0,
                  judged=answered)
+
+
+def check_workload_run(ctx, _bin_dir, _present) -> dict:
+    """The workload check's runner, on the kit workload and the idle pause the worker ran
+    before this stage (ctx.wl, ctx.pause)."""
+    return check_workload(ctx.wl, ctx.cfg["runs"], ctx.pause)
 
 
 def short_reply_finding(wl) -> list:

@@ -56,16 +56,21 @@ class Lab:
 ANY_DESIGN = (D.ONE_MUTEX, D.MUTEX_PER_STRING, D.ONE_RWLOCK, D.RWLOCK_PER_STRING)
 
 # One server has no other of its own to be timed against: no speed check; it is timed
-# against the grader's reference servers instead (after its design is traced).
-ONE_SERVER_CHECKS = tuple(x for c in C.ORDER if c != "speed"
-                          for x in ((c, "concurrency") if c == "design" else (c,)))
+# against the grader's reference servers instead (the concurrency check, after its design
+# is traced). Each version's checks are those whose records name it (checks.for_lab).
+
+
+def _checks(name: str) -> tuple:
+    return tuple(cid for cid in C.for_lab(name) if not C.BY_ID[cid].option)
+
+
 LABS = {
     "2019-2023": Lab("2019-2023", FOUR, True, "mean",
-                     {s: (D.EXPECTED[s],) for s in FOUR}, C.ORDER,
+                     {s: (D.EXPECTED[s],) for s in FOUR}, _checks("2019-2023"),
                      "four servers main1..main4, one per lock design"),
-    "2024+": Lab("2024+", ("main",), True, "mean", {"main": ANY_DESIGN}, ONE_SERVER_CHECKS,
+    "2024+": Lab("2024+", ("main",), True, "mean", {"main": ANY_DESIGN}, _checks("2024+"),
                  "one server main with a lock design of the student's choice"),
-    "2018": Lab("2018", ("main",), False, "sum", {"main": ANY_DESIGN}, ONE_SERVER_CHECKS,
+    "2018": Lab("2018", ("main",), False, "sum", {"main": ANY_DESIGN}, _checks("2018"),
                 "one server main; the kit without the access delay, timing lines are sums"),
 }
 DEFAULT = "2019-2023"

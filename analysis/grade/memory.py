@@ -65,7 +65,7 @@ def _memory_one(ctx, bdir, name) -> tuple:
                    f"requests answered) and {len(MALFORMED)} malformed requests")
 
 
-def memory_check(ctx, servers) -> dict:
+def memory_check(ctx, _bin_dir, servers) -> dict:
     """Rebuilt with AddressSanitizer and UBSan, each server under the kit workload and the
     malformed frames. PASS only when every server was checked and none erred; a server
     not checked makes it SKIP, never PASS."""

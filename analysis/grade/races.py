@@ -31,7 +31,7 @@ def _race_one(ctx, bdir, name) -> tuple:
     return False, f"{name}: no data race reported under one kit run (n=10)"
 
 
-def race_check(ctx, servers) -> dict:
+def race_check(ctx, _bin_dir, servers) -> dict:
     """Rebuilt with -fsanitize=thread, each server under one kit run. PASS only when every
     server was checked and none raced; a server not checked makes it SKIP, never PASS."""
     lim = {**ctx.limits, "no_as": True}

@@ -54,6 +54,9 @@ class Ctx:
         self.run_s: list = []                # seconds of each kit run so far
         self.ev: dict = {"checks": []}       # the evidence so far (handed in on time)
         self.wl: dict = {}                   # the kit workload's results, once run
+        self.pause: dict = {}                # the idle pause's results (pause.py), once run
+        self.bin_dir: Path | None = None     # the folder the build check built in
+        self.present: list = []              # the lab's servers built there
         self.probe: dict | None = None       # the clock probe's results, once run
         self.traced: dict = {}               # server -> the design its lock trace showed
         self.out_lock = threading.Lock()

@@ -351,6 +351,11 @@ def check_timing(wl, runs, probe=None, lab=None) -> dict:
                  judged=judged)
 
 
+def check_timing_run(ctx, _bin_dir, _present) -> dict:
+    """The timing check's runner, on the kit workload's lines and the clock probe's."""
+    return check_timing(ctx.wl, ctx.cfg["runs"], ctx.probe, ctx.lab)
+
+
 def tables(wl, lab=None) -> dict:
     """{name: {n: {"mean", "median" (timing file, s, None if implausible), "client"}}}."""
     out = {}

@@ -1,8 +1,10 @@
 """The grading worker: runs inside the outer sandbox (its own loopback), builds the
 submission and runs every check against it in inner sandboxes, and hands its evidence
-back. This module orchestrates (the lab's checks by id, in order, under the time budget);
-each check runs in the module of its kind (build, kit_checks, timing, bursts, robustness,
-races), on the grading's context and servers (sandboxed).
+back. This module orchestrates: the stages of checks.STAGES in order, each after the
+measurement it stands on (the idle pause and the kit workload, the clock probe), and in
+each stage every check of the lab's by its record (checks.py), under the time budget; each
+check's runner is in the module of its kind, on the grading's context and servers
+(sandboxed). Nothing here calls a check by name.
 
     python -m analysis.grade.worker      (its configuration in $LOCKBENCH_GRADE)
 
@@ -25,12 +27,7 @@ from . import labs
 from . import launcher as LA
 from . import pause as P
 from . import sandbox as S
-from .build import build, built
-from .bursts import check_concurrency, check_design, check_speed
-from .kit_checks import check_consistency, check_idle, check_initial, check_workload, workload
-from .memory import memory_check
-from .races import race_check
-from .robustness import check_robustness
+from .kit_checks import workload
 from .sandboxed import HAND_IN_SHARE, Ctx, check
 from .timing import check_timing, clock_probe, lost_in_noise, tables
 
@@ -45,19 +42,16 @@ def one_server_fixes(checks: list, lab) -> None:
             c["fix"] = [own]
 
 
-# Checks that judge each server: a server that is missing fails them, for its share.
-
-
 def charge_missing(checks: list, missing: list, lab) -> None:
     """A missing server fails every check that needed it: each per-server check keeps only
     the present servers' share of its points and names the missing ones; a check that is
     absent because nothing could run is added as a failure, so every page has the same
-    maximum score."""
+    maximum score; a check that needs a missing server (its record's `needs`) fails."""
     if not missing:
         return
     have = {c["id"] for c in checks}
     for cid in C.PER_SERVER:
-        if cid not in have:
+        if cid not in have and cid in lab.checks:
             checks.append(check(cid, C.title(cid, lab), "fail", [], fraction=0.0))
     for c in checks:
         if c["id"] in C.PER_SERVER:
@@ -66,11 +60,8 @@ def charge_missing(checks: list, missing: list, lab) -> None:
             c["status"] = "fail"
             c["evidence"] = [f"{m}: missing, so it fails this check" for m in missing] + \
                 c["evidence"]
-    needs = [("robustness", (lab.first,))]
-    if lab.speed:
-        needs.append(("speed", ("main1", "main2", "main4")))
-    for cid, need in needs:
-        gone = [m for m in need if m in missing]
+    for cid in lab.checks:
+        gone = [m for m in C.BY_ID[cid].needed(lab) if m in missing]
         if gone:
             checks[:] = [c for c in checks if c["id"] != cid]
             checks.append(check(cid, C.title(cid, lab), "fail", f"needs {', '.join(gone)}, "
@@ -127,74 +118,82 @@ def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
     return again
 
 
-def grade(ctx: Ctx) -> dict:
+def records(ctx: Ctx) -> list:
+    """The checks of this grading in page order: the lab's, then those its options switch
+    on (--race, --memory)."""
+    ids = [*ctx.lab.checks, *(c.id for c in C.CHECKS if c.option and ctx.cfg.get(c.option))]
+    return [C.BY_ID[cid] for cid in ids]
+
+
+def _measure(ctx: Ctx, stage: str) -> None:
+    """What the checks of `stage` stand on, measured once before them: the idle pause
+    begun and the kit workload (workload); the clock probe (probe)."""
     cfg = ctx.cfg
-    checks: list = []
-    ev: dict = {"checks": checks,
+    if stage == "workload":
+        ctx.paused = P.begin(ctx, ctx.bin_dir, ctx.present)
+        ctx.log(f"kit workload: {cfg['runs']} runs x n={cfg['sizes']}")
+        ctx.wl = workload(ctx, ctx.bin_dir, ctx.present, cfg["sizes"], cfg["runs"])
+    elif stage == "probe":
+        ctx.probe = probe_within_budget(ctx, ctx.bin_dir, ctx.present)
+
+
+def _run_order(rec) -> int:
+    """Within a stage: what times nothing first, then (the idle pause finished) what reads
+    the pause, then what times the servers, with nothing of the submission beside it."""
+    return 2 if rec.quiet else 1 if rec.after_pause else 0
+
+
+def _run(ctx: Ctx, rec) -> dict | None:
+    """One check by its record (None when a server it needs is missing: charge_missing
+    fails it), under the time budget where it costs kit runs or may be left out."""
+    if any(m not in ctx.present for m in rec.needed(ctx.lab)):
+        return None
+    if _run_order(rec) and ctx.paused is not None:   # nothing idle beside it any more
+        ctx.pause, ctx.paused = P.finish(ctx.paused), None
+    run = lambda: rec.run(ctx, ctx.bin_dir, ctx.present)  # noqa: E731
+    if rec.stage in ("workload", "option") and (rec.cost_in_runs or rec.id in C.SKIPPABLE):
+        return within_budget(ctx, rec.id, run)
+    if rec.stage != "build":
+        ctx.log(rec.id)
+    return run()
+
+
+def grade(ctx: Ctx) -> dict:
+    """Every check of the grading, stage by stage (checks.STAGES), each stage after what
+    it stands on; the evidence in page order, under the evidence rule."""
+    cfg, t0 = ctx.cfg, time.monotonic()
+    ev: dict = {"checks": [],
                 "config": {k: cfg.get(k) for k in ("runs", "sizes", "quick", "budget_s",
                                                    "cpus", "skip")}}
-    ctx.ev = ev
-    t0 = time.monotonic()
+    ctx.ev, ctx.paused = ev, None
     ctx.log("build")
-    status, lines, bin_dir, frac = build(ctx, "build", [], ctx.limits)
-    lab = ctx.lab
-    ev["lab"] = {"name": lab.name, "servers": list(lab.servers), "what": lab.what,
-                 "why": ctx.lab_why}
-    present = built(bin_dir, lab.servers)
-    checks.append(check("build", C.title("build", lab), status, lines, fraction=frac,
-                        judged=len(present)))
-    missing = [m for m in lab.servers if m not in present]
-    checks.append(check("binaries", C.title("binaries", lab), "fail" if missing else "pass",
-                        f"missing: {', '.join(missing)}" if missing else
-                        f"{lab.names()} present", judged=len(present)))
-    wl: dict = {}
-    if present:
-        wl = _kit_checks(ctx, bin_dir, present, checks)
-    charge_missing(checks, missing, lab)
-    if cfg.get("race"):
-        ctx.log("race detector")
-        checks.append(race_check(ctx, present))
-    if cfg.get("memory"):
-        ctx.log("memory check")
-        checks.append(memory_check(ctx, present))
-    checks[:] = E.apply_all(checks, wl)
-    one_server_fixes(checks, lab)
-    ev["tables"] = tables(wl, lab)
-    ev["seconds"] = time.monotonic() - t0
+    for stage in C.STAGES:
+        recs = [C.BY_ID[cid] for cid in ("build", "binaries")] if stage == "build" else \
+            [r for r in records(ctx) if r.stage == stage]
+        if stage != "build" and not ctx.present:
+            break
+        _measure(ctx, stage)
+        for rec in sorted(recs, key=_run_order):
+            out = _run(ctx, rec)
+            ev["checks"] += [out] if out else []
+        if stage == "build":
+            lab = ctx.lab
+            ev["lab"] = {"name": lab.name, "servers": list(lab.servers), "what": lab.what,
+                         "why": ctx.lab_why}
+    if ctx.paused is not None:
+        ctx.pause = P.finish(ctx.paused)
+    checks = in_page_order(ev["checks"], ctx)
+    charge_missing(checks, [m for m in ctx.lab.servers if m not in ctx.present], ctx.lab)
+    checks = in_page_order(E.apply_all(checks, ctx.wl), ctx)
+    one_server_fixes(checks, ctx.lab)
+    ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - t0)
     return ev
 
 
-# The runner of each check that follows the kit workload, by its id (checks.py): each
-# takes the grading, the folder of the servers built and the servers present, and returns
-# its check. A version of the lab (labs.py) lists the ids it runs, in page order.
-RUNNERS = {"consistency": check_consistency, "idle": check_idle, "speed": check_speed,
-           "design": check_design, "concurrency": check_concurrency,
-           "robustness": lambda ctx, bin_dir, _present: check_robustness(ctx, bin_dir)}
-
-
-def _kit_checks(ctx: Ctx, bin_dir: Path, present: list, checks: list) -> dict:
-    """Every check that runs the servers, in page order, appended to checks; returns the
-    kit workload's results."""
-    cfg, lab = ctx.cfg, ctx.lab
-    ctx.log("command line, port quirk, initial values")
-    checks.extend(check_initial(ctx, bin_dir, present))
-    paused = P.begin(ctx, bin_dir, present)
-    ctx.log(f"kit workload: {cfg['runs']} runs x n={cfg['sizes']}")
-    wl = workload(ctx, bin_dir, present, cfg["sizes"], cfg["runs"])
-    ctx.wl = wl
-    at, pause = len(checks), None
-    for cid in lab.checks:
-        if cid not in RUNNERS or (cid == "robustness" and lab.first not in present):
-            continue
-        if C.BY_ID[cid].quiet and pause is None:  # nothing of the submission beside a timed check
-            pause = P.finish(paused)
-        checks.append(within_budget(ctx, cid, lambda run=RUNNERS[cid]: run(ctx, bin_dir,
-                                                                             present)))
-    checks.insert(at, check_workload(wl, cfg["runs"], P.finish(paused) if pause is None
-                                     else pause))
-    ctx.probe = probe_within_budget(ctx, bin_dir, present)
-    checks.append(check_timing(wl, cfg["runs"], ctx.probe, lab))
-    return wl
+def in_page_order(checks: list, ctx: Ctx) -> list:
+    """The checks in the order of their records (those of no record last)."""
+    order = {r.id: i for i, r in enumerate(records(ctx))} if ctx.lab else {}
+    return sorted(checks, key=lambda c: order.get(c["id"], len(order)))
 
 
 def reference(ctx: Ctx) -> dict:
@@ -226,11 +225,11 @@ def out_of_time(ctx: Ctx) -> None:
     if "timing" not in have and ctx.wl:
         checks.append(check_timing(ctx.wl, ctx.cfg["runs"], ctx.probe, ctx.lab))
         have.add("timing")
-    left = [cid for cid in (ctx.lab.checks if ctx.lab else C.ORDER) if cid not in have]
+    left = [r.id for r in records(ctx)] if ctx.lab else list(C.ORDER)
     checks += [check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "
-                     "not scored", not_run=True) for cid in left]
-    checks = E.apply_all(checks, ctx.wl)
+                     "not scored", not_run=True) for cid in left if cid not in have]
+    checks = in_page_order(E.apply_all(checks, ctx.wl), ctx)
     ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - ctx.t0)
     ctx.log(f"time budget: handed in with {len(left)} check(s) unfinished")
     if hand_in(ctx, ev):
