@@ -378,18 +378,37 @@ def _run_outer(cmd: list, timeout: float, out: Path, env: dict | None = None,
                 "checks": []}
 
 
+RELEASE = Path(__file__).with_name("release.txt")  # `git archive` fills it (.gitattributes)
+
+
 def grader_version() -> str:
     """This checkout's commit (and '+changes' when it has uncommitted ones), a bundle's
-    VERSION file, or 'unknown'."""
+    VERSION file, or for a copy without .git (a release unpacked from `git archive` or a
+    forge's download) the commit and date release.txt was filled with; 'unknown' only
+    when the copy carries none of them."""
     stamp = REPO / "VERSION"
     if stamp.is_file():
         return stamp.read_text().strip()[:80] or "unknown"
     try:
         head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty=+changes"],
                               capture_output=True, text=True, timeout=10)
+        if head.returncode == 0 and head.stdout.strip():
+            return head.stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
+        pass
+    return release_version(RELEASE)
+
+
+def release_version(path: Path) -> str:
+    """'1a2b3c4 (released 2026-12-01)' from a filled release.txt, else 'unknown'."""
+    try:
+        text = path.read_text()[:200].strip()
+    except OSError:
         return "unknown"
-    return head.stdout.strip() or "unknown"
+    parts = text.split()
+    if len(parts) != 2 or "$" in text:
+        return "unknown"
+    return f"{parts[0]} (released {parts[1]})"
 
 
 def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dict:
