@@ -54,9 +54,23 @@ LAB_DEFECTS = {
                           {"cmdline": "(htons?)", "initial": "'\\x1b[32mString 0: the "}),
     "main_old_reply": ("OLD_VALUE_REPLY", {"consistency": "fail"},
                        {"consistency": "(the string it replaced: get before set)"}),
-    # exits by itself after 10 s idle: nothing in grading is idle that long, so no finding
-    "main_noinit_exits": ("NO_INIT EXITS_IDLE", {"initial": "fail"},
-                          {"initial": "slot 0: '', expected 'String 0: the initial value'"}),
+    # exits by itself after 10 s idle: the idle pause between two kit runs finds it gone
+    "main_noinit_exits": ("NO_INIT EXITS_IDLE", {"initial": "fail", "workload": "fail"},
+                          {"initial": "slot 0: '', expected 'String 0: the initial value'",
+                           "workload": "ended by itself"}),
+    # replies of the string's own length, which the kit's client reads whole: a finding on
+    # the workload's line, never a failed request (every check judges and passes)
+    "main_short_reply": ("SHORT_REPLY", {}, {"workload": "shorter than the kit's 100-byte"}),
+    # every request read and its connection closed: nothing ever comes back, so nothing is
+    # judged and no check passes on it
+    "main_no_reply": ("NO_REPLY", dict.fromkeys(("initial", "workload", "consistency", "idle",
+                                                 "robustness", "timing"), "fail"),
+                      {"consistency": "main answered no request of the kit workload",
+                       "workload": "judged: 0 requests answered"}),
+    # a batch's line written before its threads are joined: the clock probe sees the line
+    # in the file before it has sent the batch's last request
+    "main_early_line": ("EARLY_LINE", {"timing": "fail"},
+                        {"timing": "written before its batch finished"}),
     # the design: the trace says an rwlock per string, the bursts one lock (fail), unless
     # a busy machine left the bursts without a finding (undetermined); never a pass
     "main_serialised": ("SERIALISED", {"idle": "fail", "design": ("fail", "undetermined"),
@@ -118,7 +132,8 @@ def lab2024_packaged(root: Path) -> Path:
 def lab_subs(root: Path) -> list:
     subs = [lab2024(root, name, k) for name, k in LAB_SUBS.items()]
     subs += [lab2024(root, name, defects=d) for name, (d, _, _) in LAB_DEFECTS.items()]
-    return [*subs, kit_fixture("lab2018_main", root, "lab2018"), lab2024_packaged(root)]
+    return [*subs, kit_fixture("lab2018_main", root, "lab2018"), kit_fixture("lab2018_four", root),
+            lab2024_packaged(root)]
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +163,8 @@ ZIPPED = "zipped_correct"
 LIGHT_SKIP = "speed,design,concurrency,probe"
 LIGHT = {"crash_on_empty", "no_init", "garbage_timing", "hangs", "crash_after_batch",
          "main_packaging", ZIPPED,
-         *(d for d in LAB_DEFECTS if d not in ("main_serialised", "main_handmade_serial"))}
+         *(d for d in LAB_DEFECTS if d not in ("main_serialised", "main_handmade_serial",
+                                               "main_short_reply", "main_early_line"))}
 
 
 def skipped(name: str) -> str:
@@ -274,13 +290,47 @@ def test_a_2024_hand_in_packaged_as_students_package_it_passes(graded):
 
 def test_main_on_the_2018_kit_writes_sums_and_its_design_is_not_timed(graded):
     ev, c = evidence(graded, "lab2018"), checks(graded, "lab2018")
-    assert ev["lab"]["name"] == "2018" and "no usleep" in ev["lab"]["why"]
-    assert "extra targets main1, main2, main3 are not graded" in ev["lab"]["why"]
+    assert ev["lab"]["name"] == "2018" and "without usleep" in ev["lab"]["why"]
     assert c["timing"]["status"] == "pass" and "sums of 1000" in c["timing"]["evidence"][0]
     assert c["design"]["status"] == "undetermined"
     assert "a mutex per string" in c["design"]["evidence"][0]
     assert "no delay in the accesses" in c["design"]["evidence"][0]
     assert render.verdict(ev)[0] == "PASS"
+
+
+def test_four_servers_on_the_older_kit_are_all_graded_and_nothing_untimeable_fails(graded):
+    # plain make builds main (one mutex), main2..main4 are targets of their own
+    ev, c = evidence(graded, "lab2018_four"), checks(graded, "lab2018_four")
+    assert ev["lab"]["servers"] == list(labs.FOUR), ev["lab"]
+    assert "main is main1" in ev["lab"]["why"] and "older kit" in ev["lab"]["what"]
+    assert c["build"]["status"] == "pass" and "layout: main1 is main" in c["build"]["evidence"]
+    for cid in ("cmdline", "initial", "workload", "consistency", "idle", "robustness"):
+        assert c[cid]["status"] == "pass", c[cid]
+        assert "(main1 " in next(x for x in c[cid]["evidence"] if x.startswith("judged:")) \
+            or cid == "robustness"
+    # the delay is what times a lock: without it, measured checks are undetermined, never
+    # failed, and the design is named from the trace, server by server
+    for cid in ("speed", "design"):
+        assert c[cid]["status"] == "undetermined", c[cid]
+        assert "no delay in the accesses" in "\n".join(c[cid]["evidence"])
+    said = "\n".join(c["design"]["evidence"])
+    for server, design in D.EXPECTED.items():
+        assert f"{server} behaves as {design}, as expected" in said, said
+    assert "sums of 1000 latencies" in c["timing"]["evidence"][0]
+    assert "not run (this lab's kit has no delay" in "\n".join(c["timing"]["evidence"])
+    assert render.verdict(ev)[0] == "PASS"
+
+
+def test_no_check_of_any_grading_passes_on_nothing_judged(graded):
+    from analysis.grade import evidence as E
+    names = [p.name for p in graded.iterdir() if (p / "evidence.json").is_file()]
+    assert len(names) > 20, names
+    for name in names:
+        for c in checks(graded, name).values():
+            assert c.get("not_run") or "judged" in c, (name, c["id"])
+            if c["status"] == "pass":
+                assert E.total(c["judged"]) > 0, (name, c)
+                assert any(x.startswith("judged: ") for x in c["evidence"]), (name, c)
 
 
 def test_every_fixture_has_its_pages_and_gradescope_results(graded):

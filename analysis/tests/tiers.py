@@ -1,11 +1,11 @@
 """The tier rule, loaded by pytest.ini (-p analysis.tests.tiers) on every run: a test that
-needs the sandbox, Chromium, root or network namespaces is also `slow`, so that
+needs the sandbox, Chromium, root, network namespaces or a quiet machine is also `slow`, so that
 `pytest -m "not slow"` (./lockbench test --quick) can never start one. A test marked with
 one of them and not `slow` fails the collection, naming it."""
 
 import pytest
 
-NEEDS = ("sandbox", "chromium", "root", "netns")
+NEEDS = ("sandbox", "chromium", "root", "netns", "quiet")
 
 
 def pytest_collection_modifyitems(config, items):
