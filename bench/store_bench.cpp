@@ -9,10 +9,11 @@
 //   ns_per_op : wall time one thread spends per operation (threads x wall /
 //               ops), i.e. the mean operation latency under that load;
 //   fair_jain, fair_rsd, fair_max_min : how evenly the threads' operation
-//               counts came out (bench_stats.h), the mean over the run's
+//               counts came out (client/fairness.h), the mean over the run's
 //               iterations;
 //   wait_p50_ns, wait_p99_ns, wait_p999_ns, wait_samples : the lock-wait
-//               quantiles of the sampled accesses, all threads merged.
+//               quantiles of the sampled accesses, all threads merged (the
+//               client's LatencyHistogram, one per thread).
 // The stores time 1 access in 64 with the cycle counter (BenchTiming::
 // kSampled): timing every access with clock_gettime (three reads, ~20 ns
 // each) cost more than most locks. StoreTiming/* compares the three timing
@@ -39,8 +40,9 @@
 #include <utility>
 #include <vector>
 
-#include "bench/bench_stats.h"
 #include "bench/bench_strategies.h"
+#include "client/fairness.h"
+#include "client/latency_histogram.h"
 #include "common/access_timer.h"
 #include "common/clock.h"
 
@@ -65,7 +67,7 @@ inline void Apply(Store& store, const Op& op, const std::string& text, Value* va
 // Per-thread result, in its own cache lines.
 struct alignas(64) ThreadCount {
   uint64_t ops = 0;
-  WaitHistogram waits;
+  LatencyHistogram waits;
 };
 
 constexpr std::size_t kRing = 4096;  // power of two
@@ -82,7 +84,7 @@ std::vector<Op> MakeRing(int t, uint32_t n, int read_pct) {
 }
 
 // Adds one run's fairness and merged waits to the sums in `f` and `waits`.
-void AddRunStats(const std::vector<ThreadCount>& counts, Fairness* f, WaitHistogram* waits) {
+void AddRunStats(const std::vector<ThreadCount>& counts, Fairness* f, LatencyHistogram* waits) {
   std::vector<uint64_t> ops;
   for (const ThreadCount& c : counts) {
     ops.push_back(c.ops);
@@ -94,15 +96,16 @@ void AddRunStats(const std::vector<ThreadCount>& counts, Fairness* f, WaitHistog
   f->max_min += run.max_min;
 }
 
-void SetFairnessCounters(benchmark::State& state, const Fairness& sum, const WaitHistogram& waits) {
+void SetFairnessCounters(benchmark::State& state, const Fairness& sum,
+                         const LatencyHistogram& waits) {
   const auto runs = static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
   state.counters["fair_jain"] = sum.jain / runs;
   state.counters["fair_rsd"] = sum.rsd / runs;
   state.counters["fair_max_min"] = sum.max_min / runs;
-  state.counters["wait_p50_ns"] = waits.Quantile(0.5);
-  state.counters["wait_p99_ns"] = waits.Quantile(0.99);
-  state.counters["wait_p999_ns"] = waits.Quantile(0.999);
-  state.counters["wait_samples"] = static_cast<double>(waits.total());
+  state.counters["wait_p50_ns"] = static_cast<double>(waits.Percentile(0.5));
+  state.counters["wait_p99_ns"] = static_cast<double>(waits.Percentile(0.99));
+  state.counters["wait_p999_ns"] = static_cast<double>(waits.Percentile(0.999));
+  state.counters["wait_samples"] = static_cast<double>(waits.count());
 }
 
 std::vector<std::string> g_names;  // strategy by id (argument "s")
@@ -128,7 +131,7 @@ void BM_Store(benchmark::State& state) {
   uint64_t total_ops = 0;
   double total_s = 0;
   Fairness fairness;
-  WaitHistogram waits;
+  LatencyHistogram waits;
   for (auto _ : state) {
     ArtificialDelay delay{std::chrono::microseconds(state.range(3))};
     std::unique_ptr<Store> store = MakeBenchStore(name, n, &delay, BenchTiming::kSampled);
@@ -149,7 +152,7 @@ void BM_Store(benchmark::State& state) {
         while (!stop.load(std::memory_order_relaxed)) {
           Apply(*store, ring[k++ & (kRing - 1)], text, &value, &timing);
           benchmark::DoNotOptimize(value);
-          if (timing.wait_ns >= 0) mine.waits.Add(timing.wait_ns);
+          if (timing.wait_ns >= 0) mine.waits.Record(static_cast<uint64_t>(timing.wait_ns));
         }
         mine.ops = k;
       });

@@ -1,5 +1,7 @@
 // LatencyHistogram: a log-linear (HdrHistogram-style) histogram of durations
-// in nanoseconds, one per client thread, merged after the threads join.
+// in nanoseconds, one per recording thread, merged after the threads join:
+// the client's request latencies, and the microbenchmarks' lock waits
+// (bench/store_bench.cpp).
 //
 // Layout: values below 2^kSubBits (256 ns) each get their own bucket (exact).
 // Above that, every power-of-two range [2^e, 2^(e+1)) is split into 2^(kSubBits-1)
@@ -22,6 +24,7 @@
 #ifndef KV_CLIENT_LATENCY_HISTOGRAM_H_
 #define KV_CLIENT_LATENCY_HISTOGRAM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

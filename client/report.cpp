@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/bench_stats.h"
+#include "client/fairness.h"
 
 namespace kv {
 namespace {
@@ -23,13 +23,13 @@ json LatencyJson(const LatencyHistogram& h) {
 }
 
 // How evenly the logical clients shared the throughput, over their ok
-// counts: bench_stats.h's FairnessOf (header-only, no benchmark library), but
-// max_min is null when a client completed none (FairnessOf counts it as 1).
+// counts: FairnessOf (fairness.h, the microbenchmarks' too), but max_min is
+// null when a client completed none (FairnessOf counts it as 1).
 json FairnessJson(const std::vector<uint64_t>& client_ok) {
   if (client_ok.empty()) {
     return json{{"clients", 0}, {"jain", nullptr}, {"rsd", nullptr}, {"max_min", nullptr}};
   }
-  const bench::Fairness f = bench::FairnessOf(client_ok);
+  const Fairness f = FairnessOf(client_ok);
   const bool none_done = *std::min_element(client_ok.begin(), client_ok.end()) == 0;
   return json{{"clients", client_ok.size()},
               {"jain", f.jain},

@@ -22,7 +22,7 @@ figures.py draws, report.py writes):
   table_overhead(df)   -> DataFrame      cost of each lock as a ratio to the unprotected store
   table_fairness(df)   -> DataFrame      fairness and wait tails of every strategy in a setting
   table_timing(df)     -> DataFrame      StoreTiming/TimerCost rows, timed over untimed
-  fairness(counts)     -> dict           the fairness math of bench/bench_stats.h
+  fairness(counts)     -> dict           the fairness math of client/fairness.h
   findings(df, cores)  -> list[str]      sentences computed from the data
 """
 
@@ -141,7 +141,7 @@ def store_runs(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fairness(counts) -> dict:
-    """The fairness of per-thread operation counts, as bench/bench_stats.h computes it:
+    """The fairness of per-thread operation counts, as client/fairness.h computes it:
     jain = (sum x)^2 / (n sum x^2) (1 = even, 1/n = one thread did all), rsd = population
     standard deviation / mean, max_min = max / min with a zero min counted as 1."""
     x = np.asarray(list(counts), dtype=float)
