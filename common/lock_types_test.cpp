@@ -148,13 +148,23 @@ TEST(PhaseFairRwLockTest, WriterGetsInUnderAStreamOfReaders) {
     });
   }
   while (reads.load() < 1000) std::this_thread::yield();  // the stream is flowing
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 200; ++i) g.Add();
-  const auto took = std::chrono::steady_clock::now() - start;
+  std::atomic<bool> written{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 200; ++i) g.Add();
+    written = true;
+  });
+  // A starved writer never gets in while the readers go on: after 60 s (which only stops
+  // that hang) they stop, letting it in, and the test fails. How fast is not asserted.
+  const auto hang = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!written.load() && std::chrono::steady_clock::now() < hang) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const bool got_in = written.load();
   stop = true;
+  writer.join();
   for (auto& t : readers) t.join();
+  EXPECT_TRUE(got_in) << "the writer starved under a stream of readers";
   EXPECT_EQ(g.Get(), 200u);
-  EXPECT_LT(took, std::chrono::seconds(10));
 }
 
 // A CLH node source that never allocates, as the preload's (a free list of a
