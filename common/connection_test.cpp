@@ -261,8 +261,9 @@ TEST_P(ConnectionTest, IdleDeadlineClosesSilently) {
 }
 
 TEST_P(ConnectionTest, FrameDeadlineAnswersErrorAndCloses) {
-  UniqueFd c = Connect(ShortLimits());  // frame timeout 100 ms
-  const int64_t start = MonotonicNanos();  // before the first byte, as above
+  // Frame timeout 100 ms; the lower bound counts from before the first byte, as above.
+  UniqueFd c = Connect(ShortLimits());
+  const int64_t start = MonotonicNanos();
   SendAll(c.get(), "8-0-tri");
   const std::string reply = ReplyText(RecvUpTo(c.get(), kFrameSize), 0);
   EXPECT_EQ(reply.rfind("ERROR incomplete frame: 7 of 100 bytes within 100 ms", 0), 0u) << reply;
