@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +69,28 @@ TEST(WorkloadTest, KitRequestText) {
   EXPECT_EQ(Text(f), "3-1-String[3] has been modified by thread 7");
   // Zero padding after the NUL.
   for (std::size_t i = Text(f).size(); i < kFrameSize; ++i) EXPECT_EQ(f[i], '\0');
+}
+
+// The text is composed by hand; it must be the kit's printf formats, byte for byte, for
+// any position and thread (the widest ones included).
+TEST(WorkloadTest, KitRequestTextIsThePrintfFormat) {
+  WorkloadSpec spec;
+  spec.n = 10'000'000;
+  for (const uint32_t thread : {0u, 9u, 10u, 4095u, 4294967295u}) {
+    Workload w(spec, thread);
+    for (const uint64_t pos : {uint64_t{0}, uint64_t{7}, uint64_t{10}, uint64_t{99'999},
+                               uint64_t{9'999'999}, std::numeric_limits<uint64_t>::max()}) {
+      for (const bool is_read : {false, true}) {
+        char want[200];
+        std::snprintf(want, sizeof want, "%llu-%d-String[%llu] has been modified by thread %u",
+                      static_cast<unsigned long long>(pos), is_read ? 1 : 0,
+                      static_cast<unsigned long long>(pos), thread);
+        Frame f;
+        w.FillRequest(Op{pos, is_read}, &f);
+        EXPECT_EQ(Text(f), std::string(want).substr(0, kMaxTextLen));
+      }
+    }
+  }
 }
 
 TEST(WorkloadTest, SameSeedSameStreamOtherSeedOtherStream) {
