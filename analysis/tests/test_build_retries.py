@@ -5,7 +5,6 @@ fixture tests/fixtures/implicit_decl, whose C only a compiler older than gcc 14 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

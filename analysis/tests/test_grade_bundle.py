@@ -360,10 +360,10 @@ def test_a_budget_too_small_for_the_workload_still_hands_in_results_in_time(tmp_
     source.write_text(text.replace("#define ACCESS_DELAY() usleep(10)",
                                    "#define ACCESS_DELAY() usleep(2000)"))
     out = tmp_path / "out"
-    t0 = time.monotonic()
+    # what is asserted is the hand-in at the budget (its log line), not the clock: grade()'s
+    # timeout only stops a hang
     p = grade(slow, "--no-reference", "--no-progress", "--out", out, "--budget", "8")
     assert p.returncode == 0, p.stderr
-    assert time.monotonic() - t0 < 8 + 10
     ev = json.loads((out / "correct" / "evidence.json").read_text())
     status = {c["id"]: c["status"] for c in ev["checks"]}
     assert not ev.get("error") and status["build"] == "pass", ev

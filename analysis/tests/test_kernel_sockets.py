@@ -5,7 +5,6 @@ twin, a process that exits or is killed first, a timeout, and no connection ever
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -116,11 +115,10 @@ def test_killed_by_signal_names_it(procs):
 
 
 def test_timeout_leaves_process_running(procs):
+    # a wait that did not keep to its timeout would see the exit, 30 s later ("exited")
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     procs.append(p)
-    t0 = time.monotonic()
     assert wait([pick_port()], p, timeout=0.3) == (None, "timeout")
-    assert time.monotonic() - t0 < 15   # the timeout, plus slack for a loaded machine
     assert p.poll() is None
 
 
