@@ -103,9 +103,10 @@ TEST_F(SocketPair, TrickledFrameIsCutAtTheFrameDeadline) {
   loris.join();
   EXPECT_EQ(r, FrameRead::kTimeout);
   EXPECT_GT(got, 0u);
+  // Cut before the trickle ended (its 30 bytes take 600 ms at least, and the idle limit
+  // would have read them all): what happened, not how fast.
   EXPECT_LT(got, 30u);
   EXPECT_GE(took, 140'000'000);
-  EXPECT_LT(took, 1'000'000'000);
 }
 
 TEST_F(SocketPair, IdlePeerTimesOutWithNothingRead) {
