@@ -214,19 +214,22 @@ int64_t UringIoModel::WaitAndHandle(Loop* loop, int64_t until, int64_t before) {
   const unsigned n = io_uring_peek_batch_cqe(&r.ring, cqes, kCqeBatch);
   struct Done {
     uint64_t user_data;
+    void* target;
     int res;
     uint32_t flags;
   } done[kCqeBatch];
-  for (unsigned i = 0; i < n; ++i) done[i] = {cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
+  for (unsigned i = 0; i < n; ++i) {
+    done[i] = {cqes[i]->user_data, io_uring_cqe_get_data(cqes[i]), cqes[i]->res, cqes[i]->flags};
+  }
   // Taken off before they are acted on: acting queues (and may submit) more.
   io_uring_cq_advance(&r.ring, n);
   for (unsigned i = 0; i < n; ++i) {
-    OnCompletion(loop, done[i].user_data, done[i].res, done[i].flags, now);
+    OnCompletion(loop, done[i].user_data, done[i].target, done[i].res, done[i].flags, now);
   }
   return now;
 }
 
-void UringIoModel::OnCompletion(Loop* loop, uint64_t user_data, int res, uint32_t flags,
+void UringIoModel::OnCompletion(Loop* loop, uint64_t user_data, void* data, int res, uint32_t flags,
                                 int64_t now) {
   if (user_data == kWakeTag) {
     RingOf(loop).wake_armed = false;
@@ -239,7 +242,7 @@ void UringIoModel::OnCompletion(Loop* loop, uint64_t user_data, int res, uint32_
     return;
   }
   if (user_data == kIgnoreTag) return;
-  auto* target = reinterpret_cast<Target*>(static_cast<uintptr_t>(user_data));
+  auto* target = static_cast<Target*>(data);
   if (target->kind == Target::Kind::kListener) {
     OnAccepted(loop, static_cast<AcceptSlot*>(target), res, flags, now);
   } else {

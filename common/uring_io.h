@@ -73,7 +73,9 @@ class UringIoModel final : public EventIoModel {
 
   // Queues a close of the connection's fd and recycles its record.
   void CloseOnRing(Loop* loop, Conn* conn);
-  void OnCompletion(Loop* loop, uint64_t user_data, int res, uint32_t flags, int64_t now);
+  // `data`: user_data as the pointer it was set from (a Target*, unless a tag).
+  void OnCompletion(Loop* loop, uint64_t user_data, void* data, int res, uint32_t flags,
+                    int64_t now);
   void OnConnDone(Loop* loop, Conn* conn, int res, int64_t now);
   void OnAccepted(Loop* loop, AcceptSlot* slot, int res, uint32_t flags, int64_t now);
   // Arms what should be armed (the eventfd poll, the accepts) and cancels
