@@ -241,7 +241,9 @@ void UringIoModel::OnCompletion(Loop* loop, uint64_t user_data, void* data, int 
     }
     return;
   }
-  if (user_data == kIgnoreTag) return;
+  // A kernel without IORING_FEAT_EXT_ARG makes liburing time the wait with
+  // an operation of its own, tagged LIBURING_UDATA_TIMEOUT: not a Target.
+  if (user_data == kIgnoreTag || user_data == LIBURING_UDATA_TIMEOUT) return;
   auto* target = static_cast<Target*>(data);
   if (target->kind == Target::Kind::kListener) {
     OnAccepted(loop, static_cast<AcceptSlot*>(target), res, flags, now);
