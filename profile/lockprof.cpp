@@ -45,6 +45,10 @@
 #include <x86intrin.h>
 #endif
 
+// The lock path's pieces, inlined into each entry point's instance so that its kind, mode and
+// op are constants there.
+#define LOCKPROF_INLINE __attribute__((always_inline)) inline
+
 namespace lockprof {
 
 uintptr_t g_keys[kTableSize];
@@ -66,10 +70,19 @@ struct Held {
   Rec* r;
   uint64_t t0;
   int kind;
+  uint32_t weight : 31;  // the acquisitions this hold stands for in the histogram
+  uint32_t exclusive : 1;
 };
 LOCKPROF_TLS Held t_held[kHeldMax];
 LOCKPROF_TLS int t_nheld;
 LOCKPROF_TLS int t_resolving;
+LOCKPROF_TLS uint32_t t_hold_skip, t_rng;  // uncontended acquisitions until the next timed hold
+
+// Uncontended holds are timed one in g_hold_sample ($LOCKPROF_HOLD_SAMPLE, default 8): a
+// clock read costs about two uncontended glibc pairs here, and an uncontended acquisition
+// reads it for nothing else.
+uint32_t g_hold_sample = 8;
+constexpr uint32_t kHoldSampleMax = 1024;
 
 }  // namespace
 
@@ -132,7 +145,7 @@ bool Passed(clockid_t clk, const timespec* abs) {
 
 // ------------------------------------------------------------------ the record table
 
-uint32_t SlotOf(uintptr_t key) {
+LOCKPROF_INLINE uint32_t SlotOf(uintptr_t key) {
   return static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kTableBits));
 }
 
@@ -141,16 +154,36 @@ unsigned Bucket(uint64_t ns) {
   return b < kBuckets ? b : kBuckets - 1;
 }
 
-void HistAdd(Hist* h, uint64_t ns) {
-  AtomicAdd(&h->count[Bucket(ns)], 1);
-  AtomicAdd(&h->total, ns);
+// A counter of a record, added to while its lock is held. Held exclusively (a mutex, an
+// rwlock's write side), the lock itself keeps the other holders out: a plain add, no locked
+// instruction. Shared (read side, condition variables), an atomic add.
+LOCKPROF_INLINE void Bump(uint64_t* p, uint64_t v, bool exclusive) {
+  if (exclusive) {
+    __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+  } else {
+    AtomicAdd(p, v);
+  }
+}
+
+// ns, standing for `weight` acquisitions (a sampled hold stands for the ones not timed).
+void HistAdd(Hist* h, uint64_t ns, uint64_t weight, bool exclusive) {
+  Bump(&h->count[Bucket(ns)], weight, exclusive);
+  Bump(&h->total, ns * weight, exclusive);
   uint64_t m = AtomicLoad(&h->max);
+  if (exclusive) {
+    if (ns > m) __atomic_store_n(&h->max, ns, __ATOMIC_RELAXED);
+    return;
+  }
   while (ns > m &&
          !__atomic_compare_exchange_n(&h->max, &m, ns, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
 }
 
-void NoteSite(Rec* r, const void* site) {
+LOCKPROF_INLINE bool Exclusive(int kind, int mode) {
+  return kind == kMutex || (kind == kRwlock && mode == kWrite);
+}
+
+LOCKPROF_INLINE void NoteSite(Rec* r, const void* site) {
   uintptr_t none = 0;
   if (__atomic_load_n(&r->site, __ATOMIC_RELAXED) == 0) {
     __atomic_compare_exchange_n(&r->site, &none, reinterpret_cast<uintptr_t>(site), false,
@@ -160,9 +193,11 @@ void NoteSite(Rec* r, const void* site) {
 
 }  // namespace
 
+namespace {
+
 // Slots never empty, so an object that found no slot stays untracked for good and is served
 // by pthread every time: never half ours, half pthread's.
-Rec* Find(const void* o, int kind) {
+LOCKPROF_INLINE Rec* FindRec(const void* o, int kind) {
   const uintptr_t key = reinterpret_cast<uintptr_t>(o) << 2 | static_cast<uintptr_t>(kind);
   uint32_t i = SlotOf(key);
   for (int probe = 0; probe < kMaxProbe; probe++, i = (i + 1) & (kTableSize - 1)) {
@@ -177,6 +212,10 @@ Rec* Find(const void* o, int kind) {
   return nullptr;
 }
 
+}  // namespace
+
+Rec* Find(const void* o, int kind) { return FindRec(o, kind); }
+
 // ------------------------------------------------------------------ hold times, per thread
 
 namespace {
@@ -184,17 +223,34 @@ namespace {
 // t_nheld is read once and checked both ways each time: a signal handler that locks (not
 // allowed, but done) may push or pop in between; entries may then be wrong, never outside
 // the array.
-void HoldBegin(const void* o, int kind, Rec* r) {
+LOCKPROF_INLINE void HoldBegin(const void* o, int kind, Rec* r, uint64_t t0, uint32_t weight,
+                               bool exclusive) {
   const int n = t_nheld;
   if (n < 0 || n >= kHeldMax) {
     AtomicAdd(&g_holds_lost, 1);
     return;
   }
   t_nheld = n + 1;
-  t_held[n] = Held{o, r, Now(), kind};
+  t_held[n] = Held{o, r, t0, kind, weight, exclusive};
 }
 
-Held* HeldOf(const void* o, int kind) {
+// Whether this uncontended acquisition's hold is timed: after a random run of 0 to
+// 2 * g_hold_sample - 2 untimed ones (a mean of one in g_hold_sample, never in step with a
+// program's own pattern of locks), per thread; a thread's first is always timed.
+LOCKPROF_INLINE bool TimeThisHold() {
+  const uint32_t skip = t_hold_skip;
+  if (skip > 1) {
+    t_hold_skip = skip - 1;
+    return false;
+  }
+  uint32_t x = t_rng != 0 ? t_rng : static_cast<uint32_t>(Self() >> 4) | 1;
+  x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+  t_rng = x;
+  t_hold_skip = 1 + x % (2 * g_hold_sample - 1);
+  return true;
+}
+
+LOCKPROF_INLINE Held* HeldOf(const void* o, int kind) {
   const int n = t_nheld;
   for (int i = (n > kHeldMax ? kHeldMax : n) - 1; i >= 0; i--) {
     if (t_held[i].o == o && t_held[i].kind == kind) return &t_held[i];
@@ -204,11 +260,11 @@ Held* HeldOf(const void* o, int kind) {
 
 // The hold of (o, kind) ends now; `keep` leaves it on the stack (a condition wait gives the
 // mutex back for a while and HoldResume starts the next stretch). Its record, or null.
-Rec* HoldEnd(const void* o, int kind, bool keep) {
+LOCKPROF_INLINE Rec* HoldEnd(const void* o, int kind, bool keep) {
   Held* const h = HeldOf(o, kind);
   if (h == nullptr) return nullptr;  // taken before we knew, by another thread, or too deep
   Rec* const r = h->r;
-  HistAdd(&r->hold, ToNs(Now() - h->t0));
+  HistAdd(&r->hold, ToNs(Now() - h->t0), h->weight, kind == kMutex || h->exclusive);
   const int n = t_nheld;
   if (!keep && n > 0 && n <= kHeldMax) *h = t_held[n - 1], t_nheld = n - 1;
   return r;
@@ -277,6 +333,15 @@ void ReadConfig() {
     g_profiling = 1;
     Calibrate();
   }
+  if (const char* n = getenv("LOCKPROF_HOLD_SAMPLE"); n != nullptr && *n != 0) {
+    char* end = nullptr;
+    const long v = strtol(n, &end, 10);
+    if (*end == 0 && v >= 1 && v <= kHoldSampleMax) {
+      g_hold_sample = static_cast<uint32_t>(v);
+    } else {
+      Say("lockprof: LOCKPROF_HOLD_SAMPLE", ": not a whole number from 1 to 1024; kept 8\n");
+    }
+  }
   const SwapOps* ops = SwapNamed(m, "lockprof: LOCKPROF_SWAP");
   if (ops != nullptr && ops->info->rwlock_only) {
     g_rw_swap = ops;  // a rwlock swap alone: mutexes stay pthread's
@@ -304,6 +369,8 @@ void Configure() {
   kv::SpinUntil([] { return __atomic_load_n(&g_config_state, __ATOMIC_ACQUIRE) == 2; });
 }
 
+int g_direct;
+
 const char* MutexSwapName() {
   return g_mutex_swap != nullptr ? g_mutex_swap->info->name : "pthread";
 }
@@ -320,16 +387,21 @@ namespace {
 
 bool Passthrough() { return !g_profiling && g_mutex_swap == nullptr && g_rw_swap == nullptr; }
 
+// The configuration read, by this call if no call read it before.
+LOCKPROF_INLINE void Configured() {
+  if (__builtin_expect(__atomic_load_n(&g_config_state, __ATOMIC_ACQUIRE) != 2, 0)) Configure();
+}
+
 // Only what behaves like a plain lock is swapped: glibc's normal and adaptive mutexes,
 // private ones. Recursive, error-checking, robust, priority and process-shared mutexes keep
 // pthread's semantics (their kind is in the public struct __pthread_mutex_s).
-bool MutexSwappable(const void* o) {
+LOCKPROF_INLINE bool MutexSwappable(const void* o) {
   const int k = static_cast<const pthread_mutex_t*>(o)->__data.__kind;
   const int type = k & 3;
   return (type == PTHREAD_MUTEX_NORMAL || type == PTHREAD_MUTEX_ADAPTIVE_NP) && (k & 0xf0) == 0;
 }
 
-const SwapOps* SwapFor(const void* o, int kind, const Rec* r) {
+LOCKPROF_INLINE const SwapOps* SwapFor(const void* o, int kind, const Rec* r) {
   if (r == nullptr) return nullptr;
   if (kind == kMutex) return g_mutex_swap != nullptr && MutexSwappable(o) ? g_mutex_swap : nullptr;
   return g_rw_swap != nullptr && static_cast<const pthread_rwlock_t*>(o)->__data.__shared == 0
@@ -377,6 +449,27 @@ LOCKPROF_REAL(pthread_cond_clockwait, nullptr)
 LOCKPROF_REAL(pthread_cond_signal, "GLIBC_2.3.2")
 LOCKPROF_REAL(pthread_cond_broadcast, "GLIBC_2.3.2")
 
+// Every real lock function, found now; false if libc lacks one (or this thread is inside
+// dlsym).
+bool ResolveAll() {
+  const bool found[] = {
+      real_pthread_mutex_lock() != nullptr,         real_pthread_mutex_trylock() != nullptr,
+      real_pthread_mutex_timedlock() != nullptr,    real_pthread_mutex_clocklock() != nullptr,
+      real_pthread_mutex_unlock() != nullptr,       real_pthread_rwlock_rdlock() != nullptr,
+      real_pthread_rwlock_wrlock() != nullptr,      real_pthread_rwlock_tryrdlock() != nullptr,
+      real_pthread_rwlock_trywrlock() != nullptr,   real_pthread_rwlock_timedrdlock() != nullptr,
+      real_pthread_rwlock_timedwrlock() != nullptr, real_pthread_rwlock_clockrdlock() != nullptr,
+      real_pthread_rwlock_clockwrlock() != nullptr, real_pthread_rwlock_unlock() != nullptr,
+      real_pthread_cond_wait() != nullptr,          real_pthread_cond_timedwait() != nullptr,
+      real_pthread_cond_clockwait() != nullptr,     real_pthread_cond_signal() != nullptr,
+      real_pthread_cond_broadcast() != nullptr,
+  };
+  for (const bool f : found) {
+    if (!f) return false;
+  }
+  return true;
+}
+
 // The real fn called with the arguments; 0 (a no-op) while this thread is inside dlsym.
 #define CALL(fn, ...) (real_##fn() != nullptr ? real_##fn()(__VA_ARGS__) : 0)
 
@@ -390,130 +483,180 @@ struct Req {
   const void* site;
 };
 
-Req Untimed(void* o, int kind, int mode, int op, const void* site) {
+LOCKPROF_INLINE Req Untimed(void* o, int kind, int mode, int op, const void* site) {
   return Req{o, kind, mode, op, false, CLOCK_REALTIME, nullptr, site};
 }
 
-Req Timed(void* o, int kind, int mode, bool clocked, clockid_t clk, const timespec* abs,
-          const void* site) {
+LOCKPROF_INLINE Req Timed(void* o, int kind, int mode, bool clocked, clockid_t clk,
+                          const timespec* abs, const void* site) {
   return Req{o, kind, mode, kTimedOp, clocked, clk, abs, site};
 }
 
-pthread_mutex_t* AsMutex(const Req* q) { return static_cast<pthread_mutex_t*>(q->o); }
-pthread_rwlock_t* AsRwlock(const Req* q) { return static_cast<pthread_rwlock_t*>(q->o); }
+LOCKPROF_INLINE pthread_mutex_t* AsMutex(const Req q) { return static_cast<pthread_mutex_t*>(q.o); }
+LOCKPROF_INLINE pthread_rwlock_t* AsRwlock(const Req q) {
+  return static_cast<pthread_rwlock_t*>(q.o);
+}
 
-int RealTry(const Req* q) {
-  if (q->kind == kMutex) return CALL(pthread_mutex_trylock, AsMutex(q));
-  if (q->mode == kRead) return CALL(pthread_rwlock_tryrdlock, AsRwlock(q));
+LOCKPROF_INLINE int RealTry(const Req q) {
+  if (q.kind == kMutex) return CALL(pthread_mutex_trylock, AsMutex(q));
+  if (q.mode == kRead) return CALL(pthread_rwlock_tryrdlock, AsRwlock(q));
   return CALL(pthread_rwlock_trywrlock, AsRwlock(q));
 }
 
-int RealTimed(const Req* q) {
-  if (q->kind == kMutex) {
-    return q->clocked ? CALL(pthread_mutex_clocklock, AsMutex(q), q->clk, q->abs)
-                      : CALL(pthread_mutex_timedlock, AsMutex(q), q->abs);
+int RealTimed(const Req q) {
+  if (q.kind == kMutex) {
+    return q.clocked ? CALL(pthread_mutex_clocklock, AsMutex(q), q.clk, q.abs)
+                     : CALL(pthread_mutex_timedlock, AsMutex(q), q.abs);
   }
-  if (q->mode == kRead) {
-    return q->clocked ? CALL(pthread_rwlock_clockrdlock, AsRwlock(q), q->clk, q->abs)
-                      : CALL(pthread_rwlock_timedrdlock, AsRwlock(q), q->abs);
+  if (q.mode == kRead) {
+    return q.clocked ? CALL(pthread_rwlock_clockrdlock, AsRwlock(q), q.clk, q.abs)
+                     : CALL(pthread_rwlock_timedrdlock, AsRwlock(q), q.abs);
   }
-  return q->clocked ? CALL(pthread_rwlock_clockwrlock, AsRwlock(q), q->clk, q->abs)
-                    : CALL(pthread_rwlock_timedwrlock, AsRwlock(q), q->abs);
+  return q.clocked ? CALL(pthread_rwlock_clockwrlock, AsRwlock(q), q.clk, q.abs)
+                   : CALL(pthread_rwlock_timedwrlock, AsRwlock(q), q.abs);
 }
 
-int RealBlock(const Req* q) {
-  if (q->op == kTimedOp) return RealTimed(q);
-  if (q->kind == kMutex) return CALL(pthread_mutex_lock, AsMutex(q));
-  if (q->mode == kRead) return CALL(pthread_rwlock_rdlock, AsRwlock(q));
+LOCKPROF_INLINE int RealBlock(const Req q) {
+  if (q.op == kTimedOp) return RealTimed(q);
+  if (q.kind == kMutex) return CALL(pthread_mutex_lock, AsMutex(q));
+  if (q.mode == kRead) return CALL(pthread_rwlock_rdlock, AsRwlock(q));
   return CALL(pthread_rwlock_wrlock, AsRwlock(q));
 }
 
-int RealUnlock(void* o, int kind) {
+LOCKPROF_INLINE int RealUnlock(void* o, int kind) {
   return kind == kMutex ? CALL(pthread_mutex_unlock, static_cast<pthread_mutex_t*>(o))
                         : CALL(pthread_rwlock_unlock, static_cast<pthread_rwlock_t*>(o));
 }
 
-bool BadDeadline(const Req* q) {
-  return !TimeValid(q->abs) || (q->clk != CLOCK_REALTIME && q->clk != CLOCK_MONOTONIC);
+bool BadDeadline(const Req q) {
+  return !TimeValid(q.abs) || (q.clk != CLOCK_REALTIME && q.clk != CLOCK_MONOTONIC);
 }
 
 // ------------------------------------------------------------------ the lock path
 
 // A timed acquisition of a swapped lock: the lock's own, or tries until the deadline (not
 // FIFO).
-int SwapTimed(const SwapOps* ops, Rec* r, const Req* q) {
+int SwapTimed(const SwapOps* ops, Rec* r, const Req q) {
   if (BadDeadline(q)) return EINVAL;
-  if (ops->timed != nullptr) return ops->timed(r, q->o, q->mode, q->clk, q->abs);
+  if (ops->timed != nullptr) return ops->timed(r, q.o, q.mode, q.clk, q.abs);
   for (kv::SpinWait wait;; wait.Once()) {
-    const int rc = ops->try_lock(r, q->o, q->mode);
+    const int rc = ops->try_lock(r, q.o, q.mode);
     if (rc != EBUSY) return rc;
-    if (Passed(q->clk, q->abs)) return ETIMEDOUT;
+    if (Passed(q.clk, q.abs)) return ETIMEDOUT;
   }
 }
 
-void Acquired(Rec* r, const Req* q, const SwapOps* ops, bool contended, uint64_t waited) {
-  if (!g_profiling || r == nullptr) return;
-  NoteSite(r, q->site);
-  if (ops != nullptr) __atomic_store_n(&r->impl, SwapIndex(ops) + 1, __ATOMIC_RELAXED);
-  if (contended) {  // the uncontended ones are acquisitions minus these (the dump's)
-    AtomicAdd(&r->contended, 1);
-    HistAdd(&r->wait, waited);
+// Noted while the lock is held, so an exclusive one's counters need no locked instruction.
+// t1: when it was acquired, if the clock was read then (a contended acquisition).
+LOCKPROF_INLINE void Acquired(Rec* r, const Req q, const SwapOps* ops, uint64_t t1,
+                              uint64_t waited) {
+  if (r == nullptr) return;
+  const bool exclusive = Exclusive(q.kind, q.mode);
+  NoteSite(r, q.site);
+  if (ops != nullptr && __atomic_load_n(&r->impl, __ATOMIC_RELAXED) != SwapIndex(ops) + 1)
+    __atomic_store_n(&r->impl, SwapIndex(ops) + 1, __ATOMIC_RELAXED);
+  if (t1 != 0) {  // the uncontended ones are acquisitions minus these (the dump's)
+    Bump(&r->contended, 1, exclusive);
+    HistAdd(&r->wait, waited, 1, exclusive);
+    HoldBegin(q.o, q.kind, r, t1, 1, exclusive);
+  } else if (TimeThisHold()) {
+    HoldBegin(q.o, q.kind, r, Now(), g_hold_sample, exclusive);
   }
-  AtomicAdd(&r->acq[q->mode], 1);
-  HoldBegin(q->o, q->kind, r);
+  Bump(&r->acq[q.mode], 1, exclusive);
 }
 
-int AcquireCounted(const Req* q) {
-  const int saved = errno;
-  Rec* const r = Find(q->o, q->kind);
-  const SwapOps* const ops = SwapFor(q->o, q->kind, r);
-  int rc = ops != nullptr ? ops->try_lock(r, q->o, q->mode) : RealTry(q);
-  bool contended = false;
-  uint64_t waited = 0;
-  if (rc == EBUSY && q->op != kTryOp) {
+// Profiling: a try first; only when it fails is the clock read, around the blocking call.
+LOCKPROF_INLINE int AcquireCounted(const Req q) {
+  Rec* const r = FindRec(q.o, q.kind);
+  const SwapOps* const ops = SwapFor(q.o, q.kind, r);
+  int rc = ops != nullptr ? ops->try_lock(r, q.o, q.mode) : RealTry(q);
+  uint64_t t1 = 0, waited = 0;
+  if (rc == EBUSY && q.op != kTryOp) {
+    const int saved = errno;
     const uint64_t t0 = Now();
-    contended = true;
     if (ops == nullptr) {
       rc = RealBlock(q);
     } else {
-      rc = q->op == kTimedOp ? SwapTimed(ops, r, q) : ops->lock(r, q->o, q->mode);
+      rc = q.op == kTimedOp ? SwapTimed(ops, r, q) : ops->lock(r, q.o, q.mode);
     }
-    waited = ToNs(Now() - t0);
+    t1 = Now();
+    t1 += t1 == 0;  // 0 means "not read"
+    waited = ToNs(t1 - t0);
+    errno = saved;
   }
-  if (rc == 0 || rc == EOWNERDEAD) Acquired(r, q, ops, contended, waited);
-  if (rc == EBUSY && r != nullptr && g_profiling) AtomicAdd(&r->busy, 1);
+  if (rc == 0 || rc == EOWNERDEAD) {
+    Acquired(r, q, ops, t1, waited);
+  } else if (rc == EBUSY && r != nullptr) {
+    AtomicAdd(&r->busy, 1);
+  }
+  return rc;
+}
+
+// Swapping, not profiling: the swap lock's try (atomics only, errno untouched), its
+// blocking call only when that fails.
+LOCKPROF_INLINE int AcquireSwapped(const Req q) {
+  Rec* const r = FindRec(q.o, q.kind);
+  const SwapOps* const ops = SwapFor(q.o, q.kind, r);
+  if (ops == nullptr) return q.op == kTryOp ? RealTry(q) : RealBlock(q);
+  int rc = ops->try_lock(r, q.o, q.mode);
+  if (rc != EBUSY || q.op == kTryOp) return rc;
+  const int saved = errno;
+  rc = q.op == kTimedOp ? SwapTimed(ops, r, q) : ops->lock(r, q.o, q.mode);
   errno = saved;
   return rc;
 }
 
-int Acquire(const Req* q) {
-  Configure();
+LOCKPROF_INLINE int Acquire(const Req q) {
+  Configured();
   int rc = 0;
-  if (Passthrough()) {
-    rc = q->op == kTryOp ? RealTry(q) : RealBlock(q);
-  } else {
+  if (g_profiling) {
     rc = AcquireCounted(q);
+  } else if (g_mutex_swap != nullptr || g_rw_swap != nullptr) {
+    rc = AcquireSwapped(q);
+  } else {
+    rc = q.op == kTryOp ? RealTry(q) : RealBlock(q);
   }
   // Inside dlsym a lock is a no-op: none is noted.
   if (rc == 0 && g_trace_fd >= 0 && !Resolving()) {
-    TraceNote(q->o, q->kind == kMutex ? 'm' : q->mode == kRead ? 'r' : 'w', true);
+    TraceNote(q.o, q.kind == kMutex ? 'm' : q.mode == kRead ? 'r' : 'w', true);
   }
   return rc;
 }
 
-int ReleaseCounted(void* o, int kind) {
-  const int saved = errno;
-  Rec* r = g_profiling ? HoldEnd(o, kind, false) : nullptr;  // spares the lookup
-  if (r == nullptr) r = Find(o, kind);
-  const SwapOps* const ops = SwapFor(o, kind, r);
-  const int rc = ops != nullptr ? ops->unlock(r, o) : RealUnlock(o, kind);
-  errno = saved;
-  return rc;
+// The slow path of every acquisition (the entry points call the real function directly when
+// the preload only passes calls on), one instance per entry point, which fixes its kind, mode
+// and op; out of line, so that the direct path needs no stack frame.
+template <int kKind, int kMode, int kOp>
+__attribute__((noinline)) int AcquireUntimed(void* o, const void* site) {
+  const Req q = Untimed(o, kKind, kMode, kOp, site);
+  return Acquire(q);
+}
+template <int kKind, int kMode>
+__attribute__((noinline)) int AcquireTimed(void* o, bool clocked, clockid_t clk,
+                                           const timespec* abs, const void* site) {
+  const Req q = Timed(o, kKind, kMode, clocked, clk, abs, site);
+  return Acquire(q);
 }
 
-int Release(void* o, int kind) {
-  Configure();
-  const int rc = Passthrough() ? RealUnlock(o, kind) : ReleaseCounted(o, kind);
+LOCKPROF_INLINE int ReleaseSwapped(void* o, int kind, Rec* r) {
+  if (r == nullptr) r = FindRec(o, kind);
+  const SwapOps* const ops = SwapFor(o, kind, r);
+  if (ops == nullptr) return RealUnlock(o, kind);
+  return ops->unlock(r, o);  // keeps errno (lockprof_swap.h)
+}
+
+template <int kKind>
+__attribute__((noinline)) int Release(void* o) {
+  constexpr int kind = kKind;
+  Configured();
+  int rc = 0;
+  if (g_profiling) {
+    rc = ReleaseSwapped(o, kind, HoldEnd(o, kind, false));  // a timed hold spares the lookup
+  } else if (g_mutex_swap != nullptr || g_rw_swap != nullptr) {
+    rc = ReleaseSwapped(o, kind, nullptr);
+  } else {
+    rc = RealUnlock(o, kind);
+  }
   if (rc == 0 && g_trace_fd >= 0) TraceReleased();
   return rc;
 }
@@ -525,42 +668,42 @@ CondState* CondOf(Rec* cr) { return cr != nullptr ? &cr->s.cond : &g_fallback_co
 // A wait on a swapped mutex: the counter is read while the mutex is held, so a signal sent
 // after our unlock changes it and the futex does not sleep. Wake-ups may be spurious, as
 // POSIX allows; one is never lost.
-int SwapCondWait(const SwapOps* ops, Rec* mr, Rec* cr, const Req* q, pthread_mutex_t* m) {
+int SwapCondWait(const SwapOps* ops, Rec* mr, Rec* cr, const Req q, pthread_mutex_t* m) {
   CondState* const c = CondOf(cr);
-  const bool timed = q->op == kTimedOp;
+  const bool timed = q.op == kTimedOp;
   if (timed && BadDeadline(q)) return EINVAL;
   __atomic_fetch_add(&c->waiters, 1, __ATOMIC_SEQ_CST);
   const uint32_t seen = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
   ops->unlock(mr, m);
-  const bool woken = kv::FutexWait(&c->seq, seen, q->clk, timed ? q->abs : nullptr);
+  const bool woken = kv::FutexWait(&c->seq, seen, q.clk, timed ? q.abs : nullptr);
   __atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELAXED);
   ops->lock(mr, m, kMutexMode);
   return woken ? 0 : ETIMEDOUT;
 }
 
-int RealCondWait(const Req* q, pthread_mutex_t* m) {
-  auto* const c = static_cast<pthread_cond_t*>(q->o);
-  if (q->op != kTimedOp) return CALL(pthread_cond_wait, c, m);
-  if (q->clocked) return CALL(pthread_cond_clockwait, c, m, q->clk, q->abs);
-  return CALL(pthread_cond_timedwait, c, m, q->abs);
+int RealCondWait(const Req q, pthread_mutex_t* m) {
+  auto* const c = static_cast<pthread_cond_t*>(q.o);
+  if (q.op != kTimedOp) return CALL(pthread_cond_wait, c, m);
+  if (q.clocked) return CALL(pthread_cond_clockwait, c, m, q.clk, q.abs);
+  return CALL(pthread_cond_timedwait, c, m, q.abs);
 }
 
-void CondNoted(Rec* cr, const Req* q, uint64_t ns) {
+void CondNoted(Rec* cr, const Req q, uint64_t ns) {
   if (!g_profiling || cr == nullptr) return;
-  NoteSite(cr, q->site);
-  AtomicAdd(&cr->acq[q->mode], 1);
-  if (q->mode == kWait) HistAdd(&cr->wait, ns);
+  NoteSite(cr, q.site);
+  AtomicAdd(&cr->acq[q.mode], 1);
+  if (q.mode == kWait) HistAdd(&cr->wait, ns, 1, false);
 }
 
 // A wait gives its mutex back and takes it again inside libc: the trace's "held" is
 // unchanged.
-int CondWait(const Req* q, pthread_mutex_t* m) {
-  Configure();
-  if (g_trace_fd >= 0) TraceNote(q->o, 'c', false);
+int CondWait(const Req q, pthread_mutex_t* m) {
+  Configured();
+  if (g_trace_fd >= 0) TraceNote(q.o, 'c', false);
   if (Passthrough()) return RealCondWait(q, m);
   const int saved = errno;
-  Rec* const mr = Find(m, kMutex);
-  Rec* const cr = Find(q->o, kCond);
+  Rec* const mr = FindRec(m, kMutex);
+  Rec* const cr = FindRec(q.o, kCond);
   const SwapOps* const ops = SwapFor(m, kMutex, mr);
   if (g_profiling) HoldEnd(m, kMutex, true);
   const uint64_t t0 = Now();
@@ -578,12 +721,12 @@ int RealCondSignal(void* c, bool all) {
 
 // Signals reach both kinds of waiter: ours on the counter, pthread's (a wait on a mutex we
 // did not swap) through the real call, which costs a load when nobody waits there.
-int CondSignal(const Req* q, bool all) {
-  Configure();
-  if (g_trace_fd >= 0) TraceNote(q->o, 'c', false);
-  if (Passthrough()) return RealCondSignal(q->o, all);
+int CondSignal(const Req q, bool all) {
+  Configured();
+  if (g_trace_fd >= 0) TraceNote(q.o, 'c', false);
+  if (Passthrough()) return RealCondSignal(q.o, all);
   const int saved = errno;
-  Rec* const cr = Find(q->o, kCond);
+  Rec* const cr = FindRec(q.o, kCond);
   if (g_mutex_swap != nullptr) {
     CondState* const c = CondOf(cr);
     __atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
@@ -591,7 +734,7 @@ int CondSignal(const Req* q, bool all) {
       kv::FutexWake(&c->seq, all || cr == nullptr ? INT_MAX : 1);
   }
   CondNoted(cr, q, 0);
-  const int rc = RealCondSignal(q->o, all);
+  const int rc = RealCondSignal(q.o, all);
   errno = saved;
   return rc;
 }
@@ -622,91 +765,108 @@ using lockprof::Untimed;
 
 #define SITE __builtin_return_address(0)
 
+// When the preload only passes calls on (neither profiling, swapping nor tracing: decided
+// once, in the constructor, with every real function found), an entry point is one
+// predictable branch and a jump to libc's function.
+#define LOCKPROF_DIRECT(fn, ...)                                                   \
+  if (__builtin_expect(__atomic_load_n(&lockprof::g_direct, __ATOMIC_RELAXED), 1)) \
+  return reinterpret_cast<decltype(&::fn)>(                                        \
+      __atomic_load_n(&lockprof::g_real_##fn, __ATOMIC_RELAXED))(__VA_ARGS__)
+
 LOCKPROF_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) noexcept {
-  const Req q = Untimed(m, kMutex, kMutexMode, kLockOp, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_mutex_lock, m);
+  return lockprof::AcquireUntimed<kMutex, kMutexMode, kLockOp>(m, SITE);
 }
 LOCKPROF_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) noexcept {
-  const Req q = Untimed(m, kMutex, kMutexMode, kTryOp, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_mutex_trylock, m);
+  return lockprof::AcquireUntimed<kMutex, kMutexMode, kTryOp>(m, SITE);
 }
 LOCKPROF_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* t) noexcept {
-  const Req q = Timed(m, kMutex, kMutexMode, false, CLOCK_REALTIME, t, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_mutex_timedlock, m, t);
+  return lockprof::AcquireTimed<kMutex, kMutexMode>(m, false, CLOCK_REALTIME, t, SITE);
 }
 LOCKPROF_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t c,
                                             const timespec* t) noexcept {
-  const Req q = Timed(m, kMutex, kMutexMode, true, c, t, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_mutex_clocklock, m, c, t);
+  return lockprof::AcquireTimed<kMutex, kMutexMode>(m, true, c, t, SITE);
 }
 LOCKPROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) noexcept {
-  return lockprof::Release(m, kMutex);
+  LOCKPROF_DIRECT(pthread_mutex_unlock, m);
+  return lockprof::Release<kMutex>(m);
 }
 
 LOCKPROF_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) noexcept {
-  const Req q = Untimed(l, kRwlock, kRead, kLockOp, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_rwlock_rdlock, l);
+  return lockprof::AcquireUntimed<kRwlock, kRead, kLockOp>(l, SITE);
 }
 LOCKPROF_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) noexcept {
-  const Req q = Untimed(l, kRwlock, kWrite, kLockOp, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_rwlock_wrlock, l);
+  return lockprof::AcquireUntimed<kRwlock, kWrite, kLockOp>(l, SITE);
 }
 LOCKPROF_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t* l) noexcept {
-  const Req q = Untimed(l, kRwlock, kRead, kTryOp, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_rwlock_tryrdlock, l);
+  return lockprof::AcquireUntimed<kRwlock, kRead, kTryOp>(l, SITE);
 }
 LOCKPROF_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t* l) noexcept {
-  const Req q = Untimed(l, kRwlock, kWrite, kTryOp, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_rwlock_trywrlock, l);
+  return lockprof::AcquireUntimed<kRwlock, kWrite, kTryOp>(l, SITE);
 }
 LOCKPROF_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* t) noexcept {
-  const Req q = Timed(l, kRwlock, kRead, false, CLOCK_REALTIME, t, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_rwlock_timedrdlock, l, t);
+  return lockprof::AcquireTimed<kRwlock, kRead>(l, false, CLOCK_REALTIME, t, SITE);
 }
 LOCKPROF_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* t) noexcept {
-  const Req q = Timed(l, kRwlock, kWrite, false, CLOCK_REALTIME, t, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_rwlock_timedwrlock, l, t);
+  return lockprof::AcquireTimed<kRwlock, kWrite>(l, false, CLOCK_REALTIME, t, SITE);
 }
 LOCKPROF_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t c,
                                                const timespec* t) noexcept {
-  const Req q = Timed(l, kRwlock, kRead, true, c, t, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_rwlock_clockrdlock, l, c, t);
+  return lockprof::AcquireTimed<kRwlock, kRead>(l, true, c, t, SITE);
 }
 LOCKPROF_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t c,
                                                const timespec* t) noexcept {
-  const Req q = Timed(l, kRwlock, kWrite, true, c, t, SITE);
-  return lockprof::Acquire(&q);
+  LOCKPROF_DIRECT(pthread_rwlock_clockwrlock, l, c, t);
+  return lockprof::AcquireTimed<kRwlock, kWrite>(l, true, c, t, SITE);
 }
 LOCKPROF_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) noexcept {
-  return lockprof::Release(l, kRwlock);
+  LOCKPROF_DIRECT(pthread_rwlock_unlock, l);
+  return lockprof::Release<kRwlock>(l);
 }
 
 LOCKPROF_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
+  LOCKPROF_DIRECT(pthread_cond_wait, c, m);
   const Req q = Untimed(c, kCond, lockprof::kWait, kLockOp, SITE);
-  return lockprof::CondWait(&q, m);
+  return lockprof::CondWait(q, m);
 }
 LOCKPROF_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m,
                                            const timespec* t) {
+  LOCKPROF_DIRECT(pthread_cond_timedwait, c, m, t);
   const Req q = Timed(c, kCond, lockprof::kWait, false, lockprof::CondClock(c), t, SITE);
-  return lockprof::CondWait(&q, m);
+  return lockprof::CondWait(q, m);
 }
 LOCKPROF_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t k,
                                            const timespec* t) {
+  LOCKPROF_DIRECT(pthread_cond_clockwait, c, m, k, t);
   const Req q = Timed(c, kCond, lockprof::kWait, true, k, t, SITE);
-  return lockprof::CondWait(&q, m);
+  return lockprof::CondWait(q, m);
 }
 LOCKPROF_EXPORT int pthread_cond_signal(pthread_cond_t* c) noexcept {
+  LOCKPROF_DIRECT(pthread_cond_signal, c);
   const Req q = Untimed(c, kCond, lockprof::kSignal, kLockOp, SITE);
-  return lockprof::CondSignal(&q, false);
+  return lockprof::CondSignal(q, false);
 }
 LOCKPROF_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) noexcept {
+  LOCKPROF_DIRECT(pthread_cond_broadcast, c);
   const Req q = Untimed(c, kCond, lockprof::kBroadcast, kLockOp, SITE);
-  return lockprof::CondSignal(&q, true);
+  return lockprof::CondSignal(q, true);
 }
 
 __attribute__((constructor)) static void LockprofInit() {
   lockprof::Configure();
   lockprof::TraceInit();
+  if (lockprof::ResolveAll() && lockprof::Passthrough() && lockprof::g_trace_fd < 0)
+    __atomic_store_n(&lockprof::g_direct, 1, __ATOMIC_RELEASE);
   if (!lockprof::g_profiling) return;
   lockprof::InstallSignalHandlers();
   pthread_atfork(nullptr, nullptr, lockprof::ChildAfterFork);

@@ -113,11 +113,14 @@ void* Sym(void** slot, const char* name, const char* version);
 // True while this thread is inside dlsym: a lock is then a no-op.
 bool Resolving();
 
-// real_fn(): the function fn of the next object after us (libc's).
-#define LOCKPROF_REAL(fn, version)                                      \
-  static decltype(&::fn) real_##fn() {                                  \
-    static void* slot;                                                  \
-    return reinterpret_cast<decltype(&::fn)>(Sym(&slot, #fn, version)); \
+// real_fn(): the function fn of the next object after us (libc's), kept in
+// g_real_fn once found (the constructor finds the lock functions at load).
+#define LOCKPROF_REAL(fn, version)                                              \
+  void* g_real_##fn;                                                            \
+  inline decltype(&::fn) real_##fn() {                                          \
+    void* p = __atomic_load_n(&g_real_##fn, __ATOMIC_ACQUIRE);                  \
+    if (__builtin_expect(p == nullptr, 0)) p = Sym(&g_real_##fn, #fn, version); \
+    return reinterpret_cast<decltype(&::fn)>(p);                                \
   }
 
 // The dump (lockprof_dump.cpp): at exit, on SIGINT/SIGTERM where the program

@@ -149,6 +149,14 @@ struct PlainOps {
   }
 };
 
+// The only unlock that may make a system call (a wake-up), which may set errno.
+int FutexUnlock(Rec* r, const void* o) {
+  const int saved = errno;
+  const int rc = PlainOps<kv::FutexMutex>::Unlock(r, o);
+  errno = saved;
+  return rc;
+}
+
 int FutexTimed(Rec* r, const void* /*o*/, int /*mode*/, clockid_t clk, const timespec* abs) {
   return LockIn<kv::FutexMutex>(r).LockUntil(clk, *abs) ? 0 : ETIMEDOUT;
 }
@@ -295,8 +303,10 @@ constexpr SwapOps Entry(const char* name) {
 }
 
 constexpr SwapOps WithTimed(SwapOps ops,
-                            int (*timed)(Rec*, const void*, int, clockid_t, const timespec*)) {
+                            int (*timed)(Rec*, const void*, int, clockid_t, const timespec*),
+                            int (*unlock)(Rec*, const void*)) {
   ops.timed = timed;
+  ops.unlock = unlock;
   return ops;
 }
 
@@ -306,7 +316,7 @@ constexpr SwapOps kOps[] = {
     Entry<QueuedOps<kv::McsLock>>("mcs"),
     Entry<PlainOps<kv::TtasBackoffLock>>("ttas-backoff"),
     Entry<QueuedOps<PoolClhLock>>("clh"),
-    WithTimed(Entry<PlainOps<kv::FutexMutex>>("futex-mutex"), FutexTimed),
+    WithTimed(Entry<PlainOps<kv::FutexMutex>>("futex-mutex"), FutexTimed, FutexUnlock),
     Entry<PfOps>("pflock"),
     Entry<BravoOps>("bravo-pflock"),
 };

@@ -38,7 +38,8 @@ struct SwapOps {
   // Until the absolute time abs on clk (valid, REALTIME or MONOTONIC): 0,
   // ETIMEDOUT or EAGAIN. Null: the caller tries until the deadline.
   int (*timed)(Rec* r, const void* o, int mode, clockid_t clk, const timespec* abs);
-  // 0, or EPERM (not locked, or not by this thread where the lock must know).
+  // 0, or EPERM (not locked, or not by this thread where the lock must know);
+  // errno kept (the caller does not save it around an unlock).
   int (*unlock)(Rec* r, const void* o);
 };
 
