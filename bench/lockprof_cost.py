@@ -2,15 +2,19 @@
 """bench/lockprof_cost.py: what the lock preload (liblockprof.so) costs one thread.
 
 A benchmark program, not a test. It compiles bench/lockprof_cost.c (one thread, uncontended
-lock+unlock pairs of a pthread mutex and of a pthread rwlock's read side) and runs it plain
+lock+unlock pairs of a pthread mutex and of a pthread rwlock's read side, timed by the thread's
+CPU clock, the median of 21 slices) and runs it plain
 and under the preload: loaded but idle, profiling (TSC and CLOCK_MONOTONIC), each swap lock
 (`lockserver --list-locks`; a mutex swap also swaps the rwlocks to pflock, the rwlock-only
 ones are swapped for the rwlocks alone), and one swap while profiling. In one sitting, R
 rounds, each running every configuration once in a shuffled order; it prints each one's
-median ns per pair as a Markdown table, and the range over the rounds.
+median ns per pair as a Markdown table, the range over the rounds, and the median of its
+ratios to plain glibc's pair in the same round (which a loaded machine moves less than the
+times). --baseline LIB runs every preloaded configuration under that other liblockprof.so
+too, in the same rounds: a before/after table from one sitting.
 
   .venv/bin/python bench/lockprof_cost.py [--rounds 7] [--pairs 5000000]
-      [--bin-dir build/release]
+      [--bin-dir build/release] [--baseline OTHER/liblockprof.so]
 """
 
 import argparse
@@ -34,6 +38,8 @@ def parse_args(argv=None):
     ap.add_argument("--pairs", type=int_in(1000, 1_000_000_000), default=5_000_000)
     ap.add_argument("--bin-dir", default="build/release",
                     help="where liblockprof.so and lockserver are")
+    ap.add_argument("--baseline", type=Path, metavar="LIB",
+                    help="another liblockprof.so, run in the same rounds (before/after)")
     return ap.parse_args(argv)
 
 
@@ -64,6 +70,15 @@ def configurations(lib: Path, dump: Path, locks: list) -> dict:
     return confs
 
 
+def all_configurations(a, lib: Path, dump: Path, locks: list) -> dict:
+    """{label: environment}; with a baseline, its preloaded rows too, labelled so."""
+    confs = configurations(lib.resolve(), dump, locks)
+    if a.baseline is not None:
+        base = configurations(a.baseline.resolve(), dump, locks)
+        confs.update({f"{label} [baseline]": env for label, env in base.items() if env})
+    return confs
+
+
 def run_once(exe: Path, pairs: int, env: dict) -> tuple:
     p = subprocess.run([str(exe), str(pairs)], capture_output=True, text=True, timeout=600,
                        env={"PATH": "/usr/bin:/bin", **env})
@@ -73,12 +88,44 @@ def run_once(exe: Path, pairs: int, env: dict) -> tuple:
     return float(m[1]), float(m[2])
 
 
+def run_rounds(a, exe: Path, confs: dict) -> dict:
+    """{label: [(mutex_ns, rwlock_ns) per round]}, every round in a new shuffled order."""
+    got: dict = {label: [] for label in confs}
+    order = list(confs)
+    for r in range(a.rounds):
+        random.shuffle(order)
+        for label in order:
+            got[label].append(run_once(exe, a.pairs, confs[label]))
+        print(f"round {r + 1} of {a.rounds} done", file=sys.stderr, flush=True)
+    return got
+
+
+def cell(values: list, ratios: list) -> str:
+    """'median (least-most) ns, median ratio x' of one column."""
+    return (f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f}), "
+            f"{statistics.median(ratios):.1f}x")
+
+
+def print_table(a, got: dict, rw_only: set) -> None:
+    print(f"One thread, uncontended, {a.pairs} pairs, {a.rounds} rounds; median CPU ns per "
+          "pair (least to most over the rounds), and the median over the rounds of its ratio to "
+          "plain glibc's in the same round; a mutex swap also swaps the rwlocks to pflock\n")
+    print("| | mutex lock+unlock | rwlock rdlock+unlock |\n|---|---|---|")
+    plain = got["plain glibc"]
+    for label, runs in got.items():
+        cells = [cell([x[col] for x in runs], [x[col] / p[col] for x, p in zip(runs, plain)])
+                 for col in (0, 1)]
+        if label.removesuffix(" [baseline]") in rw_only:  # its mutexes stay pthread's
+            cells[0] = "-"
+        print(f"| {label} | {cells[0]} | {cells[1]} |")
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
     bin_dir = Path(a.bin_dir)
     lib, lockserver = bin_dir / "liblockprof.so", bin_dir / "lockserver"
-    for need in (lib, lockserver):
-        if not need.is_file():
+    for need in (lib, lockserver, a.baseline):
+        if need is not None and not need.is_file():
             print(f"lockprof_cost: {need} not found (build the release preset first)",
                   file=sys.stderr)
             return 2
@@ -88,26 +135,8 @@ def main(argv=None) -> int:
         subprocess.run(["gcc", "-O2", "-Wall", "-o", str(exe), str(HERE / "lockprof_cost.c"),
                         "-lpthread"], check=True, timeout=120)
         locks = swap_locks(lockserver)
-        confs = configurations(lib.resolve(), tmp, locks)
-        rw_only = {swap_label(name) for name, kind in locks if kind == "rwlock"}
-        got: dict = {label: [] for label in confs}
-        order = list(confs)
-        for r in range(a.rounds):
-            random.shuffle(order)
-            for label in order:
-                got[label].append(run_once(exe, a.pairs, confs[label]))
-            print(f"round {r + 1} of {a.rounds} done", file=sys.stderr, flush=True)
-    print(f"One thread, uncontended, {a.pairs} pairs, {a.rounds} rounds; median ns per pair "
-          "(least to most over the rounds); a mutex swap also swaps the rwlocks to pflock\n")
-    print("| | mutex lock+unlock | rwlock rdlock+unlock |\n|---|---|---|")
-    for label, runs in got.items():
-        cells = []
-        for col in (0, 1):
-            v = [x[col] for x in runs]
-            cells.append(f"{statistics.median(v):.0f} ({min(v):.0f}-{max(v):.0f})")
-        if label in rw_only:  # its mutexes stay pthread's: that column is the idle preload's
-            cells[0] = "-"
-        print(f"| {label} | {cells[0]} | {cells[1]} |")
+        got = run_rounds(a, exe, all_configurations(a, lib, tmp, locks))
+    print_table(a, got, {swap_label(name) for name, kind in locks if kind == "rwlock"})
     return 0
 
 
