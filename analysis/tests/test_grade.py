@@ -91,7 +91,10 @@ LAB_DEFECTS = {
     # a hand-made rwlock whose mutex is held across the whole request: the design is named
     # for what it is, one mutex (which the lab accepts), and timed as one lock
     "main_handmade_serial": ("HANDMADE_SERIAL", {}, {"design": "main behaves as one mutex"}),
-    "main_times_overflow": ("TIMES_OVERFLOW", {"workload": "fail", "robustness": ("fail", "pass")},
+    # (its consistency check may judge nothing when every attacker round meets the crash:
+    # undetermined, the grader could not tell)
+    "main_times_overflow": ("TIMES_OVERFLOW", {"workload": "fail", "robustness": ("fail", "pass"),
+                                               "consistency": ("pass", "undetermined")},
                             {"workload": "run 2: crashed: killed by signal SIGSEGV"}),
 }
 
@@ -177,6 +180,11 @@ def checks(out: Path, name: str) -> dict:
     return {c["id"]: c for c in ev["checks"]}
 
 
+def judged_out(evidence: list) -> list:
+    """A check's evidence without its closing 'judged: ...' line (evidence.py)."""
+    return [x for x in evidence if not x.startswith("judged: ")]
+
+
 def statuses(out, name):
     return {k: c["status"] for k, c in checks(out, name).items()}
 
@@ -233,7 +241,7 @@ def test_a_main_that_crashes_without_arguments_costs_nothing(graded, tmp_path):
     said = "\n".join(line for x in c.values() for line in x["evidence"])
     assert "SIGSEGV" not in said and "exited before listening" not in said, said
     assert c["workload"]["status"] == "pass" and c["robustness"]["status"] == "pass", said
-    assert all("survived" in line for line in c["robustness"]["evidence"]), said
+    assert all("survived" in line for line in judged_out(c["robustness"]["evidence"])), said
 
 
 def test_the_reference_servers_are_measured_once_and_tabled_beside_the_submission(tmp_path):
@@ -313,9 +321,10 @@ def test_four_servers_on_the_older_kit_are_all_graded_and_nothing_untimeable_fai
     for cid in ("speed", "design"):
         assert c[cid]["status"] == "undetermined", c[cid]
         assert "no delay in the accesses" in "\n".join(c[cid]["evidence"])
-    said = "\n".join(c["design"]["evidence"])
-    for server, design in D.EXPECTED.items():
-        assert f"{server} behaves as {design}, as expected" in said, said
+    said = judged_out(c["design"]["evidence"])
+    assert len(said) == 4 and all(", as expected (" in x for x in said), said
+    for server, x in zip(labs.FOUR, said):
+        assert x.startswith(f"{server} behaves as {D.EXPECTED[server]}"), x
     assert "sums of 1000 latencies" in c["timing"]["evidence"][0]
     assert "not run (this lab's kit has no delay" in "\n".join(c["timing"]["evidence"])
     assert render.verdict(ev)[0] == "PASS"
@@ -327,7 +336,6 @@ def test_no_check_of_any_grading_passes_on_nothing_judged(graded):
     assert len(names) > 20, names
     for name in names:
         for c in checks(graded, name).values():
-            assert c.get("not_run") or "judged" in c, (name, c["id"])
             if c["status"] == "pass":
                 assert E.total(c["judged"]) > 0, (name, c)
                 assert any(x.startswith("judged: ") for x in c["evidence"]), (name, c)
@@ -361,7 +369,7 @@ def test_correct_passes_every_check(graded):
     assert not honest_statuses_problems(st), st
     assert "**Verdict: PASS**" in (graded / "correct" / "verdict.md").read_text()
     # each server's design named as expected, whether or not the bursts confirmed it here
-    lines = checks(graded, "correct")["design"]["evidence"]
+    lines = judged_out(checks(graded, "correct")["design"]["evidence"])
     assert all(", as expected (" in ln for ln in lines) and len(lines) == 4, lines
 
 
