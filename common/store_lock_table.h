@@ -265,6 +265,7 @@ class LockedStore final : public Store {
 // striped-<name>, described from `kWhat`, one such lock in words.
 template <typename L, FixedString kName, FixedString kWhat>
 struct LockFamily {
+  static constexpr auto kFamilyName = kName;
   using One = LockedStore<WholeArray<L>, FixedString("one-") + kName>;
   using PerString = LockedStore<PerSlot<L>, kName + FixedString("-per-slot")>;
   using Striped = LockedStore<Stripes<L>, FixedString("striped-") + kName>;

@@ -60,18 +60,21 @@ constexpr std::array<StrategyInfo, 3> EntriesOf() {
 
 // The table: the strategies written out one by one, then each family's three.
 template <typename... Families, std::size_t N>
-constexpr auto WithFamilies(const std::array<StrategyInfo, N>& single) {
+constexpr auto Joined(FamilyList<Families...> /*families*/,
+                      const std::array<StrategyInfo, N>& single) {
   std::array<StrategyInfo, N + 3 * sizeof...(Families)> all{};
   auto at = std::copy(single.begin(), single.end(), all.begin());
   ((at = std::ranges::copy(EntriesOf<Families>(), at).out), ...);
   return all;
 }
+template <typename List, std::size_t N>
+constexpr auto WithFamilies(const std::array<StrategyInfo, N>& single) {
+  return Joined(List{}, single);
+}
 
-constexpr auto kStrategies = WithFamilies<
-    // The classic lock families (each header says how, when it wins, when it
-    // collapses).
-    TicketLocks, TtasBackoffLocks, McsLocks, ClhLocks, PhaseFairRwLocks, BravoRwLocks,
-    BravoPflockRwLocks, FutexMutexes>(std::array{
+// The classic lock families: store_lock_families.h's list, which common/swap_locks.h is
+// checked against (each lock's header says how, when it wins, when it collapses).
+constexpr auto kStrategies = WithFamilies<LockFamilies>(std::array{
     Entry<OneMutexStore>("main1: one mutex for the whole array (everything serialised)"),
     Entry<MutexPerSlotStore>("main2: one mutex per string (reads of one string serialised)"),
     Entry<OneRwLockStore>("main3: one reader-preferring rwlock "

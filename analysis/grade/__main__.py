@@ -3,6 +3,6 @@ course platforms' images need no venv). `python -m analysis grade` is the same c
 
 import sys
 
-from .cli import main
+from analysis.grade.cli import main
 
 sys.exit(main())

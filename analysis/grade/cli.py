@@ -17,9 +17,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from ..numbers import float_above, float_in, int_in, list_of
-from ..progress import Progress
-from . import bundle, checks, dashboard, handin, isolation, labs, names, render, safeio, sandbox
+from analysis.numbers import float_above, float_in, int_in, list_of
+from analysis.progress import Progress
+from analysis.grade.pages import bundle, dashboard, render
+from analysis.grade import checks, labs
+from analysis.grade.trust import handin, isolation, names, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]
@@ -279,7 +281,7 @@ def _in_bubblewrap(wcfg, out, cg, submission, refbin, budget) -> dict:
     binds.update({d: (c, True) for d, c in zip(cg.dirs, inside)})
     env = {"PATH": "/usr/bin:/bin", "HOME": sandbox.HOME, "TMPDIR": sandbox.HOME,
            "LOCKBENCH_GRADE": json.dumps({**wcfg, "cgroups": inside})}
-    cmd = sandbox.outer(binds, sandbox.python_argv(_python(), "analysis.grade.launcher"), env,
+    cmd = sandbox.outer(binds, sandbox.python_argv(_python(), "analysis.grade.trust.launcher"), env,
                         budget)
     return _run_outer(cmd, wcfg["timeout_s"], out)
 
@@ -310,7 +312,7 @@ def _in_container(wcfg, out, cg, uids, submission, refbin, budget) -> tuple:
                "LOCKBENCH_GRADE_ROOT": str(root),
                "LOCKBENCH_GRADE": json.dumps({**wcfg, "own_tmp": own_tmp,
                                               "cgroups": [str(d) for d in cg.dirs]})}
-        ev = _run_outer(sandbox.python_argv(_python(), "analysis.grade.launcher",
+        ev = _run_outer(sandbox.python_argv(_python(), "analysis.grade.trust.launcher",
                                             str(root / "code")),
                         wcfg["timeout_s"], out, env=env, cwd=str(root),
                         on_stop=lambda: isolation.kill_uids(uids))
@@ -491,7 +493,7 @@ def _similarity(a, out: Path, out_names: list) -> dict | None:
     """The similarity check over the class (its flags per submission), or None."""
     if not a.similarity:
         return None
-    from . import similarity
+    from analysis.grade.pages import similarity
 
     print(f"comparing the submissions' sources (similarity: at most "
           f"{similarity.PER_SUBMISSION_S:.0f} s a submission, {similarity.PHASE_S:.0f} s in all)",

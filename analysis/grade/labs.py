@@ -19,8 +19,8 @@ the kit from the submission's own common.h. `--lab NAME` names the servers inste
 import re
 from dataclasses import dataclass, replace
 
-from . import checks as C
-from . import design as D
+from analysis.grade import checks as C
+from analysis.grade.measure import design as D
 
 FOUR = ("main1", "main2", "main3", "main4")
 CANDIDATES = (*FOUR, "main")   # every server name of every version

@@ -6,9 +6,9 @@ import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import checks as C
-from . import kitload as K
-from .sandboxed import check, start
+from analysis.grade import checks as C
+from analysis.grade.measure import kitload as K
+from analysis.grade.measure.sandboxed import check, start
 
 MALFORMED = [
     ("empty connection (connect, send nothing, close)", None),

@@ -36,8 +36,8 @@ import numpy as np
 from copydetect import CodeFingerprint
 from copydetect.utils import get_copied_slices, get_token_coverage
 
-from . import handin, safeio
-from . import names as N
+from analysis.grade.trust import handin, safeio
+from analysis.grade.trust import names as N
 
 # Winnowing parameters, in characters of copydetect's filtered code, where an identifier is
 # one letter, a keyword its word, and punctuation one character each: 25 characters are about

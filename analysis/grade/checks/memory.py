@@ -7,11 +7,11 @@ weights give it points."""
 import re
 import time
 
-from . import checks as C
-from . import kitload as K
-from .build import build, built
-from .robustness import MALFORMED, _send_probe
-from .sandboxed import check, start
+from analysis.grade import checks as C
+from analysis.grade.measure import kitload as K
+from analysis.grade.checks.build import build, built
+from analysis.grade.checks.robustness import MALFORMED, _send_probe
+from analysis.grade.measure.sandboxed import check, start
 
 FLAGS = "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined"
 # halt at the first error (ASan does by itself; UBSan must be told), no leak report at exit

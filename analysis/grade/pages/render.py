@@ -25,9 +25,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10 (Gradescope's Ubuntu 22.04): Debian's python3-tomli
     import tomli as tomllib
 
-from . import checks as C
-from . import labs
-from . import names as N
+from analysis.grade import checks as C
+from analysis.grade import labs
+from analysis.grade.trust import names as N
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent.parent / "grade_weights.toml"
 

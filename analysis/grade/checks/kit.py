@@ -9,11 +9,11 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import ports
-from . import checks as C
-from . import kitload as K
-from . import linearize as L
-from .sandboxed import MIN_RUNS, Server, await_lines, check, initial_value, start
+from analysis import ports
+from analysis.grade import checks as C
+from analysis.grade.measure import kitload as K
+from analysis.grade.measure import linearize as L
+from analysis.grade.measure.sandboxed import MIN_RUNS, Server, await_lines, check, initial_value, start
 
 
 def check_cmdline(ctx, bin_dir, servers) -> dict:

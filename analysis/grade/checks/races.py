@@ -4,10 +4,10 @@ under one kit run."""
 import os
 import time
 
-from . import checks as C
-from . import kitload as K
-from .build import build, built
-from .sandboxed import check, start
+from analysis.grade import checks as C
+from analysis.grade.measure import kitload as K
+from analysis.grade.checks.build import build, built
+from analysis.grade.measure.sandboxed import check, start
 
 
 def _race_one(ctx, bdir, name) -> tuple:

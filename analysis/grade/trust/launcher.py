@@ -8,7 +8,7 @@ mode, between the turns of servers timed against each other, stop whatever the
 submission left running (op_sweep). It never reads anything a submission produced; the
 worker does, unprivileged.
 
-    python -m analysis.grade.launcher      (configuration in $LOCKBENCH_GRADE, JSON)
+    python -m analysis.grade.trust.launcher      (configuration in $LOCKBENCH_GRADE, JSON)
 
 The worker side is `Client`: spawn() returns a Popen-like handle.
 """
@@ -25,9 +25,9 @@ import threading
 import time
 from pathlib import Path
 
-from . import isolation
-from . import packaging as P
-from . import sandbox as S
+from analysis.grade.trust import isolation
+from analysis.grade.trust import packaging as P
+from analysis.grade.trust import sandbox as S
 
 MAX_MSG = 1 << 20
 MAX_ENTRIES = 20_000         # files and folders copied at most
@@ -180,7 +180,7 @@ class Launcher:
         here; its answer is read with a cap. The launcher itself parses nothing of it."""
         os.mkdir(dst, 0o755)
         os.chown(dst, self.uid, self.uid)
-        argv = [*S.as_uid(self.uid), *S.python_argv(sys.executable, "analysis.grade.handin"),
+        argv = [*S.as_uid(self.uid), *S.python_argv(sys.executable, "analysis.grade.trust.handin"),
                 dst, str(self.budget.copy), ",".join(set_aside)]
         with open(S.SUBMISSION, "rb") as f:
             try:

@@ -6,7 +6,7 @@ what a member really unpacks to is counted as it is read (the sizes a zip declar
 believed). One top folder holding everything (`alice/Makefile`, ...) is descended into.
 Mac OS's `__MACOSX/` and `.DS_Store` are left out.
 
-    python -m analysis.grade.handin DST CAP [NAME,...]   (the zip on standard input)
+    python -m analysis.grade.trust.handin DST CAP [NAME,...]   (the zip on standard input)
 
 unpacks into the empty folder DST as the submission's uid, inside the sandbox (the
 launcher starts it; see unpack()), and prints what it did as one JSON object.

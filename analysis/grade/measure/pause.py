@@ -10,8 +10,8 @@ when it came; the result is one more setting of the workload check."""
 import threading
 import time
 
-from . import kitload as K
-from .sandboxed import start
+from analysis.grade.measure import kitload as K
+from analysis.grade.measure.sandboxed import start
 
 POLL_S = 0.25
 

@@ -7,11 +7,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import checks as C
-from . import labs, safeio
-from . import packaging as P
-from . import sandbox as S
-from .sandboxed import Ctx, check, spawn
+from analysis.grade import checks as C
+from analysis.grade import labs
+from analysis.grade.trust import safeio
+from analysis.grade.trust import packaging as P
+from analysis.grade.trust import sandbox as S
+from analysis.grade.measure.sandboxed import Ctx, check, spawn
 
 SOURCES = (".c", ".cpp", ".cc")
 

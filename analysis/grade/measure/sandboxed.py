@@ -13,14 +13,15 @@ import threading
 import time
 from pathlib import Path
 
-from .. import kernel_sockets as ks
-from .. import ports
-from ..runner import server_spec as SS
-from ..runner.procs import StartError
-from . import checks as C
-from . import labs, safeio
-from . import launcher as LA
-from . import sandbox as S
+from analysis import kernel_sockets as ks
+from analysis import ports
+from analysis.runner import server_spec as SS
+from analysis.runner.procs import StartError
+from analysis.grade import checks as C
+from analysis.grade import labs
+from analysis.grade.trust import safeio
+from analysis.grade.trust import launcher as LA
+from analysis.grade.trust import sandbox as S
 
 TIMING = "server_output_time_aggregated"
 SERVER_OUTPUT_KEEP = 16 << 10
