@@ -3,7 +3,7 @@ configuration the median over the rounds with its 95 % interval, the round-by-ro
 to `native` and to `pthread` with theirs, a verdict against pthread, the best lock and how
 sure; the text table, the JSON document, the Markdown section and the plot.
 
-The interval of a median is the project's one rule for it, grade/bursts.py's median_ci
+The interval of a median is the project's one rule for it, grade/measure/bursts.py's median_ci
 (distribution-free, from order statistics): it needs MIN_ROUNDS rounds to exist at 95 %.
 Ratios are taken round by round (each round ran every configuration once, in a shuffled
 order, so a noisy stretch of the machine hits both sides of a ratio alike), then their
@@ -12,7 +12,7 @@ median and its interval; a ratio whose interval holds 1 is a tie."""
 import math
 import shlex
 
-from .grade.bursts import median_ci
+from .grade.measure.bursts import median_ci
 
 LEVEL = 0.95
 ALPHA = 1 - LEVEL

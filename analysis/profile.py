@@ -35,7 +35,7 @@ import zlib
 from pathlib import Path
 
 from . import profile_dump
-from .grade import names
+from .grade.trust import names
 from .numbers import int_in
 
 PROG = "lockbench profile"

@@ -17,11 +17,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from analysis.grade import checks, labs
+from analysis.grade.pages import bundle, dashboard, render
+from analysis.grade.trust import handin, isolation, names, safeio, sandbox
 from analysis.numbers import float_above, float_in, int_in, list_of
 from analysis.progress import Progress
-from analysis.grade.pages import bundle, dashboard, render
-from analysis.grade import checks, labs
-from analysis.grade.trust import handin, isolation, names, safeio, sandbox
 
 PROG = "python -m analysis grade"
 REPO = Path(__file__).resolve().parents[2]

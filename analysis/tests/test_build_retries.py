@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from analysis.grade import packaging as P
-from analysis.grade import sandbox
+from analysis.grade.trust import packaging as P
+from analysis.grade.trust import sandbox
 from analysis.tests.helpers import REPO, kit_fixture
 
 # gcc's own lines (LANG=C), of gcc 12 with the fixture's -Werror=... and of gcc 14 itself

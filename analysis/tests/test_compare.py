@@ -17,7 +17,7 @@ import pytest
 from analysis import compare
 from analysis import compare_report as R
 from analysis import kernel_sockets as ks
-from analysis.grade.bursts import median_ci
+from analysis.grade.measure.bursts import median_ci
 from analysis.runner.procs import pick_port
 from analysis.tests.helpers import PY, RELEASE, REPO
 

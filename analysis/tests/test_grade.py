@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import checks as C
-from analysis.grade import design as D
-from analysis.grade import labs, render, sandbox
+from analysis.grade import labs
+from analysis.grade.measure import design as D
+from analysis.grade.pages import render
+from analysis.grade.trust import sandbox
 from analysis.tests.helpers import (
     assert_hostile_zip_unpacked_inside,
     honest_statuses_problems,
@@ -331,7 +333,7 @@ def test_four_servers_on_the_older_kit_are_all_graded_and_nothing_untimeable_fai
 
 
 def test_no_check_of_any_grading_passes_on_nothing_judged(graded):
-    from analysis.grade import evidence as E
+    from analysis.grade.checks import evidence as E
     names = [p.name for p in graded.iterdir() if (p / "evidence.json").is_file()]
     assert len(names) > 20, names
     for name in names:

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import checks, isolation, render, sandbox
-from analysis.grade import similarity as S
+from analysis.grade import checks
+from analysis.grade.pages import render
+from analysis.grade.pages import similarity as S
+from analysis.grade.trust import isolation, sandbox
 from analysis.tests.helpers import kit_fixture
 from analysis.tests.test_grade_similarity import tokenizer_bomb
 

@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import pytest
 
 from analysis import kernel_sockets as ks
-from analysis.grade import kitload as K
-from analysis.grade import timing as T
 from analysis.grade import worker as W
+from analysis.grade.checks import timing as T
+from analysis.grade.measure import kitload as K
 from analysis.runner.procs import pick_port
 from analysis.runner.server_spec import Place, ServerSpec, launch
 from analysis.tests.helpers import built_fixture, kit_fixture

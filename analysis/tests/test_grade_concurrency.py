@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import render
+from analysis.grade.pages import render
 from analysis.tests.test_grade import NO_SANDBOX, REPO, checks, grade, lab2024
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]

@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade import dashboard, names, render
+from analysis.grade.pages import dashboard, render
+from analysis.grade.trust import names
 from analysis.tests.test_grade_render import CHROMIUM, chromium_dom, hrefs, relative
 
 W = {"points": {"build": 5, "timing": 5, "speed": 10}, "thresholds": {}}

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.grade import design as D
-from analysis.grade import kitload
+from analysis.grade.measure import design as D
+from analysis.grade.measure import kitload
 from analysis.runner import server_spec as SS
 from analysis.runner.procs import StartError, pick_port
 from analysis.tests.helpers import RELEASE, built_fixture, preload_library

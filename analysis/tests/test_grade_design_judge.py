@@ -5,7 +5,7 @@ runs here; the grading tests run the forgers (tests/fixtures/hostile/trace_*).""
 
 import pytest
 
-from analysis.grade import design as D
+from analysis.grade.measure import design as D
 
 GOOD = "R 7-1- 1 0x55d4c8a0c040:m"
 

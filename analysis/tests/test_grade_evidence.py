@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import checks as C
-from analysis.grade import evidence as E
-from analysis.grade import labs, sandbox
+from analysis.grade import labs
+from analysis.grade.checks import evidence as E
+from analysis.grade.trust import sandbox
 from analysis.tests.helpers import kit_fixture
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,7 +26,7 @@ def test_every_check_says_what_it_judges_and_has_a_runner_and_a_stage():
     for c in C.CHECKS:
         assert c.judges and c.stage in C.STAGES, c.id
         module, _, name = c.runner.partition(":")
-        mod = __import__(f"analysis.grade.{module}", fromlist=[name])
+        mod = __import__(f"analysis.grade.checks.{module}", fromlist=[name])
         assert callable(getattr(mod, name)), c.runner
     # the lab versions' checks come from the records, in page order
     assert labs.by_name("2019-2023").checks == C.for_lab("2019-2023")[:-2]

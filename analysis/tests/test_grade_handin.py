@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import cli, handin, launcher, sandbox, similarity
+from analysis.grade import cli
+from analysis.grade.pages import similarity
+from analysis.grade.trust import handin, launcher, sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -137,7 +139,7 @@ def run_unpacker(zip_bytes: bytes, dst: Path, *extra: str) -> subprocess.Complet
     """The unpacking process as the launcher starts it: the zip a file on its stdin."""
     dst.mkdir(parents=True)
     (dst.parent / f"{dst.name}.zip").write_bytes(zip_bytes)
-    argv = sandbox.python_argv(sys.executable, "analysis.grade.handin", str(REPO))
+    argv = sandbox.python_argv(sys.executable, "analysis.grade.trust.handin", str(REPO))
     with open(dst.parent / f"{dst.name}.zip", "rb") as f:
         return subprocess.run([*argv, str(dst), str(1 << 20), *extra], stdin=f,
                               capture_output=True, cwd=dst, timeout=60)

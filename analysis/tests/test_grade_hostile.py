@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 
 from analysis.grade import checks as C
-from analysis.grade import sandbox
+from analysis.grade.trust import sandbox
 from analysis.tests.helpers import (
     assert_hostile_zip_unpacked_inside,
     honest_statuses_problems,

@@ -4,8 +4,8 @@ submission built and its own common.h, or named with --lab (a year names its ver
 
 import pytest
 
-from analysis.grade import design as D
 from analysis.grade import labs
+from analysis.grade.measure import design as D
 
 KIT_2019 = b"#define ART_DELAY 10\nvoid getContent(char *dst, int pos) { usleep(ART_DELAY); }\n"
 KIT_2018 = b"void getContent(char *dst, int pos) { strcpy(dst, theArray[pos]); }\n"
@@ -94,7 +94,7 @@ def test_the_2017_lab_and_unknown_names_are_refused_with_one_line(name):
 
 
 def test_a_build_failure_is_not_charged_on_a_platform_for_either_lab():
-    from analysis.grade import hosted
+    from analysis.grade.pages import hosted
     for servers in (["main1", "main2", "main3", "main4"], ["main"]):
         ev = {"lab": {"servers": servers},
               "checks": [{"id": "build", "status": "fail", "evidence": []},

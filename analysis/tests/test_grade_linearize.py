@@ -2,8 +2,8 @@
 
 import ctypes
 
-from analysis.grade import kitload as K
-from analysis.grade import linearize as L
+from analysis.grade.measure import kitload as K
+from analysis.grade.measure import linearize as L
 
 R = K.Request
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.grade import names as N
+from analysis.grade.trust import names as N
 from analysis.tests.helpers import Shown, gfm
 
 # Paths that exist nowhere: Path.resolve() then only makes them absolute.

@@ -12,7 +12,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade import checks, dashboard, labs, names, render
+from analysis.grade import checks, labs
+from analysis.grade.pages import dashboard, render
+from analysis.grade.trust import names
 from analysis.tests.helpers import Shown, gfm, md_tags
 
 W = {"points": {"build": 5, "robustness": 10, "timing": 4}, "thresholds": {}}
@@ -79,8 +81,8 @@ def test_a_one_server_lab_shows_main_beside_the_reference_designs_and_names_the_
 
 
 def test_a_crash_names_its_signal_and_the_first_request_left_without_reply():
-    from analysis.grade import kit_checks
-    from analysis.grade import kitload as K
+    from analysis.grade.checks import kit as kit_checks
+    from analysis.grade.measure import kitload as K
 
     class Dead:
         def alive(self):

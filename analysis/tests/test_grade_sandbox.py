@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis import ports
-from analysis.grade import sandbox as S
+from analysis.grade.trust import sandbox as S
 
 VERSION = f"python{sys.version_info.major}.{sys.version_info.minor}"
 

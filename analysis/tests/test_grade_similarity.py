@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import similarity as S
+from analysis.grade.pages import similarity as S
 
 FIX = Path(__file__).parent / "fixtures" / "similarity"
 KIT = FIX / "kit"

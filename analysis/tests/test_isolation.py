@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import isolation
+from analysis.grade.trust import isolation
 
 
 @pytest.mark.parametrize("uid", [0, 1000, 65534, isolation.UID_BASE - 1,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from analysis import ports, profile
-from analysis.grade import kitload
+from analysis.grade.measure import kitload
 from analysis.runner import server_spec as SS
 from analysis.runner.procs import StartError, pick_port
 from analysis.tests.helpers import PY, RELEASE, REPO, built_fixture, preload_library

@@ -93,7 +93,7 @@ CHECKS = (
               "in the top folder of the submission: not in a subfolder, not under other names",
           fix_one="build (or hand in) one executable named exactly main in the top folder of the "
                   "submission"),
-    Check(id="cmdline", stage="start", runner="kit_checks:check_cmdline",
+    Check(id="cmdline", stage="start", runner="kit:check_cmdline",
           judges="servers started with the kit's command line",
           title="mainN n ip port, with the kit's port quirk",
           title_one="main n ip port, with the kit's port quirk",
@@ -105,13 +105,13 @@ CHECKS = (
                   "the port), and listen on the port given without htons, like the kit's server: "
                   "`sock_var.sin_port = atoi(argv[3])`",
           per_server=True),
-    Check(id="initial", stage="start", runner="kit_checks:check_initial",
+    Check(id="initial", stage="start", runner="kit:check_initial",
           judges="strings read back",
           title="Initial values 'String i: the initial value'",
           fix='before accepting any connection, set every string i < n to exactly "String i: the '
               'initial value": `sprintf(theArray[i], "String %d: the initial value", i)`',
           per_server=True),
-    Check(id="workload", runner="kit_checks:check_workload_run", after_pause=True,
+    Check(id="workload", runner="kit:check_workload_run", after_pause=True,
           judges="requests answered",
           title="The kit workload (like test.sh): errors, crashes, hangs",
           fix="the server must answer every request of 100 client threads x 10 requests and "
@@ -122,7 +122,7 @@ CHECKS = (
           partial="the share of (server, n) settings whose runs all went without an error, crash "
                   "or hang",
           per_server=True),
-    Check(id="consistency", runner="kit_checks:check_consistency",
+    Check(id="consistency", runner="kit:check_consistency",
           judges="operations checked for linearizability",
           title="Correctness under concurrency (per-slot linearizability)",
           fix="hold the string's lock across the whole read or write, from before the access to "
@@ -131,7 +131,7 @@ CHECKS = (
               "what each one saw",
           cost_in_runs=150,
           per_server=True),
-    Check(id="idle", runner="kit_checks:check_idle",
+    Check(id="idle", runner="kit:check_idle",
           judges="requests served beside a silent connection",
           title="A silent client does not block the others",
           fix="do not read in the accepting thread: accept the connection and hand it to a "
@@ -139,7 +139,7 @@ CHECKS = (
               "client that connects and sends nothing blocks only its own thread",
           cost_in_runs=15,
           per_server=True),
-    Check(id="speed", runner="bursts:check_speed", labs=("2019-2023",),
+    Check(id="speed", runner="speed:check_speed", labs=("2019-2023",),
           needs=("main1", "main2", "main4"), quiet=True, judges="bursts timed",
           title="main2 and main4 clearly faster than main1 (measured by the grader)",
           fix="main2 must lock only the string it touches (an array of n mutexes: lock position "
@@ -148,7 +148,7 @@ CHECKS = (
               "connection's thread run on its own: no `pthread_join` right after "
               "`pthread_create`, no global lock around the access",
           cost_in_runs=40),
-    Check(id="design", runner="bursts:check_design",
+    Check(id="design", runner="design:check_design",
           quiet=True, judges="servers whose design was decided",
           title="Each server uses the lock design of its number (traced and measured)",
           title_one="main uses one of the lab's lock designs, named (traced and measured)",
@@ -162,7 +162,7 @@ CHECKS = (
                   "lab asks of their number",
           cost_in_runs=25,
           per_server=True),
-    Check(id="concurrency", runner="bursts:check_concurrency", labs=("2024+", "2018"),
+    Check(id="concurrency", runner="concurrency:check_concurrency", labs=("2024+", "2018"),
           quiet=True, judges="bursts timed",
           title="main serves requests concurrently (timed against the grader's own servers)",
           fix="let each connection's thread run on its own (no `pthread_join` right after "

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from analysis.grade import checks as C
 from analysis.grade import labs
-from analysis.grade.trust import safeio
-from analysis.grade.trust import packaging as P
-from analysis.grade.trust import sandbox as S
 from analysis.grade.measure.sandboxed import Ctx, check, spawn
+from analysis.grade.trust import packaging as P
+from analysis.grade.trust import safeio
+from analysis.grade.trust import sandbox as S
 
 SOURCES = (".c", ".cpp", ".cc")
 

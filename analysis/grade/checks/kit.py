@@ -13,7 +13,14 @@ from analysis import ports
 from analysis.grade import checks as C
 from analysis.grade.measure import kitload as K
 from analysis.grade.measure import linearize as L
-from analysis.grade.measure.sandboxed import MIN_RUNS, Server, await_lines, check, initial_value, start
+from analysis.grade.measure.sandboxed import (
+    MIN_RUNS,
+    Server,
+    await_lines,
+    check,
+    initial_value,
+    start,
+)
 
 
 def check_cmdline(ctx, bin_dir, servers) -> dict:

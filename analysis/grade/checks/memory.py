@@ -8,9 +8,9 @@ import re
 import time
 
 from analysis.grade import checks as C
-from analysis.grade.measure import kitload as K
 from analysis.grade.checks.build import build, built
 from analysis.grade.checks.robustness import MALFORMED, _send_probe
+from analysis.grade.measure import kitload as K
 from analysis.grade.measure.sandboxed import check, start
 
 FLAGS = "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined"

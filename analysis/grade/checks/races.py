@@ -5,8 +5,8 @@ import os
 import time
 
 from analysis.grade import checks as C
-from analysis.grade.measure import kitload as K
 from analysis.grade.checks.build import build, built
+from analysis.grade.measure import kitload as K
 from analysis.grade.measure.sandboxed import check, start
 
 

@@ -2,10 +2,12 @@
 grader times itself (measure/bursts.py)."""
 
 import os
+import statistics
 
 from analysis.grade import checks as C
 from analysis.grade.measure import bursts as B
 from analysis.grade.measure.sandboxed import check, spread, start_all
+
 
 def _judge_speed(ctx, spans: dict, k: int, floor: float) -> tuple:
     """(status, evidence lines). Per round the ratio main1 / mainX of the paired bursts;

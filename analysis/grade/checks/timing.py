@@ -10,9 +10,15 @@ from pathlib import Path
 from analysis import kernel_sockets as ks
 from analysis.grade import checks as C
 from analysis.grade.measure import kitload as K
-from analysis.grade.trust import sandbox as S
-from analysis.grade.checks.bursts import NO_DELAY, NO_REFS, REF_PER_STRING, stop_strays, strays_line
+from analysis.grade.measure.bursts import (
+    NO_DELAY,
+    NO_REFS,
+    REF_PER_STRING,
+    stop_strays,
+    strays_line,
+)
 from analysis.grade.measure.sandboxed import TIMING, await_lines, check, start
+from analysis.grade.trust import sandbox as S
 
 LATENCY_FLOOR_S = 5e-6   # every kit access sleeps usleep(10), so a mean below this is garbage
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from analysis import kernel_sockets as ks
 from analysis import ports
-from analysis.runner import server_spec as SS
-from analysis.runner.procs import StartError
 from analysis.grade import checks as C
 from analysis.grade import labs
-from analysis.grade.trust import safeio
 from analysis.grade.trust import launcher as LA
+from analysis.grade.trust import safeio
 from analysis.grade.trust import sandbox as S
+from analysis.runner import server_spec as SS
+from analysis.runner.procs import StartError
 
 TIMING = "server_output_time_aggregated"
 SERVER_OUTPUT_KEEP = 16 << 10

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from analysis.grade.pages import render
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # Gradescope stops an autograder at 10 minutes by default (and then scores 0 with no
 # result): 450 s of grading leaves 90 s for start-up and hosted.py's own margin.
 DEFAULT_BUDGET = {"gradescope": 450.0, "prairielearn": 240.0}

@@ -18,8 +18,8 @@ import html
 import re
 from pathlib import PurePath
 
-from analysis.grade.trust import names as N
 from analysis.grade.pages import render as R
+from analysis.grade.trust import names as N
 
 GRADESCOPE_CSV = "gradescope_scores.csv"
 # The columns of Gradescope's own score sheets (its "Download Grades" export: Name or First

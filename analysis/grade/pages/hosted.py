@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CODE = Path(__file__).resolve().parents[2]   # the bundle's lockbench/ folder
+CODE = Path(__file__).resolve().parents[3]   # the bundle's lockbench/ folder
 MARGIN_S = 60        # beyond the budget before the grader is stopped
 GRADER_FAULT = ("This is the grader's failure, not a verdict on your code: nothing was "
                 "scored. Ask your TA to grade this submission again.")
@@ -145,6 +145,7 @@ def run(platform: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in ("gradescope", "prairielearn"):
-        print("usage: python3 -m analysis.grade.pages.hosted gradescope|prairielearn", file=sys.stderr)
+        print("usage: python3 -m analysis.grade.pages.hosted gradescope|prairielearn",
+              file=sys.stderr)
         sys.exit(2)
     sys.exit(run(sys.argv[1]))

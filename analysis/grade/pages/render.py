@@ -29,7 +29,7 @@ from analysis.grade import checks as C
 from analysis.grade import labs
 from analysis.grade.trust import names as N
 
-DEFAULT_WEIGHTS = Path(__file__).resolve().parent.parent / "grade_weights.toml"
+DEFAULT_WEIGHTS = Path(__file__).resolve().parents[2] / "grade_weights.toml"
 
 
 class WeightsError(Exception):

@@ -203,9 +203,10 @@ def md_text(text) -> str:
     escaping cannot stop: GitHub's renderer links an e-mail address (`a@b.c`) to itself."""
     s = visible(text)
     out = ["\\" + c if _md_needs_escape(s, i) else c for i, c in enumerate(s)]
-    if s[:1] in _MD_LINE_START:
-        out[0] = "\\" + s[0]
-    m = re.match(r"\d{1,9}([.)])", s)  # an ordered list item: `1. ` or `1) `
+    lead = len(s) - len(s.lstrip(" "))   # up to 3 spaces may stand before line markup
+    if lead <= 3 and s[lead:lead + 1] in _MD_LINE_START and s[lead:lead + 1]:
+        out[lead] = "\\" + s[lead]
+    m = re.match(r" {0,3}\d{1,9}([.)])", s)  # an ordered list item: `1. ` or `1) `
     if m:
         out[m.end() - 1] = "\\" + m.group(1)
     return "".join(out)
