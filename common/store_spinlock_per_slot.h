@@ -2,10 +2,11 @@
 //
 // How it works: a waiting thread does not sleep in the kernel (futex) as a
 // std::mutex waiter does; it re-reads the lock word in a loop with the CPU's
-// pause hint and retries the exchange when it looks free. After kSpinsBeforeYield
-// failed looks it calls sched_yield() so that on an oversubscribed machine the
-// holder (which may have been preempted) can run; a pure spinlock would burn
-// the waiter's whole time slice instead.
+// pause hint and retries the exchange when it looks free, waiting as every
+// spinning lock of common/ does (SpinWait, spin_wait.h: after
+// SpinWait::kSpinsBeforeYield failed looks a sched_yield() on every round) so
+// that on an oversubscribed machine the holder (which may have been preempted)
+// can run; a pure spinlock would burn the waiter's whole time slice instead.
 //
 // When it wins: critical sections of a few dozen nanoseconds (delay 0), few
 // threads per core, low contention: lock and unlock are one atomic each and
@@ -21,11 +22,9 @@
 #ifndef KV_COMMON_STORE_SPINLOCK_PER_SLOT_H_
 #define KV_COMMON_STORE_SPINLOCK_PER_SLOT_H_
 
-#include <sched.h>
-
 #include <atomic>
 
-#include "common/cpu_relax.h"
+#include "common/spin_wait.h"
 #include "common/store_lock_table.h"
 #include "common/thread_annotations.h"
 
@@ -35,20 +34,11 @@ namespace kv {
 // guards of common/mutex.h; Lock()/Unlock() exist for the guards only).
 class CAPABILITY("spinlock") SpinLock {
  public:
-  static constexpr int kSpinsBeforeYield = 128;
-
   void Lock() ACQUIRE() {
-    for (;;) {
-      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    SpinWait wait;  // one wait however many exchanges it loses
+    while (locked_.exchange(true, std::memory_order_acquire)) {
       // Spin on a plain load: no cache-line ping-pong while the lock is held.
-      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-        if (spins < kSpinsBeforeYield) {
-          CpuRelax();
-        } else {
-          sched_yield();
-          spins = 0;
-        }
-      }
+      while (locked_.load(std::memory_order_relaxed)) wait.Once();
     }
   }
   void Unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
