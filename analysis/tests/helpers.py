@@ -14,9 +14,10 @@ from cmarkgfm.cmark import Options as CmarkOptions
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
 REPO = HERE.parents[1]
-# The student-like kit servers: each main.c includes tests/fixtures/common/kitserver.h.
+# The student-like kit servers: each main.c includes kitserver.h (analysis/grade/kitserver.h,
+# linked from tests/fixtures/common/).
 KIT_FIXTURES = REPO / "tests" / "fixtures"
-KIT_HEADER = KIT_FIXTURES / "common" / "kitserver.h"
+KIT_HEADER = REPO / "analysis" / "grade" / "kitserver.h"   # tests/fixtures/common links to it
 KIT_MAKEFILE = KIT_FIXTURES / "common" / "Makefile"   # for fixtures without their own
 KIT_NAMES = ("correct", "crash_after_batch", "crash_on_empty", "design_swap", "garbage_timing",
              "handmade_rwlock", "hangs", "no_init", "no_lock", "serialised", "static_build")
