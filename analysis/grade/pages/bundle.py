@@ -23,6 +23,7 @@ import zipfile
 from pathlib import Path
 
 from analysis.grade.pages import render
+from analysis.grade.trust import outer
 
 REPO = Path(__file__).resolve().parents[3]
 # Gradescope stops an autograder at 10 minutes by default (and then scores 0 with no
@@ -78,13 +79,6 @@ RUN /lockbench/setup.sh && rm -rf /var/lib/apt/lists/*
 """
 
 
-def copy_grading_code(dst: Path) -> None:
-    """The `analysis` package without its tests and caches into dst/analysis: what the
-    grader imports, whatever module it comes to import (the bundles, container mode)."""
-    shutil.copytree(REPO / "analysis", dst / "analysis",
-                    ignore=shutil.ignore_patterns("tests", "__pycache__", "*.pyc"))
-
-
 def tracer_sources() -> list[str]:
     """The preload's sources (profile/lockprof*.cpp) and every header of this repository
     they include, followed through the headers: paths relative to the repository."""
@@ -103,7 +97,7 @@ def tracer_sources() -> list[str]:
 
 def _copy_code(dst: Path, weights: Path) -> None:
     """The grading code and the weights."""
-    copy_grading_code(dst)
+    outer.copy_grading_code(dst)
     for rel in tracer_sources():  # the lock tracer's source: setup.sh compiles it
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, dst / rel)
