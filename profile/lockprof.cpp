@@ -6,7 +6,9 @@
 // in a record per lock object (by address and kind): acquisitions per mode, contended
 // acquisitions (a trylock first; when it fails the acquisition was contended and the
 // blocking call follows), failed trylocks, and log2 histograms of the wait and the hold in
-// nanoseconds, plus the return address of the first call, named with dladdr at dump time.
+// nanoseconds (the hold of every contended acquisition, of one uncontended one in
+// $LOCKPROF_HOLD_SAMPLE, weighted), plus the return address of the first call, named with
+// dladdr at dump time.
 // At exit (a destructor) or on SIGINT/SIGTERM one JSON document goes to $LOCKPROF_FILE
 // (lockprof_dump.cpp).
 //
