@@ -24,9 +24,9 @@ from pathlib import Path
 from analysis.grade import checks as C
 from analysis.grade import labs
 from analysis.grade.checks import evidence as E
-from analysis.grade.checks.kit import workload
 from analysis.grade.checks.timing import check_timing, clock_probe, lost_in_noise, tables
 from analysis.grade.measure import pause as P
+from analysis.grade.measure.kitrun import workload
 from analysis.grade.measure.sandboxed import HAND_IN_SHARE, Ctx, check
 from analysis.grade.trust import launcher as LA
 from analysis.grade.trust import sandbox as S

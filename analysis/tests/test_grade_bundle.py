@@ -395,7 +395,7 @@ def test_a_cgroup_cpu_quota_is_the_cpus_the_grader_counts():
         (d / "cpu.cfs_period_us").write_text("100000")
         (d / "cpu.cfs_quota_us").write_text("50000")
         code = (f"import os; open('{d}/cgroup.procs', 'w').write(str(os.getpid())); "
-                "from analysis.grade import isolation; print(isolation.effective_cpus())")
+                "from analysis.grade.trust import isolation; print(isolation.effective_cpus())")
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            cwd=REPO, timeout=60)
         assert p.returncode == 0, p.stderr

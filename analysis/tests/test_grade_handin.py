@@ -1,4 +1,4 @@
-"""A zip handed in (analysis.grade.handin): unpacked with caps, nothing outside its folder,
+"""A zip handed in (analysis.grade.trust.handin): unpacked with caps, nothing outside its folder,
 no links, one top folder descended into; the process the launcher starts for it, the
 launcher's check of that process's answer, the command line and the similarity reader."""
 

@@ -81,8 +81,8 @@ def test_a_one_server_lab_shows_main_beside_the_reference_designs_and_names_the_
 
 
 def test_a_crash_names_its_signal_and_the_first_request_left_without_reply():
-    from analysis.grade.checks import kit as kit_checks
     from analysis.grade.measure import kitload as K
+    from analysis.grade.measure import kitrun
 
     class Dead:
         def alive(self):
@@ -94,7 +94,7 @@ def test_a_crash_names_its_signal_and_the_first_request_left_without_reply():
     first = K.Request(3, 7, False, "String[7] has been modified by thread 3", 1.0, 2.0, None,
                       "ConnectionResetError: Connection reset by peer")
     later = K.Request(4, 1, True, "", 1.5, 2.0, None, "connection refused")
-    text = kit_checks.describe_failure(Dead(), [later, first])
+    text = kitrun.describe_failure(Dead(), [later, first])
     assert "SIGSEGV" in text and "'7-0-String[7] has been modified by thread 3'" in text
 
 

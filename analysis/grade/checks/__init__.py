@@ -8,12 +8,11 @@ checked, lines compared, probes run), of which it needs at least one to pass (ev
 holds the rule; nothing judged is never a pass).
 
 Every runner has one signature, run(ctx, bin_dir, present) -> the check's record of
-evidence (sandboxed.check), and lives in the module of its kind (build.py, kit_checks.py,
-bursts.py, robustness.py, timing.py, races.py, memory.py). The worker runs the stages in
-order, each after the measurement it stands on (the kit workload, the clock probe), and
-every check of the lab's in its stage; nothing calls a check by name. A new check is one
-module with its runner, one record here and one line of points in grade_weights.toml
-(docs/grading.md, "Adding a check").
+evidence (measure/sandboxed.check), and lives in a module of this package. The worker runs
+the stages in order, each after the measurement it stands on (measure/: the kit workload
+and the idle pause, the clock probe), and every check of the lab's in its stage; nothing
+calls a check by name. A new check is one module with its runner, one record here and one
+line of points in grade_weights.toml (docs/grading.md, "Adding a check").
 """
 
 import importlib
@@ -122,7 +121,7 @@ CHECKS = (
           partial="the share of (server, n) settings whose runs all went without an error, crash "
                   "or hang",
           per_server=True),
-    Check(id="consistency", runner="kit:check_consistency",
+    Check(id="consistency", runner="consistency:check_consistency",
           judges="operations checked for linearizability",
           title="Correctness under concurrency (per-slot linearizability)",
           fix="hold the string's lock across the whole read or write, from before the access to "
@@ -131,7 +130,7 @@ CHECKS = (
               "what each one saw",
           cost_in_runs=150,
           per_server=True),
-    Check(id="idle", runner="kit:check_idle",
+    Check(id="idle", runner="idle:check_idle",
           judges="requests served beside a silent connection",
           title="A silent client does not block the others",
           fix="do not read in the accepting thread: accept the connection and hand it to a "

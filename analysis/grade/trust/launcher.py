@@ -176,7 +176,7 @@ class Launcher:
 
     def _unpack(self, dst: str, set_aside: list) -> dict:
         """A zip handed in: unpacked into dst by a process of the submission's uid, with no
-        capabilities (analysis.grade.handin), reading the zip from a descriptor opened
+        capabilities (analysis.grade.trust.handin), reading the zip from a descriptor opened
         here; its answer is read with a cap. The launcher itself parses nothing of it."""
         os.mkdir(dst, 0o755)
         os.chown(dst, self.uid, self.uid)
