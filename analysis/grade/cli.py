@@ -139,8 +139,8 @@ def _what_options(ap) -> None:
     ap.add_argument("--skip", type=_skip, metavar="CHECK,...",
                     help="leave these checks out, each undetermined and not scored: "
                          f"{', '.join(checks.SKIPPABLE)} (probe: the timing lines are judged "
-                         "without the grader's clock probe); for a faster look, never for "
-                         "final grades")
+                         "without the grader's clock probe; pause: the workload without its "
+                         "idle pause); for a faster look, never for final grades")
     ap.add_argument("--race", action="store_true",
                     help="also rebuild with -fsanitize=thread (CC/CFLAGS/LDFLAGS) and report races")
     ap.add_argument("--memory", action="store_true",

@@ -165,11 +165,12 @@ def graded(tmp_path_factory, kit_fixtures):
 
 ZIPPED = "zipped_correct"
 # The fixtures whose tests assert on none of LIGHT_SKIP's checks: graded without them.
-LIGHT_SKIP = "speed,design,concurrency,probe"
+LIGHT_SKIP = "speed,design,concurrency,probe,pause"
 LIGHT = {"crash_on_empty", "no_init", "garbage_timing", "hangs", "crash_after_batch",
          "main_packaging", ZIPPED,
          *(d for d in LAB_DEFECTS if d not in ("main_serialised", "main_handmade_serial",
-                                               "main_short_reply", "main_early_line"))}
+                                               "main_short_reply", "main_early_line",
+                                               "main_noinit_exits"))}
 
 
 def skipped(name: str) -> str:

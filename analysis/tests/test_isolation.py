@@ -40,8 +40,9 @@ def test_live_processes_leave_out_a_zombie():
         os.waitpid(pid, 0)
 
 
-TAKE = ("import sys; from analysis.grade.trust import isolation as i; i.LOCK_DIRS = (sys.argv[1],); "
-        "s = i.acquire_slot(); print(s.index); sys.stdout.flush(); sys.stdin.read()")
+TAKE = ("import sys; from analysis.grade.trust import isolation as i; "
+        "i.LOCK_DIRS = (sys.argv[1],); s = i.acquire_slot(); print(s.index); "
+        "sys.stdout.flush(); sys.stdin.read()")
 
 
 def test_two_graders_with_their_own_run_folders_take_different_slots(tmp_path):

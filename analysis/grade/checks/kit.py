@@ -110,7 +110,12 @@ def check_workload(wl, runs, pause=None) -> dict:
 def check_workload_run(ctx, _bin_dir, _present) -> dict:
     """The workload check's runner, on the kit workload and the idle pause the worker ran
     before this stage (ctx.wl, ctx.pause)."""
-    return check_workload(ctx.wl, ctx.cfg["runs"], ctx.pause)
+    out = check_workload(ctx.wl, ctx.cfg["runs"], ctx.pause)
+    if "pause" in ctx.cfg.get("skip", ()) or not ctx.cfg.get("idle_pause_s"):
+        out["evidence"].append("idle pause: left out (" + ("--skip" if "pause" in ctx.cfg.get(
+            "skip", ()) else "--idle-pause 0") + "), so a server that ends by itself when "
+                               "idle is not seen")
+    return out
 
 
 def short_reply_finding(wl) -> list:

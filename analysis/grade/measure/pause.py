@@ -81,7 +81,7 @@ class Paused:
 def begin(ctx, bin_dir, present: list) -> list:
     """Every present server started for the pause and through its first run, side by
     side; [] when the grading leaves the pause out (idle_pause_s 0)."""
-    if not ctx.cfg.get("idle_pause_s"):
+    if not ctx.cfg.get("idle_pause_s") or "pause" in ctx.cfg.get("skip", ()):
         return []
     ctx.log(f"idle pause: {', '.join(present)}, one kit run, then {ctx.cfg['idle_pause_s']:g} "
             "s idle")
