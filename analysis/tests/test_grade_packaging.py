@@ -157,13 +157,15 @@ def test_a_first_target_that_builds_one_server_is_not_a_passing_build(graded):
     assert c["binaries"]["status"] == "pass" and c["workload"]["status"] == "pass"
 
 
-def test_a_default_target_named_main_gets_the_layout_hint_and_main1_fails_its_checks(graded):
+def test_a_default_target_named_main_is_graded_as_main1_and_plain_make_gets_its_share(graded):
+    # `main:` first, `all: main main2 main3 main4`: main is the number the others leave free
     c = checks(graded, "main_all")
-    assert "--layout main1=main " in text(c["build"])  # the exact option, not main1=NAME
-    assert c["binaries"]["status"] == "fail"
+    assert "layout: main1 is main" in text(c["build"])
+    assert c["build"]["status"] == "fail" and c["build"]["fraction"] == 0.25, c["build"]
+    assert "plain `make` built only main1" in text(c["build"])
+    assert c["binaries"]["status"] == "pass"
     for cid in PER_SERVER:
-        assert c[cid]["status"] == "fail" and c[cid]["fraction"] <= 0.75, cid
-    assert c["robustness"]["status"] == "fail" and c["speed"]["status"] == "fail"
+        assert c[cid]["status"] != "fail", (cid, c[cid])
 
 
 def test_the_layout_option_grades_main_as_main1(tmp_path):

@@ -206,8 +206,9 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
     if len(first) == len(servers) and not retries:
         return "pass", lines, bdir, 1.0
     placed = dict(ctx.lab.place)
-    if placed and len(have) == len(servers) and set(placed) <= set(first) and not retries:
-        # the older lab's way: plain make builds `main`, the others are targets by name
+    if (placed and not ctx.lab.delay and len(have) == len(servers) and set(placed) <= set(first)
+            and not retries):
+        # the older kit's four-server way: plain make builds `main`, the others by name
         lines.append(f"plain `make` built main ({', '.join(placed)}), and the others are make "
                      "targets of their own, as the four-server hand-ins of the older kit have "
                      "them")
