@@ -1,4 +1,4 @@
-"""The build check's retries (analysis/grade/packaging.py RETRIES, docs/grading.md "build"):
+"""The build check's retries (analysis/grade/trust/packaging.py RETRIES, docs/grading.md "build"):
 which failed make output calls for which compiler flag, and, graded end to end, the
 fixture tests/fixtures/implicit_decl, whose C only a compiler older than gcc 14 accepts."""
 
