@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from analysis.grade import checks, labs
-from analysis.grade.pages import bundle, dashboard, render
+from analysis.grade.pages import bundle, dashboard, render, score
 from analysis.grade.trust import handin, isolation, names, outer, sandbox
 from analysis.numbers import float_above, float_in, int_in, list_of
 from analysis.progress import Progress
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="3 runs per server and n = 10, 1000, fewer probes (about 20 s each)")
     ap.add_argument("--runs", type=_runs, help="kit runs per server and n (default 100; 3 quick)")
     ap.add_argument("--sizes", type=_sizes, help="comma list of n (default 10,100,1000)")
-    ap.add_argument("--weights", type=Path, default=render.DEFAULT_WEIGHTS,
+    ap.add_argument("--weights", type=Path, default=score.DEFAULT_WEIGHTS,
                     help="points per check, TOML (default: %(default)s)")
     ap.add_argument("--bin-dir", type=Path, default=None,
                     help="lockbench's reference main1..main4, and the grader's own programs "
@@ -177,7 +177,7 @@ def config(a) -> dict:
         base["runs"] = a.runs
     if a.sizes:
         base["sizes"] = a.sizes
-    weights = render.load_weights(a.weights)
+    weights = score.load_weights(a.weights)
     base.update({"quick": a.quick, "race": a.race, "memory": a.memory,
                  "idle_pause_s": a.idle_pause, "layout": a.layout or {}, "lab": a.lab,
                  "skip": a.skip or [],
@@ -301,7 +301,7 @@ def _bundle(a, ap) -> int:
         path = bundle.write(a.bundle, a.out, a.weights, a.budget, a.quick,
                             "auto" if a.sandbox == "bubblewrap" else a.sandbox,
                             grader_version(), a.lab)
-    except render.WeightsError as e:
+    except score.WeightsError as e:
         ap.error(str(e))
     except OSError as e:
         print(f"{PROG}: error: cannot write the bundle: {e}", file=sys.stderr)
@@ -376,7 +376,7 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
         return name, ev, "kept from an earlier run"
     ev = grade_one(cfg, sub, sdir, ref, weights)
     stamp.write_text(json.dumps(key))
-    return name, ev, render.verdict(ev)[0]
+    return name, ev, score.verdict(ev)[0]
 
 
 def _grade_all(a, cfg, weights) -> list:
@@ -426,8 +426,8 @@ def main(argv=None) -> int:
         cfg = config(a)
         cfg["tools_dir"] = str(a.bin_dir.resolve())
         cfg["grader"] = {"version": grader_version(), "weights": str(a.weights)}
-        weights = render.load_weights(a.weights)
-    except render.WeightsError as e:
+        weights = score.load_weights(a.weights)
+    except score.WeightsError as e:
         ap.error(str(e))
     why = choose_sandbox(cfg, a.sandbox)
     if why:

@@ -19,7 +19,8 @@ import pytest
 from analysis.grade import checks as C
 from analysis.grade import labs
 from analysis.grade.measure import design as D
-from analysis.grade.pages import render
+from analysis.grade.pages import html as H
+from analysis.grade.pages import score
 from analysis.grade.trust import sandbox
 from analysis.tests.helpers import (
     assert_hostile_zip_unpacked_inside,
@@ -201,7 +202,7 @@ def test_one_server_main_is_the_2024_lab_and_each_design_passes_named(graded):
         ev, c = evidence(graded, name), checks(graded, name)
         assert ev["lab"]["name"] == "2024+" and "main built alone" in ev["lab"]["why"]
         assert "speed" not in c and c["binaries"]["title"] == "main exists"
-        assert render.verdict(ev)[0] == "PASS", {i: x["status"] for i, x in c.items()}
+        assert score.verdict(ev)[0] == "PASS", {i: x["status"] for i, x in c.items()}
         design = c["design"]
         line = design["evidence"][0]
         # named even when the measurement could not confirm it (not scored then)
@@ -275,7 +276,7 @@ def test_a_course_that_asks_for_one_design_fails_main_of_another_by_its_trace(tm
     if NO_SANDBOX:
         pytest.skip(f"no sandbox: {NO_SANDBOX}")
     w = tmp_path / "course.toml"
-    w.write_text(render.DEFAULT_WEIGHTS.read_text().replace(
+    w.write_text(score.DEFAULT_WEIGHTS.read_text().replace(
         '[lab."2024+"]\ndesigns = ["one mutex", "a mutex per string", "one rwlock", '
         '"an rwlock per string"]', '[lab."2024+"]\ndesigns = ["an rwlock per string"]\n'
         '[lab."2024+".points]\ndesign = 20'))
@@ -296,7 +297,7 @@ def test_a_2024_hand_in_packaged_as_students_package_it_passes(graded):
     assert ev["lab"]["name"] == "2024+", ev["lab"]
     got = {k: x["status"] for k, x in c.items()}
     assert not honest_statuses_problems(got, skipped("main_packaging")), got
-    assert render.verdict(ev)[0] == "PASS"
+    assert score.verdict(ev)[0] == "PASS"
 
 
 def test_main_on_the_2018_kit_writes_sums_and_its_design_is_not_timed(graded):
@@ -306,7 +307,7 @@ def test_main_on_the_2018_kit_writes_sums_and_its_design_is_not_timed(graded):
     assert c["design"]["status"] == "undetermined"
     assert "a mutex per string" in c["design"]["evidence"][0]
     assert "no delay in the accesses" in c["design"]["evidence"][0]
-    assert render.verdict(ev)[0] == "PASS"
+    assert score.verdict(ev)[0] == "PASS"
 
 
 def test_four_servers_on_the_older_kit_are_all_graded_and_nothing_untimeable_fails(graded):
@@ -330,7 +331,7 @@ def test_four_servers_on_the_older_kit_are_all_graded_and_nothing_untimeable_fai
         assert x.startswith(f"{server} behaves as {D.EXPECTED[server]}"), x
     assert "sums of 1000 latencies" in c["timing"]["evidence"][0]
     assert "not run (this lab's kit has no delay" in "\n".join(c["timing"]["evidence"])
-    assert render.verdict(ev)[0] == "PASS"
+    assert score.verdict(ev)[0] == "PASS"
 
 
 def test_no_check_of_any_grading_passes_on_nothing_judged(graded):
@@ -482,8 +483,8 @@ def test_the_submission_runs_unprivileged_seeing_only_its_copy_and_its_loopback(
 @pytest.mark.slow
 @pytest.mark.chromium
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-@pytest.mark.parametrize("name,word,colour", [("correct", "PASS", render.PASS_COLOUR),
-                                              ("no_lock", "FAIL", render.FAIL_COLOUR)])
+@pytest.mark.parametrize("name,word,colour", [("correct", "PASS", H.PASS_COLOUR),
+                                              ("no_lock", "FAIL", H.FAIL_COLOUR)])
 def test_html_page_renders_in_headless_chromium_with_its_verdict(graded, name, word, colour):
     import matplotlib.image as mpimg
     page = graded / name / "verdict.html"
@@ -541,7 +542,7 @@ def test_on_one_cpu_a_speed_failure_is_undetermined_not_a_fail(tmp_path, kit_fix
     assert c["status"] == "undetermined" and "undetermined on 1 CPU" in " ".join(c["evidence"])
     res = json.loads((out / "serialised" / "results.json").read_text())
     # the speed check's 10 points are left out, not lost (as are those of the checks left out)
-    points = render.load_weights(render.DEFAULT_WEIGHTS)["points"]
+    points = score.load_weights(score.DEFAULT_WEIGHTS)["points"]
     four = labs.by_name("2019-2023").checks
     left_out = sum(points[k] for k in skip_all_but("speed").split(",") if k in four)
     assert res["max_score"] == 100 - points["speed"] - left_out
@@ -574,5 +575,5 @@ def test_a_second_run_keeps_what_was_graded(graded, kit_fixtures):
 
 def test_only_robustness_findings_give_pass_with_findings(graded):
     evidence = json.loads((graded / "crash_on_empty" / "evidence.json").read_text())
-    word, failed = render.verdict(evidence)
+    word, failed = score.verdict(evidence)
     assert (word, failed) == ("PASS WITH FINDINGS", ["robustness"])

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import checks
-from analysis.grade.pages import render
+from analysis.grade.pages import fmt
 from analysis.grade.pages import similarity as S
 from analysis.grade.trust import isolation, sandbox
 from analysis.tests.helpers import kit_fixture
@@ -168,7 +168,7 @@ def test_run_autograder_tells_a_2024_main_apart_and_fills_the_leaderboard(gs_bun
     check_gradescope(res)
     assert "graded as the 2024+ lab" in res["output"], res["output"][:2000]
     (board,) = res["leaderboard"]
-    assert board["name"] == render.LEADERBOARD and board["order"] == "desc"
+    assert board["name"] == fmt.LEADERBOARD and board["order"] == "desc"
     assert board["value"] > 0
     # an rwlock per string: concurrent (10 of 10), or not scored on a busy machine
     c = {t["name"]: t for t in res["tests"]}[checks.BY_ID["concurrency"].title]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade.pages import render
+from analysis.grade.pages import fmt
 from analysis.tests.test_grade import NO_SANDBOX, REPO, checks, grade, lab2024
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
@@ -45,7 +45,7 @@ def concurrency(out: Path, name: str) -> dict:
 def board(out: Path, name: str) -> float:
     res = json.loads((out / name / "results.json").read_text())
     (entry,) = res["leaderboard"]
-    assert entry["name"] == render.LEADERBOARD and entry["order"] == "desc"
+    assert entry["name"] == fmt.LEADERBOARD and entry["order"] == "desc"
     return entry["value"]
 
 

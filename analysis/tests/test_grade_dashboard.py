@@ -1,6 +1,7 @@
 """dashboard: the class page (index.html) and gradescope_scores.csv, from summary rows."""
 
 import csv
+import html
 import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -9,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade.pages import dashboard, render
+from analysis.grade.pages import dashboard, render, score
 from analysis.grade.trust import names
 from analysis.tests.test_grade_render import CHROMIUM, chromium_dom, hrefs, relative
 
@@ -245,7 +246,7 @@ def test_the_page_keeps_the_meta_line_the_maximum_and_the_verdict_rule(tmp_path)
                  meta={"date": "2026-11-25 10:00 UTC", "grader": {"version": "1.4.2"}})
     assert "Graded 2026-11-25 10:00 UTC; grader: lockbench 1.4.2" in page
     assert "Maximum score: 10, the same for every submission." in page
-    assert render.html.escape(render.VERDICT_RULE) in page
+    assert html.escape(score.VERDICT_RULE) in page
 
 
 # ---- the CSV files --------------------------------------------------------------------

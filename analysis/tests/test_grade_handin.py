@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import cli
-from analysis.grade.pages import similarity
+from analysis.grade.pages.sources import read_sources
 from analysis.grade.trust import handin, launcher, sandbox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,9 +197,9 @@ def test_grade_refuses_a_file_that_is_no_zip_in_one_line(tmp_path):
 def test_similarity_reads_a_zip_as_the_grader_unpacks_it(tmp_path):
     z = make_zip(tmp_path / "a.zip", {"bob/server.c": b"int main(){}\n", "bob/build/x.c": b"y",
                                       "bob/../evil.c": b"z", "bob/notes.txt": b"t"})
-    sources, notes = similarity.read_sources(z)
+    sources, notes = read_sources(z)
     assert [s.path for s in sources] == ["server.c"] and notes == []
-    sources, notes = similarity.read_sources(make_zip(tmp_path / "b.zip", {}).with_name("b.zip"))
+    sources, notes = read_sources(make_zip(tmp_path / "b.zip", {}).with_name("b.zip"))
     assert sources == [] and notes == []
     (tmp_path / "c.zip").write_bytes(b"PK\x03\x04 broken")
-    assert similarity.read_sources(tmp_path / "c.zip")[1][0].startswith("not a readable zip")
+    assert read_sources(tmp_path / "c.zip")[1][0].startswith("not a readable zip")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from analysis.grade.pages import similarity as S
+from analysis.grade.pages import sources as SRC
 
 FIX = Path(__file__).parent / "fixtures" / "similarity"
 KIT = FIX / "kit"
@@ -237,8 +238,8 @@ def test_csv_rows_quoted_and_formulas_neutralised(world):
 
 
 def test_big_files_are_cut_with_a_note(tmp_path, monkeypatch):
-    monkeypatch.setattr(S, "FILE_CAP", 4096)
-    monkeypatch.setattr(S, "SUBMISSION_CAP", 6000)
+    monkeypatch.setattr(SRC, "FILE_CAP", 4096)
+    monkeypatch.setattr(SRC, "SUBMISSION_CAP", 6000)
     sub = tmp_path / "huge"
     sub.mkdir()
     (sub / "a.c").write_text("int a_variable = 1;\n" * 1000)

@@ -22,7 +22,7 @@ import stat
 import zipfile
 from pathlib import Path
 
-from analysis.grade.pages import render
+from analysis.grade.pages import score
 from analysis.grade.trust import outer
 
 REPO = Path(__file__).resolve().parents[3]
@@ -169,7 +169,7 @@ def write(platform: str, out: Path, weights: Path, budget: float | None, quick: 
           sandbox: str, version: str, lab: str | None = None) -> Path:
     """Writes the bundle; returns its path. The weights are checked first (WeightsError).
     lab: the version every submission is graded as (None: told apart per submission)."""
-    render.load_weights(weights)
+    score.load_weights(weights)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"budget_s": budget or DEFAULT_BUDGET[platform], "quick": quick,
                 "sandbox": sandbox, **({"lab": lab} if lab else {})}

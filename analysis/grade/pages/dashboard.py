@@ -18,7 +18,9 @@ import html
 import re
 from pathlib import PurePath
 
+from analysis.grade.pages import fmt as F
 from analysis.grade.pages import render as R
+from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 GRADESCOPE_CSV = "gradescope_scores.csv"
@@ -72,7 +74,7 @@ def check_columns(rows: list) -> list:
 def percent(row: dict):
     """The row's score as a percentage of its maximum (0..100), None without a maximum."""
     got, mx = row.get("score"), row.get("max_score")
-    if not (R._is_number(got) and R._is_number(mx)) or mx <= 0:
+    if not (F.is_number(got) and F.is_number(mx)) or mx <= 0:
         return None
     return min(100.0, max(0.0, round(100.0 * got / mx, 6)))
 
@@ -196,7 +198,7 @@ def _check_max(rows: list, cid: str):
     """The check's one maximum over the rows that scored it (for its header), else None."""
     maxes = {c.get("max_points") for r in rows for k, c in row_checks(r).items()
              if k == cid and c.get("status") != "undetermined"
-             and R._is_number(c.get("max_points"))}
+             and F.is_number(c.get("max_points"))}
     return maxes.pop() if len(maxes) == 1 else None
 
 
@@ -219,7 +221,7 @@ def _table_head(rows: list, columns: list, speeds: bool = False) -> str:
         cells.append(_th(key, "num", _e(title) + (f" <small>/ {mx:g}</small>" if mx else ""),
                          f"{title}: points earned"))
     if speeds:
-        cells.append(_th("speed", "num", "Speed", f"the leaderboard: {R.LEADERBOARD}, "
+        cells.append(_th("speed", "num", "Speed", f"the leaderboard: {F.LEADERBOARD}, "
                          "measured by the grader in turns with its own server"))
     cells += [_th("time", "num", "Time (s)", "how long grading took"),
               _th("similarity", "text", "Similarity", "flagged as similar to another")]
@@ -233,11 +235,11 @@ def _check_cell(c) -> str:
         return "<td class='num'></td>"
     status = c.get("status")
     status = status if isinstance(status, str) and status in STATUS_CLASSES else "unknown"
-    word = R.STATUS_WORDS.get(status, "UNKNOWN")
+    word = F.STATUS_WORDS.get(status, "UNKNOWN")
     pts, mx = c.get("points"), c.get("max_points")
-    if status == "undetermined" or not R._is_number(pts):
+    if status == "undetermined" or not F.is_number(pts):
         return f"<td class='num {status}' title='{word}, not scored'>—</td>"
-    tip = f"{word}: {pts:g} of {R._num(mx)} points"
+    tip = f"{word}: {pts:g} of {F.num(mx)} points"
     return f"<td class='num {status}' title='{tip}'>{pts:g}</td>"
 
 
@@ -262,15 +264,15 @@ def _row(r: dict, order: int, columns: list, speeds: bool = False) -> str:
     checks = row_checks(r)
     cells = [_name_cell(str(r.get("submission", ""))), f"<td>{_e(r.get('source', ''))}</td>",
              f"<td class='{known.replace(' ', '-')}'{tip}>{_e(word)}</td>",
-             f"<td>{R._num(r.get('score'))} / {R._num(r.get('max_score'))}</td>",
+             f"<td>{F.num(r.get('score'))} / {F.num(r.get('max_score'))}</td>",
              "<td class='num'>—</td>" if pct is None
              else f"<td class='num' data-v='{pct:g}'>{pct:.0f}</td>"]
     cells += [_check_cell(checks.get(cid)) for cid, _, _ in columns]
     if speeds:
         v = r.get("speed")
-        cells.append(f"<td class='num' data-v='{v:g}'>{v:.2f}</td>" if R._is_number(v)
+        cells.append(f"<td class='num' data-v='{v:g}'>{v:.2f}</td>" if F.is_number(v)
                      else "<td class='num'>—</td>")
-    cells += [f"<td class='num'>{R._num(r.get('seconds'))}</td>",
+    cells += [f"<td class='num'>{F.num(r.get('seconds'))}</td>",
               f"<td class='{'flag' if flag else ''}'>{_e(flag)}</td>"]
     return f"<tr data-order='{order}' data-verdict='{known}'>" + "".join(cells) + "</tr>"
 
@@ -278,7 +280,7 @@ def _row(r: dict, order: int, columns: list, speeds: bool = False) -> str:
 def html_table(rows: list) -> str:
     """The filter controls (hidden until the script shows them) and the submissions' table."""
     columns = check_columns(rows)
-    speeds = any(R._is_number(r.get("speed")) for r in rows)
+    speeds = any(F.is_number(r.get("speed")) for r in rows)
     options = "".join(f"<option value='{v}'>{v}</option>" for v in VERDICTS)
     return ("<form id='filters' hidden>"
             "<label>Name <input type='search' id='q' placeholder='part of a name'></label> "
@@ -301,7 +303,7 @@ def meta_html(meta: dict | None) -> str:
     date = meta.get("date") or grader.get("date")
     version = meta.get("version") or grader.get("version")
     weights = meta.get("weights") or grader.get("weights")
-    settings = R.settings_words(meta.get("settings"))
+    settings = F.settings_words(meta.get("settings"))
     parts = [text for text, there in ((f"Graded {date}", date),
                                       (f"settings: {settings}", settings),
                                       (f"grader: lockbench {version}", version),
@@ -311,7 +313,7 @@ def meta_html(meta: dict | None) -> str:
 
 def max_html(rows: list) -> str:
     """The one maximum score of the class, or a note on why the rows' maxima differ."""
-    maxes = R.class_max(rows)
+    maxes = F.class_max(rows)
     if len(maxes) == 1:
         return f"<p>Maximum score: {maxes[0]:g}, the same for every submission.</p>"
     if not maxes:
@@ -372,7 +374,7 @@ def page(rows: list, meta: dict | None = None, similarity_page: str | None = Non
             "<p>Click a column's header to sort by it (again to reverse). The page's address "
             "keeps the view (e.g. <code>index.html#sort=score&amp;dir=desc&amp;verdict=FAIL"
             "&amp;q=ali</code>) to share it.</p>", html_table(rows),
-            f"<p>Verdicts: {html.escape(R.VERDICT_RULE)} Each submission's page says what to "
+            f"<p>Verdicts: {html.escape(S.VERDICT_RULE)} Each submission's page says what to "
             "fix and how its score was made.</p>",
             f"<script>{SCRIPT}</script></body></html>"]
     return "\n".join(b for b in body if b)
@@ -471,8 +473,8 @@ def gradescope_row(row: dict) -> list:
     sid = folder if folder.isascii() and folder.isdigit() else ""
     email = folder if _EMAIL.fullmatch(folder) else ""
     got, mx = row.get("score"), row.get("max_score")
-    return [folder, sid, email, got if R._is_number(got) else "",
-            mx if R._is_number(mx) else "", "Graded"]
+    return [folder, sid, email, got if F.is_number(got) else "",
+            mx if F.is_number(mx) else "", "Graded"]
 
 
 def write_gradescope_csv(path, rows: list) -> None:

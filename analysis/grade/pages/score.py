@@ -1,0 +1,230 @@
+"""The score of a submission: the weights file (points per check, thresholds, Gradescope
+visibility, per-version tables), each check's points and share earned, the verdict and why,
+and the words that say how each check's points were counted ("How the score was made").
+
+Pure functions of (evidence, weights); the words they return may name a student's check ids
+and titles: the pages show them through analysis.grade.names."""
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (Gradescope's Ubuntu 22.04): Debian's python3-tomli
+    import tomli as tomllib
+
+from analysis.grade import checks as C
+from analysis.grade import labs
+from analysis.grade.pages import fmt as F
+from analysis.grade.trust import names as N
+
+DEFAULT_WEIGHTS = Path(__file__).resolve().parents[2] / "grade_weights.toml"
+
+
+class WeightsError(Exception):
+    pass
+
+
+def load_weights(path: Path) -> dict:
+    """{'points': {check: float}, 'thresholds': {...}, 'visibility': {...}, 'labs': {version:
+    {'points': {...}, 'designs': [...]}}}; WeightsError with one line if bad."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise WeightsError(f"cannot read weights {path}: {e}") from None
+    points = _points(path, "points", data.get("points", {}))
+    seen = data.get("visibility", {})
+    for k, v in seen.items():
+        if v not in VISIBILITY:
+            raise WeightsError(f"weights {path}: visibility.{k} must be one of "
+                               f"{', '.join(VISIBILITY)}, got {v!r}")
+    return {"points": points, "thresholds": data.get("thresholds", {}), "path": str(path),
+            "visibility": seen, "labs": _lab_tables(path, data.get("lab", {}))}
+
+
+def _points(path, where: str, points) -> dict:
+    if not isinstance(points, dict):
+        raise WeightsError(f"weights {path}: {where} must be a table of points per check")
+    for k, v in points.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise WeightsError(f"weights {path}: {where}.{k} must be a number >= 0, got {v!r}")
+    return points
+
+
+def _lab_tables(path, tables) -> dict:
+    """[lab."VERSION"] tables: a version's points where they differ from [points], and for a
+    one-server version the lock designs of `main` that earn the design check."""
+    out = {}
+    for name, t in (tables.items() if isinstance(tables, dict) else ()):
+        if name not in labs.LABS:
+            raise WeightsError(f"weights {path}: lab.{name!r} is not a version of the lab "
+                               f"(one of {', '.join(labs.LABS)})")
+        if not isinstance(t, dict) or set(t) - {"points", "designs"}:
+            raise WeightsError(f"weights {path}: lab.{name!r} may hold only points and designs")
+        designs = t.get("designs")   # None: the version's own
+        if designs is not None and len(labs.LABS[name].servers) > 1:
+            raise WeightsError(f"weights {path}: lab.{name!r}.designs: each server of that "
+                               "version has the design of its number")
+        if designs is not None and (not isinstance(designs, list) or not designs or any(
+                d not in labs.ANY_DESIGN for d in designs)):
+            raise WeightsError(f"weights {path}: lab.{name!r}.designs must list some of "
+                               + ", ".join(map(repr, labs.ANY_DESIGN)))
+        out[name] = {"points": _points(path, f"lab.{name!r}.points", t.get("points", {})),
+                     "designs": designs}
+    return out
+
+
+def points_of(evidence: dict, weights: dict) -> dict:
+    """Points per check for the version of the lab the evidence was graded as."""
+    lab = evidence.get("lab")
+    name = lab.get("name") if isinstance(lab, dict) else None
+    mine = weights.get("labs", {}).get(name, {}) if isinstance(name, str) else {}
+    return {**weights["points"], **mine.get("points", {})}
+
+
+# Gradescope's values: when the student sees a test (and the results as a whole)
+VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def score(evidence: dict, weights: dict) -> list:
+    """The checks with 'points' and 'max_points' added. An undetermined check (the grader
+    could not tell, e.g. a measurement too close to call on a noisy machine) is not
+    scored at all: the grader's limits never cost a point."""
+    out, points = [], points_of(evidence, weights)
+    for c in evidence.get("checks", []):
+        mx = float(points.get(c["id"], 0))
+        if c["status"] == "undetermined":
+            out.append({**c, "points": 0.0, "max_points": 0.0})
+            continue
+        out.append({**c, "points": round(mx * earned_share(c), 2), "max_points": mx})
+    return out
+
+
+def earned_share(check: dict) -> float:
+    """The share of its points a scored check earns: its `fraction` (partial credit, held
+    to 0..1) when it has a numeric one, else 1 for a pass and 0 otherwise; 0 when skipped."""
+    if check.get("status") == "skip":
+        return 0.0
+    frac = check.get("fraction")
+    if isinstance(frac, (int, float)) and not isinstance(frac, bool) and math.isfinite(frac):
+        return min(1.0, max(0.0, float(frac)))
+    return 1.0 if check.get("status") == "pass" else 0.0
+
+
+# Failing these is a finding (the kit's own sample fails some robustness probes), not a FAIL.
+
+
+def verdict(evidence: dict) -> tuple:
+    """('PASS' | 'PASS WITH FINDINGS' | 'FAIL', [ids of failed checks])."""
+    if evidence.get("error"):
+        return "FAIL", ["grading"]
+    failed = [c["id"] for c in evidence.get("checks", []) if c["status"] == "fail"]
+    if not failed:
+        return "PASS", failed
+    return ("PASS WITH FINDINGS" if all(f in C.FINDINGS for f in failed) else "FAIL"), failed
+
+
+def totals(scored: list) -> tuple:
+    return (round(sum(c["points"] for c in scored), 2),
+            round(sum(c["max_points"] for c in scored), 2))
+
+
+def not_scored_why(check: dict) -> str:
+    """Why an undetermined check is not scored."""
+    return ("the grader did not run it" if check.get("not_run") is True
+            else "the grader could not tell")
+
+
+def score_rule(check: dict) -> str:
+    """How this check's points were counted, in words."""
+    status = check.get("status")
+    if status == "undetermined":
+        return f"not scored: {not_scored_why(check)}"
+    if status == "skip":
+        return "skipped: earns nothing"
+    if "fraction" not in check:
+        return "all or nothing"
+    cid = check.get("id")
+    partial = C.BY_ID[cid].partial if cid in C.BY_ID else ""
+    if cid not in C.PER_SERVER:
+        return partial or "the share the check reported"
+    return (partial or "all or nothing for the servers present") + \
+        "; each missing server costs its quarter"
+
+
+def share_text(check: dict) -> str:
+    """The share earned: '1', '0', '5/7 (71 %)'; 'not scored' for an undetermined check."""
+    if check.get("status") == "undetermined":
+        return "not scored"
+    share = earned_share(check)
+    if share in (0.0, 1.0):
+        return f"{share:g}"
+    frac = Fraction(share).limit_denominator(64)
+    shown = f"{frac.numerator}/{frac.denominator} " if abs(float(frac) - share) < 1e-9 else ""
+    return f"{shown}({share * 100:.0f} %)"
+
+
+VERDICT_RULE = ("PASS when no check failed; PASS WITH FINDINGS when the only checks that "
+                "failed are robustness, races and memory (the kit's own sample fails some "
+                "robustness probes); FAIL when any other check failed, or when grading "
+                "itself failed. A skipped check earns nothing but does not decide the verdict; an "
+                "undetermined check is not scored at all: the grader's limits never cost a "
+                "point.")
+
+
+def verdict_reason(evidence: dict) -> str:
+    """Why this submission got its verdict word (check ids through names.visible)."""
+    word, failed = verdict(evidence)
+    ids = ", ".join(map(N.visible, failed))
+    if evidence.get("error"):
+        return "FAIL because grading itself failed (see the grading error)"
+    if word == "PASS":
+        return "PASS because no check failed"
+    if word == "PASS WITH FINDINGS":
+        return f"PASS WITH FINDINGS because only {ids} failed"
+    findings = [f for f in failed if f in C.FINDINGS]
+    decisive = ", ".join(N.visible(f) for f in failed if f not in C.FINDINGS)
+    return (f"FAIL because {decisive} failed"
+            + (f" (and {', '.join(findings)}, a finding)" if findings else ""))
+
+
+def how_rows(evidence: dict, weights: dict) -> list:
+    """One row per check for 'How the score was made': (title, verdict word, weight, share
+    earned, points, rule); the title as it is (escape it), the rest the grader's words."""
+    rows = []
+    points = points_of(evidence, weights)
+    for c in score(evidence, weights):
+        weight = float(points.get(c["id"], 0))
+        pts = ("0 (not scored)" if c["status"] == "undetermined"
+               else f"{c['points']:g} / {c['max_points']:g}")
+        rows.append((c["title"], F.status_word(c), f"{weight:g}", share_text(c), pts,
+                     score_rule(c)))
+    return rows
+
+
+def score_sums(evidence: dict, weights: dict, scored: list) -> str:
+    """'Score: the sum of the points, G of M.' and what undetermined checks left out."""
+    got, mx = totals(scored)
+    left = [c for c in scored if c["status"] == "undetermined"]
+    text = f"Score: the sum of the points earned, {got:g} of {mx:g}."
+    if left:
+        points = points_of(evidence, weights)
+        pts = sum(float(points.get(c["id"], 0)) for c in left)
+        text += (f" Not scored (undetermined): {', '.join(N.visible(c['title']) for c in left)}"
+                 f"; their {pts:g} points are left out of the maximum.")
+    return text
+
+
+def check_points(scored: list) -> dict:
+    """{check id: {'title', 'status', 'points', 'max_points'}} of score()'s checks, in their
+    order: what the class page and summary.csv show per check (the first of a repeated id)."""
+    out = {}
+    for c in scored:
+        cid = str(c.get("id"))
+        if cid not in out:
+            status = c.get("status")
+            out[cid] = {"title": str(c.get("title") or cid),
+                        "status": status if isinstance(status, str) else "unknown",
+                        "points": c["points"], "max_points": c["max_points"]}
+    return out
