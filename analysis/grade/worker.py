@@ -9,7 +9,7 @@ check's runner is in the module of its kind, on the grading's context and server
     python -m analysis.grade.worker      (its configuration in $LOCKBENCH_GRADE)
 
 Every check yields {"id", "title", "status": pass|fail|skip, "evidence": text lines,
-...data}; points are added later from the weights (render.py). A crash or hang ends only the
+...data}; points are added later from the weights (pages/score.py). A crash or hang ends only the
 step it happened in; grading carries on with the next one.
 """
 
