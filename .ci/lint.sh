@@ -78,7 +78,12 @@ out=$(printf '%s\n' "${others[@]}" | tidy "$CHECKS"
       if [ ${#parsers[@]} -gt 0 ]; then
         printf '%s\n' "${parsers[@]}" | tidy "$CHECKS,-clang-analyzer-*"
       fi)
-findings=$(grep -E '(warning|error):' <<<"$out" | sort -u || true)
+# Google Benchmark's RegisterBenchmark (1.7, Debian 12's) hands a new benchmark to a registry
+# that owns it for the program's life; the analyzer, not seeing the registry keep it, reports
+# a leak inside benchmark.h, kept as ours because its path starts in bench/. A NOLINT cannot
+# reach a line of that header, so exactly that report is dropped here.
+benchmark_leak_re='^/usr/include/benchmark/benchmark\.h:[0-9]+:[0-9]+: warning: Potential memory leak \[clang-analyzer-cplusplus\.NewDeleteLeaks\]$'
+findings=$(grep -E '(warning|error):' <<<"$out" | grep -Ev "$benchmark_leak_re" | sort -u || true)
 if [ -n "$findings" ]; then
   echo "$out"
   log "clang-tidy: $(wc -l <<<"$findings") finding(s)"

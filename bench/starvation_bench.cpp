@@ -32,68 +32,85 @@ namespace {
 
 constexpr int64_t kWriterGapUs = 1000;
 
-void BM_WriterStarvation(benchmark::State& state, std::string strategy, int run_ms) {
-  const int readers = static_cast<int>(state.range(0));
-  const int64_t delay_us = state.range(1);
-  std::vector<int64_t> waits;
-  uint64_t reads_total = 0;
-  for (auto _ : state) {
-    ArtificialDelay delay{std::chrono::microseconds(delay_us)};
-    auto store = MakeBenchStore(strategy, 1, &delay);
-    std::atomic<bool> stop{false};
-    std::atomic<uint64_t> reads{0};
-    std::vector<std::thread> threads;
-    for (int r = 0; r < readers; ++r) {
-      threads.emplace_back([&] {
-        Value v;
-        AccessTiming t;
-        uint64_t mine = 0;
-        while (!stop.load(std::memory_order_relaxed)) {
-          store->Read(0, &v, &t);
-          ++mine;
-        }
-        reads.fetch_add(mine);
-      });
-    }
-    const int64_t start = MonotonicNanos();
-    const int64_t end = start + int64_t{run_ms} * 1'000'000;
-    std::thread writer([&] {
+// One run of run_ms: `readers` threads read slot 0 back to back while one
+// writer writes it every kWriterGapUs, appending each write's lock wait to
+// *waits. Returns the run's length in seconds and adds the reads to *reads_total.
+double RunStarvation(const std::string& strategy, int readers, int64_t delay_us, int run_ms,
+                     std::vector<int64_t>* waits, uint64_t* reads_total) {
+  ArtificialDelay delay{std::chrono::microseconds(delay_us)};
+  auto store = MakeBenchStore(strategy, 1, &delay);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> reads{0};
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(readers));
+  for (int r = 0; r < readers; ++r) {
+    threads.emplace_back([&] {
       Value v;
       AccessTiming t;
-      for (uint64_t i = 0; MonotonicNanos() < end; ++i) {
-        store->Write(0, "writer " + std::to_string(i), &v, &t);
-        waits.push_back(t.wait_ns);
-        std::this_thread::sleep_for(std::chrono::microseconds(kWriterGapUs));
+      uint64_t mine = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        store->Read(0, &v, &t);
+        ++mine;
       }
+      reads.fetch_add(mine);
     });
-    std::this_thread::sleep_until(std::chrono::steady_clock::now() +
-                                  std::chrono::milliseconds(run_ms));
-    // The writer may still be waiting; it gets in once the readers stop.
-    while (MonotonicNanos() < end) std::this_thread::yield();
-    stop = true;
-    writer.join();
-    for (auto& t : threads) t.join();
-    state.SetIterationTime(static_cast<double>(MonotonicNanos() - start) / 1e9);
-    reads_total += reads.load();
   }
-  std::sort(waits.begin(), waits.end());
+  const int64_t start = MonotonicNanos();
+  const int64_t end = start + int64_t{run_ms} * 1'000'000;
+  std::thread writer([&] {
+    Value v;
+    AccessTiming t;
+    for (uint64_t i = 0; MonotonicNanos() < end; ++i) {
+      store->Write(0, "writer " + std::to_string(i), &v, &t);
+      waits->push_back(t.wait_ns);
+      std::this_thread::sleep_for(std::chrono::microseconds(kWriterGapUs));
+    }
+  });
+  std::this_thread::sleep_until(std::chrono::steady_clock::now() +
+                                std::chrono::milliseconds(run_ms));
+  // The writer may still be waiting; it gets in once the readers stop.
+  while (MonotonicNanos() < end) std::this_thread::yield();
+  stop = true;
+  writer.join();
+  for (auto& t : threads) t.join();
+  const double run_s = static_cast<double>(MonotonicNanos() - start) / 1e9;
+  *reads_total += reads.load();
+  return run_s;
+}
+
+// The writer's waits (sorted here) and the reads as the benchmark's counters.
+void SetStarvationCounters(benchmark::State& state, std::vector<int64_t>* waits,
+                           uint64_t reads_total) {
+  std::sort(waits->begin(), waits->end());
   double mean = 0;
-  for (const int64_t w : waits) mean += static_cast<double>(w);
-  mean = waits.empty() ? 0 : mean / static_cast<double>(waits.size());
+  for (const int64_t w : *waits) mean += static_cast<double>(w);
+  mean = waits->empty() ? 0 : mean / static_cast<double>(waits->size());
   const auto pick = [&](double q) {
-    if (waits.empty()) return 0.0;
-    const auto i = static_cast<std::size_t>(q * static_cast<double>(waits.size() - 1));
-    return static_cast<double>(waits[i]) / 1e3;
+    if (waits->empty()) return 0.0;
+    const auto i = static_cast<std::size_t>(q * static_cast<double>(waits->size() - 1));
+    return static_cast<double>((*waits)[i]) / 1e3;
   };
   state.counters["writer_wait_mean_us"] = mean / 1e3;
   state.counters["writer_wait_p50_us"] = pick(0.5);
   state.counters["writer_wait_p99_us"] = pick(0.99);
   state.counters["writer_wait_max_us"] = pick(1.0);
-  state.counters["writes"] = static_cast<double>(waits.size());
+  state.counters["writes"] = static_cast<double>(waits->size());
   state.counters["writes_per_s"] =
-      benchmark::Counter(static_cast<double>(waits.size()), benchmark::Counter::kIsRate);
+      benchmark::Counter(static_cast<double>(waits->size()), benchmark::Counter::kIsRate);
   state.counters["reads_per_s"] =
       benchmark::Counter(static_cast<double>(reads_total), benchmark::Counter::kIsRate);
+}
+
+void BM_WriterStarvation(benchmark::State& state, const std::string& strategy, int run_ms) {
+  const int readers = static_cast<int>(state.range(0));
+  const int64_t delay_us = state.range(1);
+  std::vector<int64_t> waits;
+  uint64_t reads_total = 0;
+  for ([[maybe_unused]] auto _ : state) {
+    state.SetIterationTime(
+        RunStarvation(strategy, readers, delay_us, run_ms, &waits, &reads_total));
+  }
+  SetStarvationCounters(state, &waits, reads_total);
 }
 
 }  // namespace

@@ -132,13 +132,14 @@ void BM_Store(benchmark::State& state) {
   double total_s = 0;
   Fairness fairness;
   LatencyHistogram waits;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     ArtificialDelay delay{std::chrono::microseconds(state.range(3))};
     std::unique_ptr<Store> store = MakeBenchStore(name, n, &delay, BenchTiming::kSampled);
     std::atomic<int> ready{0};
     std::atomic<bool> go{false}, stop{false};
     std::vector<ThreadCount> counts(static_cast<std::size_t>(threads));
     std::vector<std::thread> workers;
+    workers.reserve(static_cast<std::size_t>(threads));
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
         const std::vector<Op> ring = MakeRing(t, n, read_pct);
@@ -179,7 +180,7 @@ void BM_Store(benchmark::State& state) {
 // One thread's cost per operation of the unprotected store (or one-mutex)
 // under each timing mode: what the clock adds to an operation, and what
 // sampling leaves of it. Same ring as BM_Store (n 1000, 95% reads).
-void BM_StoreTiming(benchmark::State& state, std::string name, BenchTiming mode) {
+void BM_StoreTiming(benchmark::State& state, const std::string& name, BenchTiming mode) {
   constexpr uint32_t kN = 1000;
   ArtificialDelay delay{std::chrono::microseconds(0)};
   std::unique_ptr<Store> store = MakeBenchStore(name, kN, &delay, mode);
@@ -188,7 +189,7 @@ void BM_StoreTiming(benchmark::State& state, std::string name, BenchTiming mode)
   Value value;
   AccessTiming timing;
   uint64_t k = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     Apply(*store, ring[k++ & (kRing - 1)], text, &value, &timing);
     benchmark::DoNotOptimize(value);
     benchmark::DoNotOptimize(timing);
@@ -203,9 +204,9 @@ void BM_StoreTiming(benchmark::State& state, std::string name, BenchTiming mode)
 void BM_TimerCost(benchmark::State& state, bool cycle_counter) {
   if (cycle_counter) {
     state.counters["ns_per_tick"] = NanosPerTick();
-    for (auto _ : state) benchmark::DoNotOptimize(CycleTicks());
+    for ([[maybe_unused]] auto _ : state) benchmark::DoNotOptimize(CycleTicks());
   } else {
-    for (auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
+    for ([[maybe_unused]] auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
   }
   state.counters["ns_per_op"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * 1e-9,
@@ -215,7 +216,7 @@ void BM_TimerCost(benchmark::State& state, bool cycle_counter) {
 // The fixed cost inside every Store operation that is not the lock: each
 // Read/Write reads the monotonic clock three times for its wait/hold timing.
 void BM_ClockRead(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
+  for ([[maybe_unused]] auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
   state.counters["ns_per_op"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * 1e-9,
                          benchmark::Counter::kAvgThreadsRate | benchmark::Counter::kInvert);

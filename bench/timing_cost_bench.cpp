@@ -31,7 +31,7 @@ namespace kv {
 namespace {
 
 void BM_ClockMonotonic(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
+  for ([[maybe_unused]] auto _ : state) benchmark::DoNotOptimize(MonotonicNanos());
 }
 BENCHMARK(BM_ClockMonotonic);
 
@@ -41,7 +41,7 @@ void BM_SchedStatKeptOpen(benchmark::State& state) {
     state.SkipWithError("no /proc/thread-self/schedstat");
     return;
   }
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     ReadThreadSchedStat(&s);
     benchmark::DoNotOptimize(s.run_delay_ns);
   }
@@ -50,7 +50,7 @@ BENCHMARK(BM_SchedStatKeptOpen);
 
 void BM_SchedStatOpenReadClose(benchmark::State& state) {
   SchedStat s;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     if (!ReadThreadSchedStatFresh(&s)) {
       state.SkipWithError("no /proc/thread-self/schedstat");
       return;
@@ -65,7 +65,7 @@ BENCHMARK(BM_SchedStatOpenReadClose);
 void BM_CpuWaitSampledPerRequest(benchmark::State& state) {
   SchedStat before, after;
   int64_t sum = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     const int64_t received = MonotonicNanos();
     if (SampleCpuWait(received) && ReadThreadSchedStat(&before) && ReadThreadSchedStat(&after)) {
       sum += after.run_delay_ns - before.run_delay_ns;
@@ -79,7 +79,7 @@ BENCHMARK(BM_CpuWaitSampledPerRequest);
 void BM_CpuWaitEveryRequest(benchmark::State& state) {
   SchedStat before, after;
   int64_t sum = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     ReadThreadSchedStat(&before);
     ReadThreadSchedStat(&after);
     sum += after.run_delay_ns - before.run_delay_ns;
@@ -104,7 +104,7 @@ void BM_LatencyLogRecord(benchmark::State& state) {
       return;
     }
     RequestSample s{1, true, 5000, 100, 200};
-    for (auto _ : state) log.Record(s);  // one timing-file line per 1000
+    for ([[maybe_unused]] auto _ : state) log.Record(s);  // one timing-file line per 1000
   }
   std::remove(file.c_str());
   rmdir(dir);
@@ -116,7 +116,7 @@ void BM_Pause10us(benchmark::State& state) {
   state.SetLabel(std::string(DelayModeName(mode)));
   ArtificialDelay delay(std::chrono::microseconds(10), mode);
   const int64_t cpu0 = ThreadCpuNanos();
-  for (auto _ : state) delay.Pause();
+  for ([[maybe_unused]] auto _ : state) delay.Pause();
   const double n = static_cast<double>(state.iterations());
   state.counters["slept_us"] = delay.MeanSleptNanos() / 1e3;
   state.counters["cpu_us"] = static_cast<double>(ThreadCpuNanos() - cpu0) / n / 1e3;

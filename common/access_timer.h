@@ -107,11 +107,15 @@ using Sampled64 = SampledTsc<64>;
 template <typename Timing>
 class AccessClock {
  public:
-  AccessClock() : sampled_(Timing::Sample()), asked_(sampled_ ? Timing::Now() : 0) {}
+  AccessClock() : sampled_(Timing::Sample()), asked_(Now()) {}
 
   bool sampled() const { return sampled_; }
   // The policy's clock, when this access is sampled (0 otherwise).
-  int64_t Now() const { return sampled_ ? Timing::Now() : 0; }
+  int64_t Now() const {
+    // An if, not ?:, which cppcheck misparses when Timing is a template (SampledTsc<64>).
+    if (!sampled_) return 0;
+    return Timing::Now();
+  }
   void Got() { got_ = Now(); }
   void Finish(AccessTiming* timing) const { Report(got_ - asked_, Now() - got_, timing); }
 

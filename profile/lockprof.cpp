@@ -53,11 +53,11 @@
 
 namespace lockprof {
 
-uintptr_t g_keys[kTableSize];
-Rec g_recs[kTableSize];
-uint64_t g_untracked_ops, g_holds_lost;
-int g_profiling;
-char g_out_path[PATH_MAX];
+constinit uintptr_t g_keys[kTableSize];
+constinit Rec g_recs[kTableSize] = {};
+constinit uint64_t g_untracked_ops, g_holds_lost;
+constinit int g_profiling;
+constinit char g_out_path[PATH_MAX];
 
 namespace {
 
@@ -100,8 +100,8 @@ uint64_t ClockNs() {
 // in every power state), at a third to a half of clock_gettime's cost, two reads per
 // acquisition; CLOCK_MONOTONIC otherwise. Ticks become ns by g_tick_mult, 32.32 fixed
 // point, set once by Calibrate() before any time is taken.
-int g_use_tsc;
-uint64_t g_tick_mult = 1ull << 32;
+constinit int g_use_tsc;
+constinit uint64_t g_tick_mult = 1ull << 32;
 
 uint64_t Now() {
 #if defined(__x86_64__)

@@ -32,7 +32,7 @@
 
 namespace lockprof {
 
-int g_trace_fd = -1;
+constinit int g_trace_fd = -1;
 
 namespace {
 
