@@ -7,11 +7,10 @@ weights give it points."""
 import re
 import time
 
-from analysis.grade import checks as C
-from analysis.grade.checks.build import build, built
+from analysis.grade.checks.races import sanitized
 from analysis.grade.checks.robustness import MALFORMED, _send_probe
 from analysis.grade.measure import kitload as K
-from analysis.grade.measure.sandboxed import check, start
+from analysis.grade.measure.sandboxed import start
 
 FLAGS = "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined"
 # halt at the first error (ASan does by itself; UBSan must be told), no leak report at exit
@@ -67,24 +66,6 @@ def _memory_one(ctx, bdir, name) -> tuple:
 
 def memory_check(ctx, _bin_dir, servers) -> dict:
     """Rebuilt with AddressSanitizer and UBSan, each server under the kit workload and the
-    malformed frames. PASS only when every server was checked and none erred; a server
-    not checked makes it SKIP, never PASS."""
-    lim = {**ctx.limits, "no_as": True}   # ASan reserves terabytes of address space
-    status, ev, bdir, _ = build(ctx, "build_asan", ["CC=gcc", f"CFLAGS={FLAGS}",
-                                                    f"LDFLAGS={FLAGS}"], lim)
-    have = built(bdir, ctx.lab.servers)
-    if not have:
-        return check("memory", C.title("memory"), "skip",
-                     ["not checked: could not rebuild with -fsanitize=address,undefined",
-                      *ev[-3:]], judged=0)
-    saved, ctx.limits = ctx.limits, lim
-    try:
-        res = [_memory_one(ctx, bdir, name) if name in have else
-               (None, f"{name}: not checked: not built with the sanitizers")
-               for name in servers]
-    finally:
-        ctx.limits = saved
-    erred = [r for r, _ in res]
-    status = "fail" if True in erred else "skip" if None in erred or not res else "pass"
-    return check("memory", C.title("memory"), status, [line for _, line in res],
-                 judged=sum(r is not None for r in erred))
+    malformed frames (races.sanitized)."""
+    return sanitized(ctx, "memory", FLAGS, "-fsanitize=address,undefined", _memory_one,
+                     servers)

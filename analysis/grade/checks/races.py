@@ -31,24 +31,32 @@ def _race_one(ctx, bdir, name) -> tuple:
     return False, f"{name}: no data race reported under one kit run (n=10)"
 
 
-def race_check(ctx, _bin_dir, servers) -> dict:
-    """Rebuilt with -fsanitize=thread, each server under one kit run. PASS only when every
-    server was checked and none raced; a server not checked makes it SKIP, never PASS."""
+def sanitized(ctx, cid: str, flags: str, what: str, run_one, servers) -> dict:
+    """The submission rebuilt with `flags` in CFLAGS and LDFLAGS (build_<cid>), each server
+    run by run_one(ctx, folder, name) -> (True an error | False clean | None not checked,
+    line). PASS only when every server was checked and none erred; a server not checked
+    makes it SKIP, never PASS. The sanitizers reserve terabytes of address space: no
+    address-space limit."""
     lim = {**ctx.limits, "no_as": True}
-    status, ev, bdir, _ = build(ctx, "build_tsan", ["CC=gcc", "CFLAGS=-O1 -g -fsanitize=thread",
-                                                    "LDFLAGS=-fsanitize=thread"], lim)
+    _, ev, bdir, _ = build(ctx, f"build_{cid}", ["CC=gcc", f"CFLAGS={flags}",
+                                                 f"LDFLAGS={flags}"], lim)
     have = built(bdir, ctx.lab.servers)
     if not have:
-        return check("races", C.title("races"), "skip",
-                     ["not checked: could not rebuild with -fsanitize=thread", *ev[-3:]])
+        return check(cid, C.title(cid), "skip",
+                     [f"not checked: could not rebuild with {what}", *ev[-3:]], judged=0)
     saved, ctx.limits = ctx.limits, lim
     try:
-        res = [_race_one(ctx, bdir, name) if name in have else
-               (None, f"{name}: not checked: not built with -fsanitize=thread")
-               for name in servers]
+        res = [run_one(ctx, bdir, name) if name in have else
+               (None, f"{name}: not checked: not built with {what}") for name in servers]
     finally:
         ctx.limits = saved
-    racy = [r for r, _ in res]
-    status = "fail" if True in racy else "skip" if None in racy or not res else "pass"
-    return check("races", C.title("races"), status, [line for _, line in res],
-                 judged=sum(r is not None for r in racy))
+    erred = [r for r, _ in res]
+    status = "fail" if True in erred else "skip" if None in erred or not res else "pass"
+    return check(cid, C.title(cid), status, [line for _, line in res],
+                 judged=sum(r is not None for r in erred))
+
+
+def race_check(ctx, _bin_dir, servers) -> dict:
+    """Rebuilt with -fsanitize=thread, each server under one kit run (sanitized)."""
+    return sanitized(ctx, "races", "-O1 -g -fsanitize=thread", "-fsanitize=thread", _race_one,
+                     servers)
