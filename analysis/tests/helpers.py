@@ -106,6 +106,16 @@ def kit_fixture(name: str, into: Path, folder: str | None = None) -> Path:
     return d
 
 
+def lab2024(root: Path, name: str, design: int = 4, defects: str = "") -> Path:
+    """A copy of the 2024+ fixture `lab2024_main` at root/name, its Makefile's DESIGN (1..4)
+    and DEFECT (server.c's list) set."""
+    d = kit_fixture("lab2024_main", root, name)
+    mk = d / "Makefile"
+    mk.write_text(mk.read_text().replace("DESIGN ?= 4", f"DESIGN ?= {design}")
+                  .replace("DEFECT ?=", f"DEFECT ?= {defects}"))
+    return d
+
+
 def built_fixture(fixture: str, into: Path) -> Path:
     """A copy of tests/fixtures/<fixture> in `into` (kit_fixture), built with its Makefile."""
     d = kit_fixture(fixture, into)

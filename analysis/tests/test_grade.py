@@ -26,6 +26,7 @@ from analysis.tests.helpers import (
     assert_hostile_zip_unpacked_inside,
     honest_statuses_problems,
     kit_fixture,
+    lab2024,
     zip_fixture,
 )
 
@@ -100,14 +101,6 @@ LAB_DEFECTS = {
                                                "consistency": ("pass", "undetermined")},
                             {"workload": "run 2: crashed: killed by signal SIGSEGV"}),
 }
-
-
-def lab2024(root: Path, name: str, design: int = 4, defects: str = "") -> Path:
-    d = kit_fixture("lab2024_main", root, name)
-    mk = d / "Makefile"
-    mk.write_text(mk.read_text().replace("DESIGN ?= 4", f"DESIGN ?= {design}")
-                  .replace("DEFECT ?=", f"DEFECT ?= {defects}"))
-    return d
 
 
 # How real 2024+ hand-ins are packaged: a Makefile named `makefile` with CRLF line endings

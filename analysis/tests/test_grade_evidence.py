@@ -16,7 +16,7 @@ from analysis.grade import checks as C
 from analysis.grade import labs
 from analysis.grade.checks import evidence as E
 from analysis.grade.trust import sandbox
-from analysis.tests.helpers import kit_fixture
+from analysis.tests.helpers import kit_fixture, lab2024
 
 REPO = Path(__file__).resolve().parents[2]
 JUDGING = [c.id for c in C.CHECKS]
@@ -75,14 +75,6 @@ def test_what_did_not_pass_keeps_its_verdict_and_says_what_it_judged():
 def grade(*args, timeout=900):
     return subprocess.run([sys.executable, "-m", "analysis", "grade", *map(str, args)],
                           capture_output=True, text=True, cwd=REPO, timeout=timeout)
-
-
-def lab2024(root: Path, name: str, design: int = 4, defects: str = "") -> Path:
-    d = kit_fixture("lab2024_main", root, name)
-    mk = d / "Makefile"
-    mk.write_text(mk.read_text().replace("DESIGN ?= 4", f"DESIGN ?= {design}")
-                  .replace("DEFECT ?=", f"DEFECT ?= {defects}"))
-    return d
 
 
 MEASURED = ("design", "concurrency", "speed")
