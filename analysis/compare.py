@@ -136,14 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse(argv) -> argparse.Namespace:
     ap = build_parser()
-    if "--" in argv:
-        cut = argv.index("--")
-        a = ap.parse_args(argv[:cut])
-        if a.command:
-            ap.error(f"unexpected {a.command[0]!r} before '--'")
-        a.command = argv[cut + 1:]
-    else:
-        a = ap.parse_args(argv)
+    a = P.parse_command(ap, argv)
     if not a.command:
         ap.error("no program to run; give it after '--': -- PROGRAM ARGS...")
     if a.load is not None and a.port is None:

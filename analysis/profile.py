@@ -135,18 +135,24 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse(argv) -> argparse.Namespace:
-    """The options before '--' (or before the first word that is not one), the program
-    after; exit 2 on anything wrong."""
-    ap = build_parser()
+def parse_command(ap: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """ap's options before '--' (or before the first word that is not one), and in
+    `command` the program and its arguments after it; exit 2 on anything wrong."""
     if "--" in argv:
         cut = argv.index("--")
         a = ap.parse_args(argv[:cut])
         if a.command:
             ap.error(f"unexpected {a.command[0]!r} before '--'")
         a.command = argv[cut + 1:]
-    else:
-        a = ap.parse_args(argv)
+        return a
+    return ap.parse_args(argv)
+
+
+def parse(argv) -> argparse.Namespace:
+    """The options before '--' (or before the first word that is not one), the program
+    after; exit 2 on anything wrong."""
+    ap = build_parser()
+    a = parse_command(ap, argv)
     if a.list_locks:
         return a
     if not a.command:
