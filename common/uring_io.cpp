@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include "common/clock.h"
 #include "common/conn_io.h"
@@ -31,6 +33,13 @@ constexpr int64_t kRetryNs = 1'000'000;
 // no Target* has these values.
 constexpr uint64_t kWakeTag = 1;
 constexpr uint64_t kIgnoreTag = 2;
+
+// LOCKBENCH_URING_ACCEPT=single takes the path of a kernel without multishot
+// accept (before 5.19) on any kernel, so the tests serve through it too.
+bool MultishotWanted() {
+  const char* v = std::getenv("LOCKBENCH_URING_ACCEPT");
+  return v == nullptr || std::strcmp(v, "single") != 0;
+}
 
 io_uring_sqe* Sqe(io_uring* ring) {
   io_uring_sqe* sqe = io_uring_get_sqe(ring);
@@ -107,7 +116,8 @@ Status UringIoModel::Probe() {
 
 UringIoModel::UringIoModel(const Config& config, RequestHandler* handler,
                            const ConnectionLimits& limits)
-    : EventIoModel(config.loops, config.inline_requests, handler, limits, /*epoll=*/false) {
+    : EventIoModel(config.loops, config.inline_requests, handler, limits, /*epoll=*/false),
+      multishot_(MultishotWanted()) {
   for (std::size_t i = 0; i < loops_.size() && init_status().ok(); ++i) {
     auto ring = std::make_unique<Ring>();
     if (const int err = io_uring_queue_init(kRingEntries, &ring->ring, 0); err < 0) {
@@ -115,6 +125,7 @@ UringIoModel::UringIoModel(const Config& config, RequestHandler* handler,
       break;
     }
     ring->ok = true;
+    ring->multishot = multishot_;
     rings_.push_back(std::move(ring));
   }
   if (!init_status().ok()) return;  // no thread started; Dispatch refuses
@@ -122,6 +133,8 @@ UringIoModel::UringIoModel(const Config& config, RequestHandler* handler,
 }
 
 UringIoModel::~UringIoModel() { JoinAll(); }
+
+std::string_view UringIoModel::name() const { return multishot_ ? "uring" : "uring-single"; }
 
 bool UringIoModel::TakeListeners(const std::vector<int>& listeners, AcceptPolicy* policy) {
   if (!init_status().ok() || listeners.empty()) return false;

@@ -52,7 +52,8 @@ class UringIoModel final : public EventIoModel {
   UringIoModel(const Config& config, RequestHandler* handler, const ConnectionLimits& limits);
   ~UringIoModel() override;
 
-  std::string_view name() const override { return "uring"; }
+  // "uring-single" when it starts accepting one connection per operation.
+  std::string_view name() const override;
   bool TakeListeners(const std::vector<int>& listeners, AcceptPolicy* policy) override;
   AcceptStats StopAccepting() override;
 
@@ -83,6 +84,7 @@ class UringIoModel final : public EventIoModel {
   void SyncRing(Loop* loop);
 
   std::vector<std::unique_ptr<Ring>> rings_;  // one per loop, by Loop::index
+  const bool multishot_;                      // at the start; a ring that is refused it goes single
 };
 
 }  // namespace kv

@@ -42,14 +42,23 @@ std::string Slurp(const std::filesystem::path& p) {
 }
 
 // The parameter is a binary, optionally with an I/O model: "main4" (thread
-// per connection, the default) or "main4:epoll".
+// per connection, the default), "main4:epoll", or "main4:uring-single" (the
+// uring model accepting one connection per operation, as on a kernel without
+// multishot accept).
 class ServerTest : public testing::TestWithParam<std::string> {
  protected:
   std::string Bin() const { return GetParam().substr(0, GetParam().find(':')); }
-  std::vector<std::string> IoArgs() const {
+  std::string Io() const {
     const std::size_t colon = GetParam().find(':');
-    if (colon == std::string::npos) return {};
-    return {"--io", GetParam().substr(colon + 1)};
+    return colon == std::string::npos ? "" : GetParam().substr(colon + 1);
+  }
+  std::vector<std::string> IoArgs() const {
+    if (Io().empty()) return {};
+    return {"--io", Io() == "uring-single" ? "uring" : Io()};
+  }
+  std::vector<std::string> IoEnv() const {
+    if (Io() == "uring-single") return {"LOCKBENCH_URING_ACCEPT=single"};
+    return {};
   }
 
   void SetUp() override {
@@ -69,8 +78,11 @@ class ServerTest : public testing::TestWithParam<std::string> {
     args.insert(args.end(), extra.begin(), extra.end());
     for (const std::string& a : IoArgs()) args.push_back(a);
     std::string out;
-    ASSERT_TRUE(server_.Start(BinaryPath(Bin()), args, dir_.string(), &out)) << out;
+    ASSERT_TRUE(server_.Start(BinaryPath(Bin()), args, dir_.string(), &out, IoEnv())) << out;
     EXPECT_NE(out.find("127.0.0.1:" + std::to_string(port_)), std::string::npos);
+    if (!Io().empty()) {
+      EXPECT_NE(out.find(" io=" + Io() + " "), std::string::npos) << out;
+    }
   }
 
   std::string StopServer() {
@@ -448,6 +460,7 @@ INSTANTIATE_TEST_SUITE_P(AllFour, ServerTest, testing::Values("main1", "main2", 
 std::string ParamName(const testing::TestParamInfo<std::string>& param_info) {
   std::string name = param_info.param;
   std::replace(name.begin(), name.end(), ':', '_');
+  std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
 
@@ -459,7 +472,9 @@ INSTANTIATE_TEST_SUITE_P(IoModels, ServerTest,
                          ParamName);
 #ifdef LOCKBENCH_HAVE_URING
 INSTANTIATE_TEST_SUITE_P(Uring, ServerTest,
-                         testing::Values("main1:uring", "main2:uring", "main4:uring"), ParamName);
+                         testing::Values("main1:uring", "main2:uring", "main4:uring",
+                                         "main3:uring-single"),
+                         ParamName);
 #endif
 
 }  // namespace
