@@ -3,13 +3,19 @@
 // RunCommand's timeout; each server is stopped with SIGTERM (or killed).
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,6 +30,8 @@
 
 #include "client/workload.h"
 #include "common/net.h"
+#include "common/protocol.h"
+#include "common/unique_fd.h"
 #include "tests/server_process.h"
 
 namespace kv {
@@ -497,6 +505,107 @@ TEST(ClientIntegrationTest, UnreachableServerIsOneLineAndExit1) {
   }
   ClientRun check = RunClient({"10", "127.0.0.1", std::to_string(port), "--check"}, 10'000);
   EXPECT_EQ(check.exit_code, 1) << check.output;
+}
+
+// A listening socket on a free loopback port that the test drives itself,
+// for peers no server binary plays.
+class TestListener {
+ public:
+  // Listens with `backlog`; false if it cannot.
+  bool Listen(int backlog) {
+    fd_.Reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (!fd_ || ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        ::listen(fd_.get(), backlog) != 0 ||
+        ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      return false;
+    }
+    port_ = ntohs(a.sin_port);
+    return true;
+  }
+  int fd() const { return fd_.get(); }
+  std::string port_text() const { return std::to_string(port_); }
+  // A blocking connection to it (the test's own), or an invalid fd.
+  UniqueFd Connect() const {
+    UniqueFd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port_);
+    if (c && ::connect(c.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) c.Reset();
+    return c;
+  }
+
+ private:
+  UniqueFd fd_;
+  uint16_t port_ = 0;
+};
+
+// A server that takes no connection: its accept queue is full, so the
+// kernel drops every SYN and each connect stays in progress. Every connect
+// still ends at --timeout-ms (the event loops' deadline, no socket timeout),
+// as a timeout, and the run ends.
+TEST(ClientIntegrationTest, ConnectToAFullAcceptQueueTimesOut) {
+  TestListener listener;
+  ASSERT_TRUE(listener.Listen(0));
+  // Backlog 0 queues one connection; this one fills the queue.
+  UniqueFd filler = listener.Connect();
+  ASSERT_TRUE(filler.valid());
+  ClientRun run = RunClient({"100", "127.0.0.1", listener.port_text(), "--real-port", "--threads",
+                             "2", "--requests", "4", "--timeout-ms", "200", "--format", "json"},
+                            30'000);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_EQ(ClientLines(run.output), 1) << run.output;
+  EXPECT_NE(run.output.find("connect 127.0.0.1:" + listener.port_text() + ": Connection timed out"),
+            std::string::npos)
+      << run.output;
+  ASSERT_TRUE(run.parsed.is_object()) << run.output;
+  EXPECT_EQ(run.parsed["results"]["ok"], 0) << run.output;
+  EXPECT_EQ(run.parsed["results"]["errors"]["timeout"], 4) << run.output;
+  EXPECT_EQ(run.parsed["results"]["server_gone"], false) << run.output;
+}
+
+// A server that answers and then keeps its end open, even after the
+// client's half-close: every reply is good, and each connection waits for
+// the server's end only the grace (docs/client.md), so the run ends.
+TEST(ClientIntegrationTest, ServerThatNeverClosesCostsOnlyTheGrace) {
+  TestListener listener;
+  ASSERT_TRUE(listener.Listen(64));
+  std::atomic<bool> stop{false};
+  std::thread server([&] {
+    std::vector<UniqueFd> kept;  // never closed before the client is done
+    while (!stop.load()) {
+      pollfd p{listener.fd(), POLLIN, 0};
+      if (::poll(&p, 1, 50) != 1) continue;
+      UniqueFd c(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!c) continue;
+      timeval tv{5, 0};  // a client that never sends cannot keep the thread
+      (void)::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      char request[kFrameSize];
+      std::size_t got = 0;
+      while (got < kFrameSize) {
+        const ssize_t r = ::recv(c.get(), request + got, kFrameSize - got, 0);
+        if (r <= 0) break;
+        got += static_cast<std::size_t>(r);
+      }
+      char reply[kFrameSize] = "String 0: the initial value";
+      if (got == kFrameSize) (void)::send(c.get(), reply, kFrameSize, MSG_NOSIGNAL);
+      kept.push_back(std::move(c));
+    }
+  });
+  ClientRun run = RunClient({"100", "127.0.0.1", listener.port_text(), "--real-port", "--threads",
+                             "2", "--requests", "6", "--format", "json"},
+                            30'000);
+  stop.store(true);
+  server.join();
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(ClientLines(run.output), 0) << run.output;
+  ASSERT_TRUE(run.parsed.is_object()) << run.output;
+  EXPECT_EQ(run.parsed["results"]["ok"], 6) << run.output;
+  EXPECT_EQ(run.parsed["results"]["errors"]["total"], 0) << run.output;
 }
 
 // Every bad value of every option is refused before anything
