@@ -15,9 +15,12 @@
 // Swapper. $LOCKPROF_SWAP (a name of common/swap_locks.h) replaces every normal or adaptive
 // pthread mutex by that lock of common/ and every rwlock by pflock ($LOCKPROF_SWAP_RW:
 // bravo-pflock, or a mutex lock taken exclusively, or pthread); $LOCKPROF_SWAP=pflock or
-// bravo-pflock swaps the rwlocks alone (lockprof_swap.cpp). The state lives in the record,
-// not in the pthread object, whose layout is glibc's; condition waits on a swapped mutex
-// release our lock, sleep on a futex sequence counter of the record, and take it back.
+// bravo-pflock swaps the rwlocks alone (lockprof_swap.cpp). The state lives in the pthread
+// object, in bytes glibc's normal mutex and rwlock use only inside their own lock calls (a
+// lock too large for them, BRAVO, in the object's record); swapping without profiling or
+// tracing, the entry points jump straight into the swap lock's own fast path. Condition waits
+// on a swapped mutex release our lock, sleep on a futex sequence counter of the condition
+// variable's record, and take it back.
 //
 // Tracer. With $LOCKTRACE_FD or $LOCKTRACE_FILE it records which lock objects each request of
 // a kit-style server touched (lockprof_trace.cpp). It combines with the other two.
@@ -46,10 +49,6 @@
 #include <cpuid.h>
 #include <x86intrin.h>
 #endif
-
-// The lock path's pieces, inlined into each entry point's instance so that its kind, mode and
-// op are constants there.
-#define LOCKPROF_INLINE __attribute__((always_inline)) inline
 
 namespace lockprof {
 
@@ -147,10 +146,6 @@ bool Passed(clockid_t clk, const timespec* abs) {
 
 // ------------------------------------------------------------------ the record table
 
-LOCKPROF_INLINE uint32_t SlotOf(uintptr_t key) {
-  return static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kTableBits));
-}
-
 unsigned Bucket(uint64_t ns) {
   const unsigned b = ns != 0 ? 64u - static_cast<unsigned>(__builtin_clzll(ns)) : 0;
   return b < kBuckets ? b : kBuckets - 1;
@@ -194,29 +189,6 @@ LOCKPROF_INLINE void NoteSite(Rec* r, const void* site) {
 }
 
 }  // namespace
-
-namespace {
-
-// Slots never empty, so an object that found no slot stays untracked for good and is served
-// by pthread every time: never half ours, half pthread's.
-LOCKPROF_INLINE Rec* FindRec(const void* o, int kind) {
-  const uintptr_t key = reinterpret_cast<uintptr_t>(o) << 2 | static_cast<uintptr_t>(kind);
-  uint32_t i = SlotOf(key);
-  for (int probe = 0; probe < kMaxProbe; probe++, i = (i + 1) & (kTableSize - 1)) {
-    uintptr_t k = __atomic_load_n(&g_keys[i], __ATOMIC_ACQUIRE);
-    if (k == 0 && __atomic_compare_exchange_n(&g_keys[i], &k, key, false, __ATOMIC_ACQ_REL,
-                                              __ATOMIC_ACQUIRE)) {
-      return &g_recs[i];
-    }
-    if (k == key) return &g_recs[i];
-  }
-  AtomicAdd(&g_untracked_ops, 1);
-  return nullptr;
-}
-
-}  // namespace
-
-Rec* Find(const void* o, int kind) { return FindRec(o, kind); }
 
 // ------------------------------------------------------------------ hold times, per thread
 
@@ -371,8 +343,6 @@ void Configure() {
   kv::SpinUntil([] { return __atomic_load_n(&g_config_state, __ATOMIC_ACQUIRE) == 2; });
 }
 
-int g_direct;
-
 const char* MutexSwapName() {
   return g_mutex_swap != nullptr ? g_mutex_swap->info->name : "pthread";
 }
@@ -394,21 +364,26 @@ LOCKPROF_INLINE void Configured() {
   if (__builtin_expect(__atomic_load_n(&g_config_state, __ATOMIC_ACQUIRE) != 2, 0)) Configure();
 }
 
-// Only what behaves like a plain lock is swapped: glibc's normal and adaptive mutexes,
-// private ones. Recursive, error-checking, robust, priority and process-shared mutexes keep
-// pthread's semantics (their kind is in the public struct __pthread_mutex_s).
-LOCKPROF_INLINE bool MutexSwappable(const void* o) {
-  const int k = static_cast<const pthread_mutex_t*>(o)->__data.__kind;
-  const int type = k & 3;
-  return (type == PTHREAD_MUTEX_NORMAL || type == PTHREAD_MUTEX_ADAPTIVE_NP) && (k & 0xf0) == 0;
+// What serves (o, kind) when a swap is named: that lock, or null (pthread's) for an object
+// of a kind only pthread serves (MutexSwappable).
+LOCKPROF_INLINE const SwapOps* SwapKind(const void* o, int kind) {
+  if (kind == kMutex) return g_mutex_swap != nullptr && MutexSwappable(o) ? g_mutex_swap : nullptr;
+  return g_rw_swap != nullptr && RwlockSwappable(o) ? g_rw_swap : nullptr;
 }
 
+// The same, the object's record r known (profiling): a lock kept in the record (not in the
+// object) cannot serve an object the full table had no room for, which stays pthread's.
 LOCKPROF_INLINE const SwapOps* SwapFor(const void* o, int kind, const Rec* r) {
-  if (r == nullptr) return nullptr;
-  if (kind == kMutex) return g_mutex_swap != nullptr && MutexSwappable(o) ? g_mutex_swap : nullptr;
-  return g_rw_swap != nullptr && static_cast<const pthread_rwlock_t*>(o)->__data.__shared == 0
-             ? g_rw_swap
-             : nullptr;
+  const SwapOps* const ops = SwapKind(o, kind);
+  return ops != nullptr && (ops->in_place || r != nullptr) ? ops : nullptr;
+}
+
+// The same, with the record looked up (into *r) only when the lock keeps its state there.
+LOCKPROF_INLINE const SwapOps* SwapWithRec(const void* o, int kind, Rec** r) {
+  const SwapOps* const ops = SwapKind(o, kind);
+  if (ops == nullptr || ops->in_place || *r != nullptr) return ops;
+  *r = FindRec(o, kind);
+  return *r != nullptr ? ops : nullptr;
 }
 
 }  // namespace
@@ -474,6 +449,19 @@ bool ResolveAll() {
 
 // The real fn called with the arguments; 0 (a no-op) while this thread is inside dlsym.
 #define CALL(fn, ...) (real_##fn() != nullptr ? real_##fn()(__VA_ARGS__) : 0)
+
+}  // namespace
+
+int PthreadMutexLock(pthread_mutex_t* m) { return CALL(pthread_mutex_lock, m); }
+int PthreadMutexTrylock(pthread_mutex_t* m) { return CALL(pthread_mutex_trylock, m); }
+int PthreadMutexUnlock(pthread_mutex_t* m) { return CALL(pthread_mutex_unlock, m); }
+int PthreadRdlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_rdlock, l); }
+int PthreadWrlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_wrlock, l); }
+int PthreadTryrdlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_tryrdlock, l); }
+int PthreadTrywrlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_trywrlock, l); }
+int PthreadRwlockUnlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_unlock, l); }
+
+namespace {
 
 // One acquisition as asked: what, which side, blocking or try or timed (against clk).
 struct Req {
@@ -597,8 +585,8 @@ LOCKPROF_INLINE int AcquireCounted(const Req q) {
 // Swapping, not profiling: the swap lock's try (atomics only, errno untouched), its
 // blocking call only when that fails.
 LOCKPROF_INLINE int AcquireSwapped(const Req q) {
-  Rec* const r = FindRec(q.o, q.kind);
-  const SwapOps* const ops = SwapFor(q.o, q.kind, r);
+  Rec* r = nullptr;
+  const SwapOps* const ops = SwapWithRec(q.o, q.kind, &r);
   if (ops == nullptr) return q.op == kTryOp ? RealTry(q) : RealBlock(q);
   int rc = ops->try_lock(r, q.o, q.mode);
   if (rc != EBUSY || q.op == kTryOp) return rc;
@@ -640,9 +628,9 @@ __attribute__((noinline)) int AcquireTimed(void* o, bool clocked, clockid_t clk,
   return Acquire(q);
 }
 
+// r: the record if known (a timed hold's), else looked up only for a lock kept there.
 LOCKPROF_INLINE int ReleaseSwapped(void* o, int kind, Rec* r) {
-  if (r == nullptr) r = FindRec(o, kind);
-  const SwapOps* const ops = SwapFor(o, kind, r);
+  const SwapOps* const ops = SwapWithRec(o, kind, &r);
   if (ops == nullptr) return RealUnlock(o, kind);
   return ops->unlock(r, o);  // keeps errno (lockprof_swap.h)
 }
@@ -704,9 +692,9 @@ int CondWait(const Req q, pthread_mutex_t* m) {
   if (g_trace_fd >= 0) TraceNote(q.o, 'c', false);
   if (Passthrough()) return RealCondWait(q, m);
   const int saved = errno;
-  Rec* const mr = FindRec(m, kMutex);
+  Rec* mr = nullptr;
+  const SwapOps* const ops = SwapWithRec(m, kMutex, &mr);
   Rec* const cr = FindRec(q.o, kCond);
-  const SwapOps* const ops = SwapFor(m, kMutex, mr);
   if (g_profiling) HoldEnd(m, kMutex, true);
   const uint64_t t0 = Now();
   const int rc = ops != nullptr ? SwapCondWait(ops, mr, cr, q, m) : RealCondWait(q, m);
@@ -748,6 +736,79 @@ clockid_t CondClock(const pthread_cond_t* c) {
                                                                           : CLOCK_REALTIME;
 }
 
+// ------------------------------------------------------------------ the entry points' targets
+
+// What each entry point jumps to, chosen once by the constructor with every real function
+// found (null until then, and wherever the general path serves): libc's function for a kind
+// nothing is swapped for; for a swapped kind, the swap lock's own fast path (lockprof_swap.h)
+// for the plain and try acquisitions and the unlock, the general path for the timed ones and
+// condition variables; the general path for every call while profiling or tracing.
+#define LOCKPROF_TARGET(fn) void* g_fast_##fn;
+LOCKPROF_TARGET(pthread_mutex_lock)
+LOCKPROF_TARGET(pthread_mutex_trylock)
+LOCKPROF_TARGET(pthread_mutex_timedlock)
+LOCKPROF_TARGET(pthread_mutex_clocklock)
+LOCKPROF_TARGET(pthread_mutex_unlock)
+LOCKPROF_TARGET(pthread_rwlock_rdlock)
+LOCKPROF_TARGET(pthread_rwlock_wrlock)
+LOCKPROF_TARGET(pthread_rwlock_tryrdlock)
+LOCKPROF_TARGET(pthread_rwlock_trywrlock)
+LOCKPROF_TARGET(pthread_rwlock_timedrdlock)
+LOCKPROF_TARGET(pthread_rwlock_timedwrlock)
+LOCKPROF_TARGET(pthread_rwlock_clockrdlock)
+LOCKPROF_TARGET(pthread_rwlock_clockwrlock)
+LOCKPROF_TARGET(pthread_rwlock_unlock)
+LOCKPROF_TARGET(pthread_cond_wait)
+LOCKPROF_TARGET(pthread_cond_timedwait)
+LOCKPROF_TARGET(pthread_cond_clockwait)
+LOCKPROF_TARGET(pthread_cond_signal)
+LOCKPROF_TARGET(pthread_cond_broadcast)
+#undef LOCKPROF_TARGET
+
+// fn's target: the swap's fast entry `field` if swap is not null, else libc's fn.
+#define LOCKPROF_AIM(fn, swap, field)                                                        \
+  __atomic_store_n(&g_fast_##fn,                                                             \
+                   (swap) != nullptr ? reinterpret_cast<void*>((swap)->field) : g_real_##fn, \
+                   __ATOMIC_RELEASE)
+// fn's target when only the general path serves a swapped kind.
+#define LOCKPROF_AIM_GENERAL(fn, swap) \
+  __atomic_store_n(&g_fast_##fn, (swap) != nullptr ? nullptr : g_real_##fn, __ATOMIC_RELEASE)
+
+// The chosen locks' own set-up, once.
+void StartSwaps() {
+  if (g_mutex_swap != nullptr && g_mutex_swap->start != nullptr) g_mutex_swap->start();
+  if (g_rw_swap != nullptr && g_rw_swap->start != nullptr && g_rw_swap != g_mutex_swap)
+    g_rw_swap->start();
+}
+
+void ChooseFastPaths() {
+  if (g_profiling || g_trace_fd >= 0 || !ResolveAll()) return;
+  const SwapFast* const m = g_mutex_swap != nullptr ? &g_mutex_swap->fast : nullptr;
+  const SwapFast* const rw = g_rw_swap != nullptr ? &g_rw_swap->fast : nullptr;
+  LOCKPROF_AIM(pthread_mutex_lock, m, mutex_lock);
+  LOCKPROF_AIM(pthread_mutex_trylock, m, mutex_trylock);
+  LOCKPROF_AIM(pthread_mutex_unlock, m, mutex_unlock);
+  LOCKPROF_AIM_GENERAL(pthread_mutex_timedlock, m);
+  LOCKPROF_AIM_GENERAL(pthread_mutex_clocklock, m);
+  LOCKPROF_AIM(pthread_rwlock_rdlock, rw, rdlock);
+  LOCKPROF_AIM(pthread_rwlock_wrlock, rw, wrlock);
+  LOCKPROF_AIM(pthread_rwlock_tryrdlock, rw, tryrdlock);
+  LOCKPROF_AIM(pthread_rwlock_trywrlock, rw, trywrlock);
+  LOCKPROF_AIM(pthread_rwlock_unlock, rw, rwlock_unlock);
+  LOCKPROF_AIM_GENERAL(pthread_rwlock_timedrdlock, rw);
+  LOCKPROF_AIM_GENERAL(pthread_rwlock_timedwrlock, rw);
+  LOCKPROF_AIM_GENERAL(pthread_rwlock_clockrdlock, rw);
+  LOCKPROF_AIM_GENERAL(pthread_rwlock_clockwrlock, rw);
+  // A condition wait or signal involves a swapped mutex only if mutexes are swapped.
+  LOCKPROF_AIM_GENERAL(pthread_cond_wait, m);
+  LOCKPROF_AIM_GENERAL(pthread_cond_timedwait, m);
+  LOCKPROF_AIM_GENERAL(pthread_cond_clockwait, m);
+  LOCKPROF_AIM_GENERAL(pthread_cond_signal, m);
+  LOCKPROF_AIM_GENERAL(pthread_cond_broadcast, m);
+}
+#undef LOCKPROF_AIM
+#undef LOCKPROF_AIM_GENERAL
+
 }  // namespace
 }  // namespace lockprof
 
@@ -767,13 +828,13 @@ using lockprof::Untimed;
 
 #define SITE __builtin_return_address(0)
 
-// When the preload only passes calls on (neither profiling, swapping nor tracing: decided
-// once, in the constructor, with every real function found), an entry point is one
-// predictable branch and a jump to libc's function.
-#define LOCKPROF_DIRECT(fn, ...)                                                   \
-  if (__builtin_expect(__atomic_load_n(&lockprof::g_direct, __ATOMIC_RELAXED), 1)) \
-  return reinterpret_cast<decltype(&::fn)>(                                        \
-      __atomic_load_n(&lockprof::g_real_##fn, __ATOMIC_RELAXED))(__VA_ARGS__)
+// Where the constructor chose a target for the entry point (lockprof::ChooseFastPaths), it is
+// one predictable branch and a jump there: to libc's function, or to the swap lock's fast
+// path; otherwise the general path.
+#define LOCKPROF_DIRECT(fn, ...)                                                  \
+  if (void* const to = __atomic_load_n(&lockprof::g_fast_##fn, __ATOMIC_RELAXED); \
+      __builtin_expect(to != nullptr, 1))                                         \
+  return reinterpret_cast<decltype(&::fn)>(to)(__VA_ARGS__)
 
 LOCKPROF_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) noexcept {
   LOCKPROF_DIRECT(pthread_mutex_lock, m);
@@ -867,8 +928,8 @@ LOCKPROF_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) noexcept {
 __attribute__((constructor)) static void LockprofInit() {
   lockprof::Configure();
   lockprof::TraceInit();
-  if (lockprof::ResolveAll() && lockprof::Passthrough() && lockprof::g_trace_fd < 0)
-    __atomic_store_n(&lockprof::g_direct, 1, __ATOMIC_RELEASE);
+  lockprof::StartSwaps();
+  lockprof::ChooseFastPaths();
   if (!lockprof::g_profiling) return;
   lockprof::InstallSignalHandlers();
   pthread_atfork(nullptr, nullptr, lockprof::ChildAfterFork);

@@ -20,6 +20,9 @@
 // Thread-local without __tls_get_addr, which may allocate.
 #define LOCKPROF_TLS __thread __attribute__((tls_model("initial-exec")))
 #define LOCKPROF_EXPORT extern "C" __attribute__((visibility("default")))
+// The lock path's pieces, inlined into each entry point's instance so that its kind, mode and
+// op are constants there.
+#define LOCKPROF_INLINE __attribute__((always_inline)) inline
 
 namespace lockprof {
 
@@ -34,11 +37,12 @@ enum Kind { kMutex = 1, kRwlock = 2, kCond = 3 };
 enum Mode { kMutexMode = 0, kRead = 1, kWrite = 2, kWait = 0, kSignal = 1, kBroadcast = 2 };
 enum Op { kLockOp, kTryOp, kTimedOp };
 
-// A swapped lock's state: one of the lock types of common/ (which all take
-// all-zero bytes as unlocked, so a new record needs no set-up and a pthread
-// object reused at the same address finds it free), and which thread holds
-// it for writing (pthread_rwlock_unlock does not say which side it leaves).
-// A condition variable's record uses cond instead.
+// The state of a swapped lock too large for the pthread object (BRAVO; the
+// others live in the object: lockprof_swap.h): one of the lock types of
+// common/ (which all take all-zero bytes as unlocked, so a new record needs
+// no set-up), and which thread holds it for writing (pthread_rwlock_unlock
+// does not say which side it leaves). A condition variable's record uses
+// cond instead.
 struct SwapState {
   alignas(16) unsigned char lock[48];
   uintptr_t writer;
@@ -79,8 +83,35 @@ extern constinit Rec g_recs[kTableSize];
 extern constinit uint64_t g_untracked_ops, g_holds_lost;
 
 // The record of (o, kind), inserted on first sight; null when the table has
-// no room for it near its hash (then never: it is left to pthread).
-Rec* Find(const void* o, int kind);
+// no room for it near its hash (then never: it is left to pthread). Slots never
+// empty, so an object that found no slot finds none ever after.
+LOCKPROF_INLINE Rec* FindRec(const void* o, int kind) {
+  const uintptr_t key = reinterpret_cast<uintptr_t>(o) << 2 | static_cast<uintptr_t>(kind);
+  uint32_t i = static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kTableBits));
+  for (int probe = 0; probe < kMaxProbe; probe++, i = (i + 1) & (kTableSize - 1)) {
+    uintptr_t k = __atomic_load_n(&g_keys[i], __ATOMIC_ACQUIRE);
+    if (k == 0 && __atomic_compare_exchange_n(&g_keys[i], &k, key, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE)) {
+      return &g_recs[i];
+    }
+    if (k == key) return &g_recs[i];
+  }
+  __atomic_fetch_add(&g_untracked_ops, 1, __ATOMIC_RELAXED);
+  return nullptr;
+}
+
+// Whether a swap serves the object: only what behaves like a plain lock, glibc's normal and
+// adaptive private mutexes and its private rwlocks. Recursive, error-checking, robust,
+// priority and process-shared mutexes and process-shared rwlocks keep pthread's semantics
+// (the kind is in glibc's public struct __pthread_mutex_s, __shared in its rwlock's).
+inline bool MutexSwappable(const void* o) {
+  const int k = static_cast<const pthread_mutex_t*>(o)->__data.__kind;
+  const int type = k & 3;
+  return (type == PTHREAD_MUTEX_NORMAL || type == PTHREAD_MUTEX_ADAPTIVE_NP) && (k & 0xf0) == 0;
+}
+inline bool RwlockSwappable(const void* o) {
+  return static_cast<const pthread_rwlock_t*>(o)->__data.__shared == 0;
+}
 
 // Configuration, read once by the first call (Configure).
 extern constinit int g_profiling;
@@ -105,6 +136,17 @@ char* FormatNumber(char* s, uint64_t v, unsigned base);
 
 inline uint64_t AtomicLoad(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 inline void AtomicAdd(uint64_t* p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+
+// libc's lock functions, found by the constructor before any fast path of the swap is
+// chosen (lockprof.cpp): those fast paths hand them every object they do not swap.
+int PthreadMutexLock(pthread_mutex_t* m);
+int PthreadMutexTrylock(pthread_mutex_t* m);
+int PthreadMutexUnlock(pthread_mutex_t* m);
+int PthreadRdlock(pthread_rwlock_t* l);
+int PthreadWrlock(pthread_rwlock_t* l);
+int PthreadTryrdlock(pthread_rwlock_t* l);
+int PthreadTrywrlock(pthread_rwlock_t* l);
+int PthreadRwlockUnlock(pthread_rwlock_t* l);
 
 // The names of what serves mutexes and rwlocks now ("pthread" when nothing is
 // swapped), and of what served a record.

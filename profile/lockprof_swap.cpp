@@ -1,6 +1,8 @@
-// The swap locks over the lock types of common/ (lockprof_swap.h says how
-// their contexts live).
+// The swap locks over the lock types of common/ (lockprof_swap.h says where their state and
+// their contexts live), and their fast paths.
 #include "profile/lockprof_swap.h"
+
+#include <pthread.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -18,6 +20,14 @@
 namespace lockprof {
 namespace {
 
+// errno's address, fixed for a thread's life, kept: saving errno then costs no call.
+LOCKPROF_TLS int* t_errno;
+LOCKPROF_INLINE int* Errno() {
+  int* e = t_errno;
+  if (__builtin_expect(e == nullptr, 0)) t_errno = e = &errno;
+  return e;
+}
+
 // ------------------------------------------------------------------ contexts, per thread
 
 constexpr int kContexts = 64;
@@ -32,10 +42,10 @@ LOCKPROF_TLS uint64_t t_contexts_used;
 // once and checked: a signal handler that locks (not allowed, but done) may
 // take one in between; entries may then be wrong, never outside the array.
 template <typename Ctx>
-Ctx* NewContext(const void* o) {
+LOCKPROF_INLINE Ctx* NewContext(const void* o) {
   static_assert(sizeof(Ctx) <= sizeof(ContextSlot::bytes) && alignof(Ctx) <= 16);
   const uint64_t used = t_contexts_used;
-  if (used == ~0ull) return nullptr;
+  if (__builtin_expect(used == ~0ull, 0)) return nullptr;
   const int i = __builtin_ctzll(~used);
   t_contexts_used = used | 1ull << i;
   t_contexts[i].lock = o;
@@ -44,7 +54,7 @@ Ctx* NewContext(const void* o) {
 
 // This thread's context for lock o, or null.
 template <typename Ctx>
-Ctx* ContextOf(const void* o) {
+LOCKPROF_INLINE Ctx* ContextOf(const void* o) {
   for (uint64_t m = t_contexts_used; m != 0; m &= m - 1) {
     const int i = __builtin_ctzll(m);
     if (t_contexts[i].lock == o) return std::launder(reinterpret_cast<Ctx*>(t_contexts[i].bytes));
@@ -52,10 +62,13 @@ Ctx* ContextOf(const void* o) {
   return nullptr;
 }
 
-void FreeContext(const void* ctx) {
+LOCKPROF_INLINE void FreeContext(const void* ctx) {
   const auto at = reinterpret_cast<uintptr_t>(ctx) - reinterpret_cast<uintptr_t>(&t_contexts[0]);
   t_contexts_used &= ~(1ull << (at / sizeof(ContextSlot)));
 }
+
+// This thread, unique among live threads: an rwlock's writer is named by it.
+LOCKPROF_INLINE uintptr_t Me() { return reinterpret_cast<uintptr_t>(&t_contexts_used); }
 
 // ------------------------------------------------------------------ CLH nodes, per process
 
@@ -64,9 +77,11 @@ kv::ClhNode g_clh_pool[kClhPool];
 uint64_t g_clh_free;   // generation << 32 | (index + 1) of the first free node; 0: none
 uint32_t g_clh_fresh;  // g_clh_pool[g_clh_fresh..] never used yet
 
-struct ClhPoolNodes {
-  // A free node, or null when kClhPool acquisitions are under way at once.
-  static kv::ClhNode* Take() {
+// Out of line: a thread's spare serves its uncontended acquisitions, and the lock path around
+// it then needs fewer registers saved.
+struct ClhPool {
+  // A free node, or null when kClhPool nodes are out at once.
+  __attribute__((noinline)) static kv::ClhNode* Take() {
     uint64_t h = __atomic_load_n(&g_clh_free, __ATOMIC_ACQUIRE);
     while (static_cast<uint32_t>(h) != 0) {
       kv::ClhNode* const n = &g_clh_pool[static_cast<uint32_t>(h) - 1];
@@ -86,7 +101,7 @@ struct ClhPoolNodes {
     }
     return nullptr;
   }
-  static void Give(kv::ClhNode* n) {
+  __attribute__((noinline)) static void Give(kv::ClhNode* n) {
     const uint64_t mine = static_cast<uint64_t>(n - g_clh_pool) + 1;
     uint64_t h = __atomic_load_n(&g_clh_free, __ATOMIC_RELAXED);
     uint64_t next = 0;
@@ -95,6 +110,61 @@ struct ClhPoolNodes {
       next = ((h >> 32) + 1) << 32 | mine;
     } while (!__atomic_compare_exchange_n(&g_clh_free, &h, next, true, __ATOMIC_RELEASE,
                                           __ATOMIC_RELAXED));
+  }
+};
+
+// The node this thread let go of last, kept for its next acquisition: an uncontended pair
+// then takes nothing from the pool and gives nothing back (two compare-and-swaps on a line
+// every thread shares). A thread that exits gives its spare back, in the destructor of a
+// pthread key, so exited threads keep none; only where that key's value needs no
+// allocation (glibc keeps a thread's values of the first 32 keys in the thread itself, the
+// others in blocks it allocates on first use), else no node is kept.
+LOCKPROF_TLS kv::ClhNode* t_clh_spare;
+LOCKPROF_TLS bool t_clh_keyed;  // this thread's key value is set: its exit gives the spare back
+pthread_key_t g_clh_key;
+int g_clh_keep;  // set once, by ClhStart: spares may be kept
+constexpr pthread_key_t kKeysInThread = 32;
+
+void ClhThreadExit(void* /*value*/) {
+  t_clh_keyed = false;  // a later destructor's lock may keep one again, and set the key again
+  kv::ClhNode* const n = t_clh_spare;
+  t_clh_spare = nullptr;
+  if (n != nullptr) ClhPool::Give(n);
+}
+
+void ClhStart() {
+  if (pthread_key_create(&g_clh_key, ClhThreadExit) != 0) return;
+  if (g_clh_key >= kKeysInThread) {
+    pthread_key_delete(g_clh_key);
+    return;
+  }
+  __atomic_store_n(&g_clh_keep, 1, __ATOMIC_RELEASE);
+}
+
+// This thread's spare first, then the pool; a node let go of becomes the spare if there is
+// none (and the thread's exit will give it back), else goes to the pool.
+struct ClhPoolNodes {
+  static kv::ClhNode* Take() {
+    kv::ClhNode* const n = t_clh_spare;
+    if (__builtin_expect(n == nullptr, 0)) return ClhPool::Take();
+    t_clh_spare = nullptr;
+    return n;
+  }
+  static void Give(kv::ClhNode* n) {
+    if (__builtin_expect(t_clh_spare == nullptr && Keyed(), 1)) {
+      t_clh_spare = n;
+    } else {
+      ClhPool::Give(n);
+    }
+  }
+  static bool Keyed() { return __builtin_expect(t_clh_keyed, 1) || KeyThread(); }
+  // The thread's key value set, once: its exit will give its spare back.
+  __attribute__((noinline)) static bool KeyThread() {
+    if (__atomic_load_n(&g_clh_keep, __ATOMIC_ACQUIRE) == 0 ||
+        pthread_setspecific(g_clh_key, &g_clh_key) != 0)
+      return false;
+    t_clh_keyed = true;
+    return true;
   }
 };
 
@@ -109,38 +179,65 @@ bool Fill(PoolClhLock::Context* ctx) {
   return ctx->mine != nullptr;
 }
 
-// ------------------------------------------------------------------ the lock in a record
+// ------------------------------------------------------------------ where a lock's state is
 
-// The record's state as lock type L: all-zero bytes are an unlocked L (every
-// lock type of common/ promises it; lock_types_test.cpp checks it).
+// The bytes of a pthread object a lock may keep its state in: a mutex's before __nusers
+// (which pthread_mutex_destroy reads) and __kind (which says whether the mutex is swapped), a
+// rwlock's before __cur_writer, __shared (which says whether it is swapped) and __flags. A
+// lock that serves both kinds fits the smaller.
+constexpr std::size_t Least(std::size_t a, std::size_t b) { return a < b ? a : b; }
+constexpr std::size_t kMutexBytes =
+    Least(offsetof(__pthread_mutex_s, __nusers), offsetof(__pthread_mutex_s, __kind));
+constexpr std::size_t kRwlockBytes = Least(Least(offsetof(__pthread_rwlock_arch_t, __cur_writer),
+                                                 offsetof(__pthread_rwlock_arch_t, __shared)),
+                                           offsetof(__pthread_rwlock_arch_t, __flags));
+static_assert(kMutexBytes <= kRwlockBytes, "a mutex's bytes are what both kinds have");
+
+// Lock type L in the pthread object o, in its first kBytes bytes: zero bytes are an unlocked
+// L (every lock type of common/ promises it; lock_types_test.cpp checks it), which is what
+// PTHREAD_MUTEX_INITIALIZER, PTHREAD_RWLOCK_INITIALIZER and pthread_*_init leave there.
+template <typename L, std::size_t kBytes>
+LOCKPROF_INLINE L& InObject(void* o) {
+  static_assert(sizeof(L) <= kBytes && alignof(L) <= alignof(pthread_mutex_t) &&
+                alignof(L) <= alignof(pthread_rwlock_t));
+  return *std::launder(reinterpret_cast<L*>(o));
+}
+
+// Lock type L in the record's state (a lock too large for the object).
 template <typename L>
-L& LockIn(Rec* r) {
+LOCKPROF_INLINE L& InRecord(Rec* r) {
   static_assert(sizeof(L) <= sizeof(SwapState::lock) && alignof(L) <= alignof(SwapState));
   return *std::launder(reinterpret_cast<L*>(r->s.swap.lock));
 }
 
-// The writer's name in the record: an rwlock unlock tells the sides apart by it.
-void MarkWriter(Rec* r) { __atomic_store_n(&r->s.swap.writer, Self(), __ATOMIC_RELAXED); }
-bool TakeWriter(Rec* r) {
-  if (__atomic_load_n(&r->s.swap.writer, __ATOMIC_RELAXED) != Self()) return false;
-  __atomic_store_n(&r->s.swap.writer, 0, __ATOMIC_RELAXED);
+// The writer's name beside a rwlock: its unlock tells the sides apart by it.
+LOCKPROF_INLINE void MarkWriter(uintptr_t* writer) {
+  __atomic_store_n(writer, Me(), __ATOMIC_RELAXED);
+}
+LOCKPROF_INLINE bool TakeWriter(uintptr_t* writer) {
+  if (__atomic_load_n(writer, __ATOMIC_RELAXED) != Me()) return false;
+  __atomic_store_n(writer, 0, __ATOMIC_RELAXED);
   return true;
 }
 
-// A mutex without a context (ticket, TTAS, futex); an rwlock's readers take
-// it exclusively. IsLocked, where the lock has it, refuses an unlock of a
-// free lock (pthread's EPERM), which would otherwise corrupt it.
+// ------------------------------------------------------------------ the locks
+
+// A mutex without a context (ticket, TTAS, futex), in the object; an rwlock's readers take
+// it exclusively. IsLocked, where the lock has it, refuses an unlock of a free lock
+// (pthread's EPERM), which would otherwise corrupt it.
 template <typename L>
 struct PlainOps {
-  static int Try(Rec* r, const void* /*o*/, int /*mode*/) {
-    return LockIn<L>(r).TryLock() ? 0 : EBUSY;
+  static constexpr bool kInPlace = true, kServesMutexes = true;
+  LOCKPROF_INLINE static L& Of(void* o) { return InObject<L, kMutexBytes>(o); }
+  LOCKPROF_INLINE static int Try(Rec* /*r*/, void* o, int /*mode*/) {
+    return Of(o).TryLock() ? 0 : EBUSY;
   }
-  static int Lock(Rec* r, const void* /*o*/, int /*mode*/) {
-    LockIn<L>(r).Lock();
+  static int Lock(Rec* /*r*/, void* o, int /*mode*/) {
+    Of(o).Lock();
     return 0;
   }
-  static int Unlock(Rec* r, const void* /*o*/) {
-    L& lock = LockIn<L>(r);
+  LOCKPROF_INLINE static int Unlock(Rec* /*r*/, void* o) {
+    L& lock = Of(o);
     if constexpr (requires { lock.IsLocked(); }) {
       if (!lock.IsLocked()) return EPERM;
     }
@@ -149,24 +246,37 @@ struct PlainOps {
   }
 };
 
-// The only unlock that may make a system call (a wake-up), which may set errno.
-int FutexUnlock(Rec* r, const void* o) {
-  const int saved = errno;
-  const int rc = PlainOps<kv::FutexMutex>::Unlock(r, o);
-  errno = saved;
-  return rc;
-}
+// The futex mutex sleeps until a timed acquisition's deadline; its unlock is the only one
+// that may make a system call (a wake-up), which may set errno.
+struct FutexOps : PlainOps<kv::FutexMutex> {
+  LOCKPROF_INLINE static int Unlock(Rec* r, void* o) {
+    int* const e = Errno();
+    const int saved = *e;
+    const int rc = PlainOps::Unlock(r, o);
+    *e = saved;
+    return rc;
+  }
+  static int Timed(Rec* /*r*/, void* o, int /*mode*/, clockid_t clk, const timespec* abs) {
+    return Of(o).LockUntil(clk, *abs) ? 0 : ETIMEDOUT;
+  }
+};
 
-int FutexTimed(Rec* r, const void* /*o*/, int /*mode*/, clockid_t clk, const timespec* abs) {
-  return LockIn<kv::FutexMutex>(r).LockUntil(clk, *abs) ? 0 : ETIMEDOUT;
-}
+// Whether a context may be copied out of its slot for the unlock: CLH's names the thread's
+// own node, which nobody reaches through the context; an MCS predecessor writes into its
+// successor's context, which must stay put.
+template <typename Ctx>
+constexpr bool kMovable = false;
+template <>
+constexpr bool kMovable<PoolClhLock::Context> = true;
 
-// A queue lock (MCS, CLH): its context from this thread's pool, from the lock
+// A queue lock (MCS, CLH) in the object: its context from this thread's pool, from the lock
 // to the unlock; an unlock by a thread that has none is refused.
 template <typename L>
 struct QueuedOps {
+  static constexpr bool kInPlace = true, kServesMutexes = true;
   using Ctx = typename L::Context;
-  static Ctx* Prepared(const void* o) {
+  LOCKPROF_INLINE static L& Of(void* o) { return InObject<L, kMutexBytes>(o); }
+  LOCKPROF_INLINE static Ctx* Prepared(const void* o) {
     Ctx* const ctx = NewContext<Ctx>(o);
     if (ctx != nullptr && !Fill(ctx)) {
       FreeContext(ctx);
@@ -174,52 +284,68 @@ struct QueuedOps {
     }
     return ctx;
   }
-  static int Try(Rec* r, const void* o, int /*mode*/) {
+  LOCKPROF_INLINE static int Try(Rec* /*r*/, void* o, int /*mode*/) {
     Ctx* const ctx = Prepared(o);
     if (ctx == nullptr) return EAGAIN;
-    if (LockIn<L>(r).TryLock(ctx)) return 0;
+    if (Of(o).TryLock(ctx)) return 0;
     FreeContext(ctx);
     return EBUSY;
   }
-  static int Lock(Rec* r, const void* o, int /*mode*/) {
+  static int Lock(Rec* /*r*/, void* o, int /*mode*/) {
     Ctx* const ctx = Prepared(o);
     if (ctx == nullptr) return EAGAIN;
-    LockIn<L>(r).Lock(ctx);
+    Of(o).Lock(ctx);
     return 0;
   }
-  static int Unlock(Rec* r, const void* o) {
+  LOCKPROF_INLINE static int Unlock(Rec* /*r*/, void* o) {
     Ctx* const ctx = ContextOf<Ctx>(o);
     if (ctx == nullptr) return EPERM;
-    LockIn<L>(r).Unlock(ctx);
-    FreeContext(ctx);
+    if constexpr (kMovable<Ctx>) {
+      // Nobody else holds a pointer to the context: freed first, nothing is left to do after
+      // the unlock (whose rare paths call out), so the common one needs no registers saved.
+      Ctx mine = *ctx;
+      FreeContext(ctx);
+      Of(o).Unlock(&mine);
+    } else {
+      Of(o).Unlock(ctx);
+      FreeContext(ctx);
+    }
     return 0;
   }
 };
 
-// The phase-fair rwlock; a read unlock when nobody reads is refused.
+// The phase-fair rwlock and its writer's name, in the object; a read unlock when nobody
+// reads is refused.
+struct PfState {
+  kv::PhaseFairRwLock lock;
+  uintptr_t writer;
+};
 struct PfOps {
-  using L = kv::PhaseFairRwLock;
-  static int Try(Rec* r, const void* /*o*/, int mode) {
-    if (mode == kRead) return LockIn<L>(r).TryLockShared() ? 0 : EBUSY;
-    if (!LockIn<L>(r).TryLock()) return EBUSY;
-    MarkWriter(r);
+  static constexpr bool kInPlace = true, kServesMutexes = false;
+  LOCKPROF_INLINE static PfState& Of(void* o) { return InObject<PfState, kRwlockBytes>(o); }
+  LOCKPROF_INLINE static int Try(Rec* /*r*/, void* o, int mode) {
+    PfState& s = Of(o);
+    if (mode == kRead) return s.lock.TryLockShared() ? 0 : EBUSY;
+    if (!s.lock.TryLock()) return EBUSY;
+    MarkWriter(&s.writer);
     return 0;
   }
-  static int Lock(Rec* r, const void* /*o*/, int mode) {
+  static int Lock(Rec* /*r*/, void* o, int mode) {
+    PfState& s = Of(o);
     if (mode == kRead) {
-      LockIn<L>(r).LockShared();
+      s.lock.LockShared();
       return 0;
     }
-    LockIn<L>(r).Lock();
-    MarkWriter(r);
+    s.lock.Lock();
+    MarkWriter(&s.writer);
     return 0;
   }
-  static int Unlock(Rec* r, const void* /*o*/) {
-    L& lock = LockIn<L>(r);
-    if (TakeWriter(r)) {
-      lock.Unlock();
-    } else if (lock.HasReaders()) {
-      lock.UnlockShared();
+  LOCKPROF_INLINE static int Unlock(Rec* /*r*/, void* o) {
+    PfState& s = Of(o);
+    if (TakeWriter(&s.writer)) {
+      s.lock.Unlock();
+    } else if (s.lock.HasReaders()) {
+      s.lock.UnlockShared();
     } else {
       return EPERM;
     }
@@ -227,53 +353,66 @@ struct PfOps {
   }
 };
 
-// BRAVO over the phase-fair lock: a fast read keeps its slot in a context
-// until its unlock; a slow read and a write need none.
+// BRAVO over the phase-fair lock, in the record (32 bytes: more than the object has free),
+// its writer's name beside it: a fast read keeps its slot and the record in a context until
+// its unlock, which then needs no lookup; a slow read and a write need none.
+struct BravoCtx {
+  PfBravo::Context read;
+  Rec* r;
+};
 struct BravoOps {
-  using Ctx = PfBravo::Context;
+  static constexpr bool kInPlace = false, kServesMutexes = false;
   template <typename Take>
-  static int Read(Rec* r, const void* o, Take take) {
-    Ctx* const ctx = NewContext<Ctx>(o);
+  LOCKPROF_INLINE static int Read(Rec* r, const void* o, Take take) {
+    BravoCtx* const ctx = NewContext<BravoCtx>(o);
     if (ctx == nullptr) return EAGAIN;
-    if (!take(ctx)) {
+    if (!take(&ctx->read)) {
       FreeContext(ctx);
       return EBUSY;
     }
-    if (ctx->slot == nullptr) {
+    if (ctx->read.slot == nullptr) {
       FreeContext(ctx);
-    } else if (g_profiling) {
-      AtomicAdd(&r->fast_reads, 1);
+      return 0;
     }
+    ctx->r = r;
+    if (g_profiling) AtomicAdd(&r->fast_reads, 1);
     return 0;
   }
-  static int Try(Rec* r, const void* o, int mode) {
-    PfBravo& lock = LockIn<PfBravo>(r);
-    if (mode == kRead) return Read(r, o, [&](Ctx* ctx) { return lock.TryLockShared(ctx); });
-    Ctx none;
+  LOCKPROF_INLINE static int Try(Rec* r, void* o, int mode) {
+    PfBravo& lock = InRecord<PfBravo>(r);
+    if (mode == kRead)
+      return Read(r, o, [&](PfBravo::Context* c) { return lock.TryLockShared(c); });
+    PfBravo::Context none;
     if (!lock.TryLock(&none)) return EBUSY;
-    MarkWriter(r);
+    MarkWriter(&r->s.swap.writer);
     return 0;
   }
-  static int Lock(Rec* r, const void* o, int mode) {
-    PfBravo& lock = LockIn<PfBravo>(r);
+  static int Lock(Rec* r, void* o, int mode) {
+    PfBravo& lock = InRecord<PfBravo>(r);
     if (mode == kRead) {
-      return Read(r, o, [&](Ctx* ctx) {
-        lock.LockShared(ctx);
+      return Read(r, o, [&](PfBravo::Context* c) {
+        lock.LockShared(c);
         return true;
       });
     }
-    Ctx none;
+    PfBravo::Context none;
     lock.Lock(&none);
-    MarkWriter(r);
+    MarkWriter(&r->s.swap.writer);
     return 0;
   }
-  static int Unlock(Rec* r, const void* o) {
-    PfBravo& lock = LockIn<PfBravo>(r);
-    Ctx none;
-    if (Ctx* const fast = ContextOf<Ctx>(o); fast != nullptr) {
-      lock.UnlockShared(fast);
-      FreeContext(fast);
-    } else if (TakeWriter(r)) {
+  // The unlock of a fast read of o by this thread, if it holds one.
+  LOCKPROF_INLINE static bool UnlockFastRead(const void* o) {
+    BravoCtx* const fast = ContextOf<BravoCtx>(o);
+    if (fast == nullptr) return false;
+    InRecord<PfBravo>(fast->r).UnlockShared(&fast->read);
+    FreeContext(fast);
+    return true;
+  }
+  // The unlock of anything else: a write, or a read that took the phase-fair lock.
+  LOCKPROF_INLINE static int UnlockRest(Rec* r, void* /*o*/) {
+    PfBravo& lock = InRecord<PfBravo>(r);
+    PfBravo::Context none;
+    if (TakeWriter(&r->s.swap.writer)) {
       lock.Unlock(&none);
     } else if (lock.base().HasReaders()) {
       lock.UnlockShared(&none);
@@ -282,7 +421,97 @@ struct BravoOps {
     }
     return 0;
   }
+  LOCKPROF_INLINE static int Unlock(Rec* r, void* o) {
+    return UnlockFastRead(o) ? 0 : UnlockRest(r, o);
+  }
 };
+
+// ------------------------------------------------------------------ the fast paths
+
+// After a failed try, the blocking call: the only part of an acquisition that may sleep or
+// yield, so the only one that saves errno. Out of line, so the fast path needs no frame.
+template <typename Ops>
+__attribute__((noinline)) int Blocking(Rec* r, void* o, int mode) {
+  int* const e = Errno();
+  const int saved = *e;
+  const int rc = Ops::Lock(r, o, mode);
+  *e = saved;
+  return rc;
+}
+
+// The rwlock this thread found a record for last, and that record: an object's record never
+// changes (slots never empty), so a thread that takes one rwlock again and again looks it
+// up once.
+LOCKPROF_TLS const void* t_last_rwlock;
+LOCKPROF_TLS Rec* t_last_rwlock_rec;
+
+LOCKPROF_INLINE Rec* RwlockRec(const void* l) {
+  if (__builtin_expect(t_last_rwlock == l, 1)) return t_last_rwlock_rec;
+  Rec* const r = FindRec(l, kRwlock);
+  if (r != nullptr) t_last_rwlock = l, t_last_rwlock_rec = r;
+  return r;
+}
+
+// Whether the swap serves rwlock l, and the record it keeps its state in (none in the object);
+// a record-kept lock of an object the full table has no room for is pthread's.
+template <typename Ops>
+LOCKPROF_INLINE bool ServedRw(pthread_rwlock_t* l, Rec** r) {
+  if (__builtin_expect(!RwlockSwappable(l), 0)) return false;
+  if constexpr (!Ops::kInPlace) {
+    *r = RwlockRec(l);
+    return *r != nullptr;
+  }
+  return true;
+}
+
+template <typename Ops>
+int MutexLock(pthread_mutex_t* m) noexcept {
+  static_assert(Ops::kInPlace, "a mutex swap needs no record");
+  if (__builtin_expect(!MutexSwappable(m), 0)) return PthreadMutexLock(m);
+  const int rc = Ops::Try(nullptr, m, kMutexMode);
+  return __builtin_expect(rc != EBUSY, 1) ? rc : Blocking<Ops>(nullptr, m, kMutexMode);
+}
+template <typename Ops>
+int MutexTrylock(pthread_mutex_t* m) noexcept {
+  if (__builtin_expect(!MutexSwappable(m), 0)) return PthreadMutexTrylock(m);
+  return Ops::Try(nullptr, m, kMutexMode);
+}
+template <typename Ops>
+int MutexUnlock(pthread_mutex_t* m) noexcept {
+  if (__builtin_expect(!MutexSwappable(m), 0)) return PthreadMutexUnlock(m);
+  return Ops::Unlock(nullptr, m);
+}
+
+template <typename Ops, int kMode>
+int RwLock(pthread_rwlock_t* l) noexcept {
+  Rec* r = nullptr;
+  if (__builtin_expect(!ServedRw<Ops>(l, &r), 0))
+    return kMode == kRead ? PthreadRdlock(l) : PthreadWrlock(l);
+  const int rc = Ops::Try(r, l, kMode);
+  return __builtin_expect(rc != EBUSY, 1) ? rc : Blocking<Ops>(r, l, kMode);
+}
+template <typename Ops, int kMode>
+int RwTrylock(pthread_rwlock_t* l) noexcept {
+  Rec* r = nullptr;
+  if (__builtin_expect(!ServedRw<Ops>(l, &r), 0))
+    return kMode == kRead ? PthreadTryrdlock(l) : PthreadTrywrlock(l);
+  return Ops::Try(r, l, kMode);
+}
+template <typename Ops>
+int RwUnlock(pthread_rwlock_t* l) noexcept {
+  if constexpr (requires { &Ops::UnlockFastRead; }) {
+    if (RwlockSwappable(l) && Ops::UnlockFastRead(l)) return 0;
+    Rec* r = nullptr;
+    if (!ServedRw<Ops>(l, &r)) return PthreadRwlockUnlock(l);
+    return Ops::UnlockRest(r, l);
+  } else {
+    Rec* r = nullptr;
+    if (__builtin_expect(!ServedRw<Ops>(l, &r), 0)) return PthreadRwlockUnlock(l);
+    return Ops::Unlock(r, l);
+  }
+}
+
+// ------------------------------------------------------------------ the list
 
 constexpr bool SameText(const char* a, const char* b) {
   while (*a != 0 && *a == *b) ++a, ++b;
@@ -299,14 +528,23 @@ constexpr const kv::SwapLockInfo* Listed(const char* name) {
 
 template <typename Ops>
 constexpr SwapOps Entry(const char* name) {
-  return {Listed(name), Ops::Try, Ops::Lock, nullptr, Ops::Unlock};
+  SwapOps ops{Listed(name), Ops::kInPlace, Ops::Try, Ops::Lock, nullptr, Ops::Unlock, {}, nullptr};
+  if constexpr (requires { &Ops::Timed; }) ops.timed = Ops::Timed;
+  if constexpr (Ops::kServesMutexes) {
+    ops.fast.mutex_lock = MutexLock<Ops>;
+    ops.fast.mutex_trylock = MutexTrylock<Ops>;
+    ops.fast.mutex_unlock = MutexUnlock<Ops>;
+  }
+  ops.fast.rdlock = RwLock<Ops, kRead>;
+  ops.fast.wrlock = RwLock<Ops, kWrite>;
+  ops.fast.tryrdlock = RwTrylock<Ops, kRead>;
+  ops.fast.trywrlock = RwTrylock<Ops, kWrite>;
+  ops.fast.rwlock_unlock = RwUnlock<Ops>;
+  return ops;
 }
 
-constexpr SwapOps WithTimed(SwapOps ops,
-                            int (*timed)(Rec*, const void*, int, clockid_t, const timespec*),
-                            int (*unlock)(Rec*, const void*)) {
-  ops.timed = timed;
-  ops.unlock = unlock;
+constexpr SwapOps WithStart(SwapOps ops, void (*start)()) {
+  ops.start = start;
   return ops;
 }
 
@@ -315,8 +553,8 @@ constexpr SwapOps kOps[] = {
     Entry<PlainOps<kv::TicketLock>>("ticketlock"),
     Entry<QueuedOps<kv::McsLock>>("mcs"),
     Entry<PlainOps<kv::TtasBackoffLock>>("ttas-backoff"),
-    Entry<QueuedOps<PoolClhLock>>("clh"),
-    WithTimed(Entry<PlainOps<kv::FutexMutex>>("futex-mutex"), FutexTimed, FutexUnlock),
+    WithStart(Entry<QueuedOps<PoolClhLock>>("clh"), ClhStart),
+    Entry<FutexOps>("futex-mutex"),
     Entry<PfOps>("pflock"),
     Entry<BravoOps>("bravo-pflock"),
 };
