@@ -8,7 +8,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static int threads = 4, iters = 20000, failed;
 
@@ -214,24 +216,28 @@ static void timeouts(void) {
   check(rc == ETIMEDOUT && s >= 0.045 && s < 5 && busy == EBUSY, "cond: timed wait times out");
 }
 
+/* Holds `one` from *arg = 1 until *arg = 2 (or 30 s): however long the taker is kept off its
+ * core, it finds the mutex held. */
 static void *hold_one(void *arg) {
   pthread_mutex_lock(&one);
-  *(int *)arg = 1;
-  struct timespec t = {0, 100000000};
-  nanosleep(&t, NULL);
+  __atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+  struct timespec t = {0, 1000000};
+  for (int i = 0; i < 30000 && __atomic_load_n((int *)arg, __ATOMIC_ACQUIRE) != 2; i++)
+    nanosleep(&t, NULL);
   pthread_mutex_unlock(&one);
   return NULL;
 }
 
 /* trylock and timedlock against a holder; errno untouched; recursive mutexes recurse. */
 static void semantics(void) {
-  volatile int started = 0;
+  int held = 0;
   pthread_t t;
-  pthread_create(&t, NULL, hold_one, (void *)&started);
-  while (!started) sched_yield();
+  pthread_create(&t, NULL, hold_one, &held);
+  while (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 0) sched_yield();
   struct timespec soon = in_ns(10000000);
   errno = 1234;
   int busy = pthread_mutex_trylock(&one), timed = pthread_mutex_timedlock(&one, &soon);
+  __atomic_store_n(&held, 2, __ATOMIC_RELEASE);
   check(busy == EBUSY && timed == ETIMEDOUT && errno == 1234, "mutex: trylock, timedlock, errno");
   pthread_join(t, NULL);
   pthread_mutexattr_t at;
@@ -245,6 +251,59 @@ static void semantics(void) {
   pthread_mutex_unlock(&rec);
 }
 
+/* Objects initialised again start unlocked, try locks refuse a holder of the other side, an
+ * error-checking mutex keeps its errors (pthread's: never swapped), and a forked child
+ * unlocks what the forking thread held, then locks and unlocks again. */
+static int init_again(void) {
+  pthread_mutex_t m;
+  pthread_rwlock_t l;
+  int ok = 1;
+  for (int round = 0; round < 2; round++) {
+    ok &= pthread_mutex_init(&m, NULL) == 0 && pthread_mutex_lock(&m) == 0 &&
+          pthread_mutex_trylock(&m) == EBUSY && pthread_mutex_unlock(&m) == 0 &&
+          pthread_mutex_destroy(&m) == 0;
+    ok &= pthread_rwlock_init(&l, NULL) == 0 && pthread_rwlock_rdlock(&l) == 0 &&
+          pthread_rwlock_trywrlock(&l) == EBUSY && pthread_rwlock_unlock(&l) == 0 &&
+          pthread_rwlock_wrlock(&l) == 0 && pthread_rwlock_tryrdlock(&l) == EBUSY &&
+          pthread_rwlock_unlock(&l) == 0 && pthread_rwlock_destroy(&l) == 0;
+  }
+  return ok;
+}
+
+static int error_checking(void) {
+  pthread_mutexattr_t at;
+  pthread_mutex_t ec;
+  pthread_mutexattr_init(&at);
+  pthread_mutexattr_settype(&at, PTHREAD_MUTEX_ERRORCHECK);
+  pthread_mutex_init(&ec, &at);
+  return pthread_mutex_lock(&ec) == 0 && pthread_mutex_lock(&ec) == EDEADLK &&
+         pthread_mutex_unlock(&ec) == 0 && pthread_mutex_unlock(&ec) == EPERM;
+}
+
+/* Locks of its own: an earlier section that failed may have left one of its locks held. */
+static pthread_mutex_t forked = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t forked_rw = PTHREAD_RWLOCK_INITIALIZER;
+
+static int across_fork(void) {
+  pthread_mutex_lock(&forked);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int ok = pthread_mutex_unlock(&forked) == 0 && pthread_mutex_lock(&forked) == 0 &&
+             pthread_mutex_unlock(&forked) == 0 && pthread_rwlock_wrlock(&forked_rw) == 0 &&
+             pthread_rwlock_unlock(&forked_rw) == 0;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  int ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+  return pthread_mutex_unlock(&forked) == 0 && ok;
+}
+
+static void lifecycle(void) {
+  int again = init_again(), errors = error_checking(), forked = across_fork();
+  check(again && errors && forked, "init again, error-checking mutex, fork");
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) threads = atoi(argv[1]);
   if (argc > 2) iters = atoi(argv[2]);
@@ -256,5 +315,6 @@ int main(int argc, char **argv) {
   conds();
   timeouts();
   semantics();
+  lifecycle();
   return failed;
 }

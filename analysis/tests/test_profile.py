@@ -251,6 +251,9 @@ STRESS_SWAPS = {  # every swap lock as a mutex, and as a rwlock, at least once
 }
 
 
+STRESS_CHECKS = 8  # the lines stress.c prints, one per section
+
+
 def kill_session(sid: int) -> None:
     """SIGKILL to every process of session sid (the profiler puts its program in a process
     group of its own, in the same session)."""
@@ -260,12 +263,12 @@ def kill_session(sid: int) -> None:
                 os.kill(int(stat.parent.name), signal.SIGKILL)
 
 
-def run_whole(cmd: list, timeout: float) -> subprocess.CompletedProcess:
+def run_whole(cmd: list, timeout: float, env=None) -> subprocess.CompletedProcess:
     """cmd in a session of its own; at the timeout the whole session is killed (the program
     under the profiler too, which would otherwise spin on for ever, orphaned) and the test
     fails with what it printed."""
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          cwd=REPO, start_new_session=True) as proc:
+                          cwd=REPO, start_new_session=True, env=env) as proc:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -280,11 +283,11 @@ def run_whole(cmd: list, timeout: float) -> subprocess.CompletedProcess:
 def test_stress_program_keeps_every_lock_promise(stress, tmp_path, options):
     """Mutual exclusion, whole writes for readers (read-mostly too), condition waits that
     lose nothing and time out, trylock and timedlock against a holder, errno kept,
-    recursion kept."""
+    recursion kept, objects initialised again, error-checking mutexes, a fork."""
     out = tmp_path / "p.json"
     p = run_whole(profile_cmd("--json", out, *options, "--", stress, 4, 5000), timeout=300)
     assert p.returncode == 0 and "FAIL" not in p.stdout, p.stdout + p.stderr
-    assert p.stdout.count("ok   ") == 7
+    assert p.stdout.count("ok   ") == STRESS_CHECKS
     doc = json.loads(out.read_text())
     conds = [r for r in doc["locks"] if r["kind"] == "cond"]
     assert sum(r["acquisitions"]["wait"] for r in conds) >= 1
@@ -293,6 +296,23 @@ def test_stress_program_keeps_every_lock_promise(stress, tmp_path, options):
     assert served >= {doc["swap"]["mutex"], doc["swap"]["rwlock"]}
     if doc["swap"]["rwlock"] == "bravo-pflock":  # the read-mostly section took the fast path
         assert sum(r["fast_reads"] for r in doc["locks"] if r["impl"] == "bravo-pflock") > 0
+
+
+SWAP_ENV = {"--swap-lock": "LOCKPROF_SWAP", "--swap-rwlock": "LOCKPROF_SWAP_RW"}
+
+
+@pytest.mark.parametrize("options", [o for o in STRESS_SWAPS.values() if o],
+                         ids=[name for name, o in STRESS_SWAPS.items() if o])
+def test_stress_program_keeps_every_lock_promise_swapped_without_profiling(lib, stress, options):
+    """Swapping without profiling or tracing, the entry points jump straight into the swap
+    lock's own fast path (the command always profiles, so the preload is set up by hand): the
+    same promises there."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCKPROF_", "LOCKTRACE_"))}
+    env["LD_PRELOAD"] = str(lib)
+    env.update({SWAP_ENV[flag]: name for flag, name in zip(options[::2], options[1::2])})
+    p = run_whole([str(stress), "4", "5000"], timeout=300, env=env)
+    assert p.returncode == 0 and "FAIL" not in p.stdout, p.stdout + p.stderr
+    assert p.stdout.count("ok   ") == STRESS_CHECKS and not p.stderr, p.stdout + p.stderr
 
 
 # ---------------------------------------------------------------- refused, failed, help
