@@ -22,13 +22,14 @@
 // Each logical client records into its own histograms and counters; they are
 // merged after join, so the hot path takes no locks.
 //
-// OS threads: closed loop runs min(T, CPUs) event-driven threads (epoll),
-// each driving its share of the T logical clients, with keep-alive and with
-// a connection per request (the kit) alike, so 100 or 1000 clients do not
-// need 100 or 1000 threads and the client is not the bottleneck. A logical
-// client behaves exactly as a blocking thread would (own workload stream,
-// quota, one request in flight, connections used in turn), so traffic and
-// results are the same. Open loop runs one blocking thread per client thread.
+// OS threads: closed loop, with keep-alive and with a connection per request
+// (the kit) alike, runs min(T, CPUs) event-driven threads (epoll; min(T,
+// 2 x CPUs) with a connection per request), each driving its share of the T
+// logical clients, so 100 or 1000 clients do not need 100 or 1000 threads
+// and the client is not the bottleneck. A logical client behaves exactly as a
+// blocking thread would (own workload stream, quota, one request in flight,
+// connections used in turn), so traffic and results are the same. Open loop
+// runs one blocking thread per client thread.
 //
 // The moment one connection attempt is refused (or the address is
 // unreachable), every thread stops and server_gone is set: on a workload
