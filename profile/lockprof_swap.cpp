@@ -36,7 +36,9 @@ struct ContextSlot {
   alignas(16) unsigned char bytes[16];
 };
 LOCKPROF_TLS ContextSlot t_contexts[kContexts];
-LOCKPROF_TLS uint64_t t_contexts_used;
+// The others' free mask. Slot 0 is taken first and is told free by its lock alone (null; its
+// bit stays set), so a thread that holds one such lock at a time, as most do, never searches.
+LOCKPROF_TLS uint64_t t_contexts_used = 1;
 
 // A fresh Ctx for lock o, or null when kContexts are in use. The mask is read
 // once and checked: a signal handler that locks (not allowed, but done) may
@@ -44,10 +46,13 @@ LOCKPROF_TLS uint64_t t_contexts_used;
 template <typename Ctx>
 LOCKPROF_INLINE Ctx* NewContext(const void* o) {
   static_assert(sizeof(Ctx) <= sizeof(ContextSlot::bytes) && alignof(Ctx) <= 16);
-  const uint64_t used = t_contexts_used;
-  if (__builtin_expect(used == ~0ull, 0)) return nullptr;
-  const int i = __builtin_ctzll(~used);
-  t_contexts_used = used | 1ull << i;
+  int i = 0;
+  if (__builtin_expect(t_contexts[0].lock != nullptr, 0)) {
+    const uint64_t used = t_contexts_used | 1;
+    if (used == ~0ull) return nullptr;
+    i = __builtin_ctzll(~used);
+    t_contexts_used = used | 1ull << i;
+  }
   t_contexts[i].lock = o;
   return new (t_contexts[i].bytes) Ctx();
 }
@@ -55,7 +60,9 @@ LOCKPROF_INLINE Ctx* NewContext(const void* o) {
 // This thread's context for lock o, or null.
 template <typename Ctx>
 LOCKPROF_INLINE Ctx* ContextOf(const void* o) {
-  for (uint64_t m = t_contexts_used; m != 0; m &= m - 1) {
+  if (__builtin_expect(t_contexts[0].lock == o, 1))
+    return std::launder(reinterpret_cast<Ctx*>(t_contexts[0].bytes));
+  for (uint64_t m = t_contexts_used & ~1ull; m != 0; m &= m - 1) {
     const int i = __builtin_ctzll(m);
     if (t_contexts[i].lock == o) return std::launder(reinterpret_cast<Ctx*>(t_contexts[i].bytes));
   }
@@ -64,7 +71,12 @@ LOCKPROF_INLINE Ctx* ContextOf(const void* o) {
 
 LOCKPROF_INLINE void FreeContext(const void* ctx) {
   const auto at = reinterpret_cast<uintptr_t>(ctx) - reinterpret_cast<uintptr_t>(&t_contexts[0]);
-  t_contexts_used &= ~(1ull << (at / sizeof(ContextSlot)));
+  const uintptr_t i = at / sizeof(ContextSlot);
+  if (__builtin_expect(i == 0, 1)) {
+    t_contexts[0].lock = nullptr;
+  } else {
+    t_contexts_used &= ~(1ull << i);
+  }
 }
 
 // This thread, unique among live threads: an rwlock's writer is named by it.

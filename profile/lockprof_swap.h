@@ -14,15 +14,16 @@
 // a CLH lock's node pointer, a BRAVO fast reader's slot. The guards of
 // common/mutex.h keep such a Context on the acquirer's stack; here lock and
 // unlock are two pthread calls, so each thread has a fixed pool of 64
-// contexts in initial-exec TLS, taken from a free mask (not by nesting
-// depth, so locks released out of order free the right one) and found again
-// at unlock by the lock's address. A context stays put from lock to unlock
-// (an MCS predecessor writes into it), nothing is allocated, and a thread
-// that exits holding none leaves nothing behind. CLH nodes migrate between
-// threads, so they are not per thread: a static pool of 65536 (a Treiber
-// stack of indices tagged against ABA, filled from never-used nodes on
-// demand), a node out of it while its owner holds or waits, and one a thread
-// keeps as its spare for its next acquisition until it exits.
+// contexts in initial-exec TLS, the first taken while free, the others from a
+// free mask (not by nesting depth, so locks released out of order free the
+// right one), and found again at unlock by the lock's address. A context
+// stays put from lock to unlock (an MCS predecessor writes into it), nothing
+// is allocated, and a thread that exits holding none leaves nothing behind.
+// CLH nodes migrate between threads, so they are not per thread: a static
+// pool of 65536 (a Treiber stack of indices tagged against ABA, filled from
+// never-used nodes on demand), a node out of it while its owner holds or
+// waits, and one a thread keeps as its spare for its next acquisition until
+// it exits.
 //
 // Thread safety: every operation is called by the thread that locks or
 // unlocks; the pools are per thread (contexts) or lock-free (CLH nodes).
