@@ -549,7 +549,6 @@ enum class OneShotPhase {
 };
 
 struct OneShotClient {
-  uint32_t t = 0;
   uint32_t slot = 0;  // index in its loop's client list (epoll data)
   Worker* w = nullptr;
   Workload workload;
@@ -565,7 +564,7 @@ struct OneShotClient {
   uint64_t done_ns = 0;  // when its reply (or its failure) was in
   uint64_t due_ns = 0;   // the phase's deadline
   OneShotClient(const LoadConfig& cfg, uint32_t index, Worker* worker)
-      : t(index), w(worker), workload(cfg.workload, index), quota(PlanClient(cfg, index).quota) {}
+      : w(worker), workload(cfg.workload, index), quota(PlanClient(cfg, index).quota) {}
 };
 
 class OneShotLoop {
