@@ -33,7 +33,7 @@ def graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("grades")
     # the checks these tests do not assert on are test_grade.py's (the same server.c)
     p = grade(*subs, "--quick", "--runs", "2", "--jobs", "2", "--no-reference", "--no-progress",
-              "--skip", "consistency,idle,robustness", "--out", out)
+              "--skip", "consistency,idle,robustness,pause", "--out", out)
     assert p.returncode == 0, p.stderr[-2000:]
     return out
 
@@ -116,7 +116,7 @@ def test_without_the_graders_servers_nothing_is_measured_nor_scored(tmp_path):
     shutil.copy(REPO / "build" / "release" / "liblockprof.so", tools)
     sub = lab2024(tmp_path, "alone", 4)
     p = grade(sub, "--quick", "--runs", "1", "--sizes", "10", "--no-reference", "--no-progress",
-              "--skip", "consistency,idle,design,robustness", "--bin-dir", tools,
+              "--skip", "consistency,idle,design,robustness,pause", "--bin-dir", tools,
               "--out", tmp_path / "out")
     assert p.returncode == 0, p.stderr[-2000:]
     c = checks(tmp_path / "out", "alone")

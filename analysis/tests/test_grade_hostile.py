@@ -52,7 +52,7 @@ QUICK = ["--quick", "--runs", "2", "--no-progress", "--jobs", "2"]
 # work again. The checks themselves are asserted in test_grade.py.
 SKIP_ALL = ["--skip", ",".join(C.SKIPPABLE)]
 # Beside a starved honest submission: the checks that serve many clients at once stay.
-BESIDE = "design,consistency,robustness,probe"
+BESIDE = "design,consistency,robustness,probe,pause"
 MIB = 1 << 20
 
 
@@ -636,7 +636,7 @@ def container_group(tmp_path_factory, kit_fixtures):
         # the planter's point is its make, the forgers' the design check, the hog's the
         # concurrency check and the clock probe, the honest one's its workload
         g = grade([*subs, correct, hog], base / "out", *QUICK, "--no-reference",
-                  "--sandbox", "container", "--skip", "consistency,idle,speed,robustness")
+                  "--sandbox", "container", "--skip", "consistency,idle,speed,robustness,pause")
     finally:
         stop.set()
         watch.join()
