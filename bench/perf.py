@@ -389,8 +389,14 @@ def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
     cells = (throughput_cells(args, ios, have_redis) + timing_cells(bin_dir, ios)
              + lab_cells(bin_dir, ios))
     if only:
-        cells = [c for c in cells if c["kind"] in only]
+        cells = [c for c in cells if c["kind"] in only or ("clients" in only and is_client_cell(c))]
     return cells
+
+
+def is_client_cell(cell: dict) -> bool:
+    """The clients' comparison: our client and loadgen against nullsrv_epoll, delay 0."""
+    return (cell["kind"] == "throughput" and cell["server"] == "nullsrv_epoll"
+            and cell["delay_us"] == 0)
 
 
 def estimate(cell: dict, duration: float) -> float:
@@ -443,16 +449,18 @@ def parse_args(argv):
     p.add_argument("--no-redis", action="store_true", help="skip Redis")
     p.add_argument("--only", default="",
                    help="run only these kinds of configuration, comma-separated: "
-                        "throughput, timing (the on/off blocks), lab (the lab-metric split)")
+                        "throughput, timing (the on/off blocks), lab (the lab-metric split), "
+                        "clients (our client and loadgen against nullsrv_epoll)")
     p.add_argument("--out", default=None, help="results folder (default results/perf/<UTC>)")
     p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=None,
                    help="seed of the round order")
     a = p.parse_args(argv)
     if a.quick:
         a.rounds, a.duration, a.kit_runs = 1, 1.0, 2
-    bad = [k for k in a.only.split(",") if k and k not in ("throughput", "timing", "lab")]
+    bad = [k for k in a.only.split(",") if k and k not in ("throughput", "timing", "lab",
+                                                            "clients")]
     if bad:
-        p.error(f"--only: unknown kind {bad[0]!r} (throughput, timing, lab)")
+        p.error(f"--only: unknown kind {bad[0]!r} (throughput, timing, lab, clients)")
     return a
 
 
