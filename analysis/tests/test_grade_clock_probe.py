@@ -98,13 +98,23 @@ def test_every_request_is_answered_after_every_connection_was_accepted(correct, 
                                            ("timing_racy", True)])
 def test_main1_lines_are_judged_against_the_lock_waiting_the_probe_made(
         case, left_out, correct, baseline, tmp_path):
+    """A busy machine can hide the lock waiting in every batch: the probe then judges
+    nothing (undetermined, never scored), and is tried afresh, at most three times in all;
+    one of them must judge, and what it judges must be right."""
     binary = correct / "main1" if case == "correct" else hostile_main1(case, tmp_path)
-    probe = {"n": N, "main1": Probed(binary, tmp_path / "main1").entry(), **baseline}
-    if T.lost_in_noise(probe):  # as the grader does: a second round, a fresh reference
-        probe = {"n": N, "round": 2, "main1": Probed(binary, tmp_path / "again1").entry(),
-                 "main2": Probed(correct / "main2", tmp_path / "again2").entry(),
-                 "main4": Probed(correct / "main4", tmp_path / "again4").entry()}
-    got, line = T._probe_problem(probe)
+    ref = baseline
+    for attempt in range(3):
+        d = tmp_path / str(attempt)
+        d.mkdir()
+        probe = {"n": N, "main1": Probed(binary, d / "main1").entry(), **ref}
+        if T.lost_in_noise(probe):  # as the grader does: a second round, a fresh reference
+            probe = {"n": N, "round": 2, "main1": Probed(binary, d / "again1").entry(),
+                     "main2": Probed(correct / "main2", d / "again2").entry(),
+                     "main4": Probed(correct / "main4", d / "again4").entry()}
+        got, line = T._probe_problem(probe)
+        if got is not None:
+            break
+        ref = {m: Probed(correct / m, d / f"ref_{m}").entry() for m in ("main2", "main4")}
     assert got is left_out, line
     assert ("the lock waiting is left out" in line) is left_out
     assert f"below {T.AFTER_LOCK_SHARE:g} x" in line or not left_out
