@@ -5,6 +5,8 @@
 
 namespace kv {
 
+// in_ is a receive buffer: only the bytes between in_begin_ and in_end_ are read.
+// cppcheck-suppress uninitMemberVar
 ConnectionCore::ConnectionCore(const ConnectionLimits& limits, int64_t now_ns)
     : limits_(limits), idle_since_ns_(now_ns) {}
 

@@ -14,7 +14,10 @@ namespace kv {
 // poller.
 struct PoolIoModel::WorkerDriver : HandlingDriver {
   const StopSignal* stop;
+  // Hides HandlingDriver's on purpose: RunCore calls the driver it is given.
+  // cppcheck-suppress duplInheritedMember
   bool Write() { return WriteStep(conn->fd.get(), &conn->core()) != IoOutcome::kWouldBlock; }
+  // cppcheck-suppress duplInheritedMember
   bool Read() {
     if (conn->drained) return false;  // no whole frame left: back to the poller
     return ReadStep(conn->fd.get(), &conn->core(), MSG_DONTWAIT, stop, &conn->drained) !=

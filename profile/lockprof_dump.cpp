@@ -90,7 +90,7 @@ uint64_t Percentile(const uint64_t* c, uint64_t samples, uint64_t max, unsigned 
 // A snapshot of h, with `zeros` more samples of 0 ns: the uncontended acquisitions, which
 // the lock path leaves out of the wait histogram to spare an atomic add.
 void PutHist(const char* name, const Hist* h, uint64_t zeros) {
-  uint64_t c[kBuckets];
+  uint64_t c[kBuckets] = {};
   uint64_t samples = 0;
   const uint64_t max = AtomicLoad(&h->max);
   unsigned last = 0;

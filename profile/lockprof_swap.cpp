@@ -261,6 +261,8 @@ struct PlainOps {
 // The futex mutex sleeps until a timed acquisition's deadline; its unlock is the only one
 // that may make a system call (a wake-up), which may set errno.
 struct FutexOps : PlainOps<kv::FutexMutex> {
+  // Hides PlainOps's on purpose: the ops are chosen by type, never through the base.
+  // cppcheck-suppress duplInheritedMember
   LOCKPROF_INLINE static int Unlock(Rec* r, void* o) {
     int* const e = Errno();
     const int saved = *e;
