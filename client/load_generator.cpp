@@ -478,12 +478,20 @@ void EventLoop::ExpireTimeouts(uint64_t now) {
   }
 }
 
+// Both event loops' start: their epoll set (the status says why there is
+// none), each client's slot, then the start line every worker waits at.
+template <class Client>
+Status OpenLoop(UniqueFd* ep, const std::vector<Client*>& clients, Shared* shared) {
+  ep->Reset(::epoll_create1(EPOLL_CLOEXEC));
+  Status status = *ep ? Status::OK() : Status::IOError("epoll_create1", errno);
+  for (uint32_t i = 0; i < clients.size(); ++i) clients[i]->slot = i;
+  shared->ready.count_down();
+  shared->go.wait();
+  return status;
+}
+
 void EventLoop::Run() {
-  ep_.Reset(::epoll_create1(EPOLL_CLOEXEC));
-  const Status ep_status = ep_ ? Status::OK() : Status::IOError("epoll_create1", errno);
-  for (uint32_t i = 0; i < clients_.size(); ++i) clients_[i]->slot = i;
-  shared_->ready.count_down();
-  shared_->go.wait();
+  const Status ep_status = OpenLoop(&ep_, clients_, shared_);
   active_ = static_cast<uint32_t>(clients_.size());
   for (LogicalClient* c : clients_) {
     if (!ep_) {
@@ -796,11 +804,7 @@ int OneShotLoop::WaitMs(uint64_t now) const {
 }
 
 void OneShotLoop::Run() {
-  ep_.Reset(::epoll_create1(EPOLL_CLOEXEC));
-  const Status ep_status = ep_ ? Status::OK() : Status::IOError("epoll_create1", errno);
-  for (uint32_t i = 0; i < clients_.size(); ++i) clients_[i]->slot = i;
-  shared_->ready.count_down();
-  shared_->go.wait();
+  const Status ep_status = OpenLoop(&ep_, clients_, shared_);
   active_ = static_cast<uint32_t>(clients_.size());
   for (OneShotClient* c : clients_) {
     if (!ep_) {
