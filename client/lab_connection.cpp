@@ -53,7 +53,7 @@ ErrorKind LabConnection::Connect(const Endpoint& ep, int timeout_ms, Status* why
   last_ = Exchange();
   fd_.Reset(::socket(ep.address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   Status s = fd_ ? SetSocketOptions(timeout_ms, nodelay) : Status::IOError("socket", errno);
-  if (!s.ok()) {
+  if (!fd_ || !s.ok()) {
     if (why != nullptr) *why = std::move(s);
     Close();
     return ErrorKind::kOther;

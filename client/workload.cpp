@@ -110,6 +110,8 @@ constexpr Form kDistributions[] = {
     {"hotspot", 2, false, [](const Params& p) { return p[0] > 0 && p[0] <= 1 && p[1] <= 1; },
      "--dist hotspot:KEYFRAC:REQFRAC needs 0 < KEYFRAC <= 1 and 0 <= REQFRAC <= 1"},
 };
+static_assert(std::size(kDistributions) ==
+              1 + static_cast<std::size_t>(Distribution::Kind::kHotspot));
 
 constexpr Form kTextLengths[] = {
     {"kit", 0, false, nullptr, ""},
@@ -119,6 +121,7 @@ constexpr Form kTextLengths[] = {
      [](const Params& p) { return p[0] > 0 && p[0] <= 1000 && p[1] > 0 && p[1] <= 1000; },
      "--text-len gamma:K:THETA needs 0 < K, THETA <= 1000"},
 };
+static_assert(std::size(kTextLengths) == 1 + static_cast<std::size_t>(TextLength::Kind::kGamma));
 
 // Helpers of the rejection-inversion Zipf sampler (Hoermann & Derflinger,
 // "Rejection-inversion to generate variates from monotone discrete
@@ -155,6 +158,8 @@ Status Distribution::Parse(std::string_view text, Distribution* out) {
     return s;
   }
   Distribution d;
+  // ParseForm's index is below the table's size, and the table lists Kind's values in order.
+  // NOLINTNEXTLINE(clang-analyzer-optin.core.EnumCastOutOfRange)
   d.kind = static_cast<Kind>(which);
   if (d.kind == Kind::kZipf) d.zipf_s = p[0];
   if (d.kind == Kind::kHotspot) {
@@ -179,6 +184,7 @@ Status TextLength::Parse(std::string_view text, TextLength* out) {
     return s;
   }
   TextLength t;
+  // NOLINTNEXTLINE(clang-analyzer-optin.core.EnumCastOutOfRange): as in Distribution::Parse
   t.kind = static_cast<Kind>(which);
   if (t.kind == Kind::kFixed) t.fixed = static_cast<uint32_t>(p[0]);
   if (t.kind == Kind::kGamma) {

@@ -198,7 +198,8 @@ struct EventIoModel::Target {
 
 struct EventIoModel::Conn : Target {
   explicit Conn(Loop* l) : Target(Kind::kConn), loop(l) {}
-  ConnectionCore& core() { return *core_storage; }
+  // Only called while the connection is open, between its set-up (emplace) and its close.
+  ConnectionCore& core() { return *core_storage; }  // NOLINT(bugprone-unchecked-optional-access)
 
   Loop* const loop;
   UniqueFd fd;

@@ -66,6 +66,8 @@ Status ParseDecimalDouble(std::string_view text, double lo, double hi, double* o
   if (text.empty()) return Refuse(text, "is empty", range);
   double v = 0;
   const char* end = text.data() + text.size();
+  // from_chars reads [data, end): the size is in `end`, no terminator is looked for.
+  // NOLINTNEXTLINE(bugprone-suspicious-stringview-data-usage)
   const auto [p, ec] = std::from_chars(text.data(), end, v, std::chars_format::general);
   if (!IsDecimalReal(text) || (ec == std::errc() && p != end)) {
     return Refuse(text, "is not a decimal number (digits, a point, an exponent)", range);

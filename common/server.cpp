@@ -321,6 +321,7 @@ void Serve(const ServerOptions& options, const std::string& program, const Store
   RunResult r;
   AcceptPolicy policy(options.max_connections, program, options.verbosity >= 1);
   std::vector<int> fds;
+  fds.reserve(listeners.fds.size());
   for (const UniqueFd& fd : listeners.fds) fds.push_back(fd.get());
   if (io->TakeListeners(fds, &policy)) fds.clear();  // the model accepts by itself
   r.accepts = AcceptLoop(fds, io.get(), &policy, program, options.verbosity >= 1).Run();

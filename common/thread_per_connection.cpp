@@ -54,7 +54,8 @@ int ThreadPerConnection::StartThread(int fd) {
   if (start == nullptr) return ENOMEM;
   pthread_t thread;
   const int rc = pthread_create(&thread, attr.get(), &ThreadMain, start.get());
-  if (rc == 0) static_cast<void>(start.release());  // ThreadMain owns it now
+  // ThreadMain owns it now: the pointer it was given is the one kept.
+  if (rc == 0) static_cast<void>(start.release());  // NOLINT(bugprone-unused-return-value)
   return rc;
 }
 
