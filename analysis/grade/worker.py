@@ -24,6 +24,7 @@ from pathlib import Path
 from analysis.grade import checks as C
 from analysis.grade import labs
 from analysis.grade.checks import evidence as E
+from analysis.grade.checks.concurrency import post_or_withhold
 from analysis.grade.checks.timing import check_timing, clock_probe, lost_in_noise, tables
 from analysis.grade.measure import pause as P
 from analysis.grade.measure.kitrun import workload
@@ -185,6 +186,7 @@ def grade(ctx: Ctx) -> dict:
     checks = in_page_order(ev["checks"], ctx)
     charge_missing(checks, [m for m in ctx.lab.servers if m not in ctx.present], ctx.lab)
     checks = in_page_order(E.apply_all(checks, ctx.wl), ctx)
+    post_or_withhold(checks)
     one_server_fixes(checks, ctx.lab)
     ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - t0)
     return ev
@@ -230,6 +232,7 @@ def out_of_time(ctx: Ctx) -> None:
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "
                      "not scored", not_run=True) for cid in left if cid not in have]
     checks = in_page_order(E.apply_all(checks, ctx.wl), ctx)
+    post_or_withhold(checks)
     ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - ctx.t0)
     ctx.log(f"time budget: handed in with {len(left)} check(s) unfinished")
     if hand_in(ctx, ev):

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from analysis.grade import checks, labs
+from analysis.grade.checks import concurrency
 from analysis.grade.pages import dashboard, fmt, gradescope, markdown, render, score
 from analysis.grade.pages import html as H
 from analysis.grade.trust import names
@@ -267,8 +268,8 @@ def test_summary_row_carries_the_source_and_the_scores():
                  "checks": {"build": {"title": "Build", "status": "pass", "points": 5,
                                       "max_points": 5},
                             "timing": {"title": "Timing", "status": "fail", "points": 0,
-                                       "max_points": 4}}, "speed": None}
-    assert list(r) == [*render.SUMMARY_FIELDS, "checks", "speed"]
+                                       "max_points": 4}}, "speed": None, "withheld": ""}
+    assert list(r) == [*render.SUMMARY_FIELDS, "checks", "speed", "withheld"]
 
 
 def test_the_leaderboard_is_the_concurrency_checks_speed_and_only_a_number():
@@ -284,6 +285,52 @@ def test_the_leaderboard_is_the_concurrency_checks_speed_and_only_a_number():
         assert "leaderboard" not in gradescope.gradescope(e, W), bad
     e["checks"][-1] = "not a check"
     assert fmt.leaderboard_speed(e) is None
+
+
+def _graded_main(**statuses) -> list:
+    """A one-server lab's checks with the given statuses and a measured speed."""
+    out = [{"id": cid, "title": cid, "status": st, "evidence": []}
+           for cid, st in statuses.items()]
+    for c in out:
+        if c["id"] == "concurrency":
+            c["leaderboard"] = {"speed": 1.12, "low": 1.0, "high": 1.3, "rounds": 11}
+    return out
+
+
+def test_a_speed_is_ranked_only_when_every_check_it_rests_on_passed(tmp_path):
+    honest = _graded_main(design="pass", timing="pass", consistency="pass", concurrency="pass")
+    concurrency.post_or_withhold(honest)
+    assert fmt.leaderboard_speed({"checks": honest}) == 1.12
+    assert fmt.leaderboard_withheld({"checks": honest}) == ""
+    # a server that skips the kit's delay: fast, and its design and timing fail
+    gamed = _graded_main(design="fail", timing="fail", consistency="pass", concurrency="pass",
+                         robustness="fail")
+    concurrency.post_or_withhold(gamed)
+    e = {"checks": gamed}
+    assert fmt.leaderboard_speed(e) is None and "leaderboard" not in gradescope.gradescope(e, W)
+    assert fmt.leaderboard_withheld(e) == "design FAIL, timing FAIL"   # robustness: no part
+    con = next(c for c in gamed if c["id"] == "concurrency")
+    assert con["leaderboard"]["speed"] == 1.12   # kept as evidence, not ranked
+    assert "leaderboard: withheld" in con["evidence"][-1]
+    # nothing unconfirmed is ranked; a check the course left out (--skip) withholds nothing
+    unsure = _graded_main(design="undetermined", timing="pass", consistency="pass",
+                          concurrency="pass")
+    concurrency.post_or_withhold(unsure)
+    assert fmt.leaderboard_withheld({"checks": unsure}) == "design UNDETERMINED"
+    skipped = _graded_main(design="pass", timing="pass", consistency="undetermined",
+                           concurrency="pass")
+    skipped[2].update(not_run=True, evidence=["not checked: the grading command left it out "
+                                              "(--skip); not scored"])
+    concurrency.post_or_withhold(skipped)
+    assert fmt.leaderboard_speed({"checks": skipped}) == 1.12
+    # the class page says why an entry is withheld, in its Speed column
+    rows = [render.summary_row(n, Path(f"/c/{n}"), {"checks": c, "seconds": 1.0}, W)
+            for n, c in (("honest", honest), ("gamed", gamed))]
+    assert rows[1]["speed"] is None and rows[1]["withheld"] == "design FAIL, timing FAIL"
+    dashboard.write_class(tmp_path, rows)
+    page = (tmp_path / "index.html").read_text()
+    assert "data-key='speed'" in page and "<td class='num' data-v='1.12'>1.12</td>" in page
+    assert "withheld: design FAIL, timing FAIL</td>" in page
 
 
 CHROMIUM = shutil.which("chromium")

@@ -98,3 +98,33 @@ def _judge_concurrency(ctx, name, title, spans, looks) -> dict:
         status = "undetermined"
         lines.append(f"undetermined on {cpus:g} CPU: threads cannot run side by side")
     return check("concurrency", title, status, lines, leaderboard=board)
+
+
+# What the leaderboard's speed rests on: the lock design that makes it, the timing and the
+# replies it is a speed of, and the measurement itself. A speed of a server that skips the
+# kit's delay, answers wrongly or writes impossible timing lines ranks nothing.
+BOARD_RESTS_ON = ("design", "timing", "consistency", "concurrency")
+
+
+def post_or_withhold(checks: list) -> None:
+    """The leaderboard's entry posted only when every check it rests on passed; else its
+    speed is kept as evidence but withheld (board['withheld'] says why, and so does the
+    concurrency check's evidence). A check the grading command left out (--skip) is the
+    course's choice and withholds nothing; one the grader could not decide withholds, as
+    nothing unconfirmed is ranked."""
+    by = {c["id"]: c for c in checks}
+    con = by.get("concurrency")
+    board = con.get("leaderboard") if con else None
+    if not isinstance(board, dict):
+        return
+    why = [f"{cid} {by[cid]['status'].upper()}" for cid in BOARD_RESTS_ON
+           if cid in by and by[cid]["status"] != "pass"
+           and not (by[cid].get("not_run") and _left_out(by[cid]))]
+    if why:
+        board["withheld"] = ", ".join(why)
+        con["evidence"].append(f"leaderboard: withheld, as it rests on checks that did not pass "
+                               f"({board['withheld']}); the speed above is not ranked")
+
+
+def _left_out(c: dict) -> bool:
+    return any("(--skip)" in str(line) for line in c.get("evidence", ()))

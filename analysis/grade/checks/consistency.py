@@ -22,7 +22,7 @@ def _attack(ctx, s, n: int) -> tuple:
     for rnd in range(ctx.cfg["attack_rounds"]):
         plan = K.attack_plan(n, seed=rnd + 1, requests=ctx.cfg["attack_requests"])
         done, _ = K.drive(s.port, plan, ctx.cfg["request_timeout_s"])
-        failed = [q for q in done if not q.ok]
+        failed = [q for q in done if not q.goes_on]
         if failed:  # a crash or hang is the workload check's finding; no verdict here
             unchecked.append(f"attacker load: {len(failed)} request(s) failed ("
                              + describe_failure(s, failed) + ")")
@@ -49,7 +49,7 @@ def _kit_histories(ctx, per_n: dict, unchecked: list) -> tuple:
     """The first kit run of each n, checked; ([(n, slot, violation)], operations judged)."""
     bad, judged = [], 0
     for n_kit, e in per_n.items():
-        if e["history"] and e["failure"]:
+        if e["history"] and any(not q.goes_on for q in e["history"]):
             unchecked.append(f"kit run at n={n_kit}: requests failed")
         elif e["history"]:
             for slot, r in L.check_history(e["history"], None, ctx.cfg["max_states"]).items():
@@ -63,6 +63,9 @@ def _kit_histories(ctx, per_n: dict, unchecked: list) -> tuple:
 
 
 WRITE_PROBE = "lockbench write probe"
+NO_REPLY_FIX = ("answer every request before closing its connection: a write's reply is "
+                "the string after the write, read back under the same lock, written whole "
+                "(all 100 bytes)")
 OLD_VALUE_FIX = ("answer a write with the string after it: set the string, then read it "
                  "back for the reply (under the same lock), not the other way round")
 
@@ -73,8 +76,12 @@ def _write_reply(ctx, s, name: str) -> str:
     timeout = ctx.cfg["request_timeout_s"]
     before, _ = K.exchange(s.port, K.frame(K.request_text(0, True, "")), timeout)
     got, err = K.exchange(s.port, K.frame(K.request_text(0, False, WRITE_PROBE)), timeout)
+    if err == K.EMPTY:
+        return (f"{name}: a write of {WRITE_PROBE!r} to string 0, alone, was answered with "
+                "nothing: its connection was closed without a reply (the kit's client reads 0 "
+                "bytes and goes on, but the lab's reply to a write is the string it wrote)")
     if err or got == WRITE_PROBE:
-        return ""  # no answer at all is the workload's and robustness's to judge
+        return ""  # a crash or a hang is the workload's and robustness's to judge
     old = " (the string it replaced: get before set)" if got == before else ""
     return (f"{name}: a write of {WRITE_PROBE!r} to string 0, alone, was answered "
             f"{got!r}{old}, not the string it wrote")
@@ -99,7 +106,8 @@ def check_consistency(ctx, bin_dir, servers) -> dict:
         if reply:
             ok = False
             ev.append(reply)
-            fix = [OLD_VALUE_FIX]
+            why = NO_REPLY_FIX if "answered with nothing" in reply else OLD_VALUE_FIX
+            fix += [why] if why not in fix else []
         bad_here, unchecked, judged[name] = _attack(ctx, s, n)
         died = "" if s.alive() else s.death()
         s.stop()

@@ -44,6 +44,8 @@ def _design_one(ctx, bin_dir, name) -> tuple:
     allowed = ctx.cfg.get("designs", {}).get(ctx.lab.name)
     trace = D.traced(_trace_text(s.trace), n)
     ctx.traced[name] = trace.kind
+    if measured.skips_delay:
+        ctx.skips_delay[name] = measured.holds()
     return D.judge(name, trace, measured,
                    tuple(allowed) if allowed else ctx.lab.designs.get(name, ()))
 
@@ -82,7 +84,15 @@ def _measure_design(ctx, s: Server) -> D.Measured:
                for f, (slow, fast, at) in FINDINGS.items()}
         if None not in (verdict for verdict, *_ in got.values()):
             break
-    return D.Measured(*(got[f][0] for f in FINDINGS), ratios=tuple(got[f][2] for f in FINDINGS))
+    return D.Measured(*(got[f][0] for f in FINDINGS), ratios=tuple(got[f][2] for f in FINDINGS),
+                      one_string_s=min(spans["w1"]), usleep_s=_usleep(ctx))
+
+
+def _usleep(ctx) -> float:
+    """The shortest usleep(10) here (s), measured once a grading."""
+    if ctx.usleep_s is None:
+        ctx.usleep_s = B.usleep_floor()
+    return ctx.usleep_s
 
 
 def check_design(ctx, bin_dir, present: list) -> dict:

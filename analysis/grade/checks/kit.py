@@ -86,13 +86,14 @@ def check_workload(wl, runs, pause=None) -> dict:
                 ev.append(f"{name} n={n}: {e['failure']} ({e['runs_done']}/{asked} runs "
                           "complete)")
             else:
-                ev.append(f"{name} n={n}: {asked} runs, {e['requests_ok']} requests, no errors")
+                ev.append(f"{name} n={n}: {asked} runs, {e['requests_ok']} requests answered, "
+                          + (unanswered(e) or "no errors"))
     cut = sorted({e.get("runs") for v in wl.values() for e in v.values()
                   if e.get("runs") and e["runs"] < runs})
     if cut:
         ev.append(f"the grader's time budget cut the runs per setting from {runs} to "
                   f"{', '.join(map(str, cut))}")
-    ev += short_reply_finding(wl)
+    ev += short_reply_finding(wl) + unanswered_finding(wl)
     total = sum(len(v) for v in wl.values())
     good = sum(1 for v in wl.values() for e in v.values() if not e["failure"])
     answered = {name: sum(e["requests_ok"] for e in per_n.values())
@@ -130,3 +131,32 @@ def short_reply_finding(wl) -> list:
             f"{K.FRAME}-byte frame ({min(sizes)}-{max(sizes)} bytes); the kit's client "
             "reads them (one read() of up to 100 bytes, as far as the first NUL), so they "
             "count as answered: write the whole 100-byte buffer"]
+
+
+UNANSWERED = ("empty", "reset")   # the outcomes after which the kit's client goes on unanswered
+
+
+def unanswered(e: dict) -> str:
+    """'300 closed without a reply, 2 reset' of one setting's requests, or ''."""
+    words = {"empty": "closed without a reply", "reset": "reset before a reply"}
+    got = e.get("outcomes") or {}
+    return ", ".join(f"{got[k]} {words[k]}" for k in UNANSWERED if got.get(k))
+
+
+def unanswered_finding(wl) -> list:
+    """One line per server whose requests went unanswered in a run the kit's client would
+    have finished: its one read() returns 0 (or -1 on a reset) and the thread goes on, so
+    they are not failures of this check; what they cost is the consistency check's (a
+    write must be answered with the string it wrote)."""
+    out = []
+    for name, per_n in wl.items():
+        total = sum(sum((e.get("outcomes") or {}).values()) for e in per_n.values())
+        gone = sum((e.get("outcomes") or {}).get(k, 0) for e in per_n.values()
+                   for k in UNANSWERED)
+        writes = sum(e.get("unreplied_writes", 0) for e in per_n.values())
+        if gone:
+            out.append(f"finding: {name}: {gone} of {total} requests got no reply ({writes} of "
+                       "them writes); the kit's client reads 0 bytes, goes on and finishes its "
+                       "run, so they are not failures of this check: the consistency check "
+                       "judges a write's reply")
+    return out

@@ -11,9 +11,8 @@ import time
 
 from analysis import kernel_sockets as ks
 from analysis.grade.measure import kitload as K
+from analysis.grade.measure.design import BURST  # noqa: F401  (simultaneous requests of a burst)
 from analysis.grade.measure.sandboxed import start
-
-BURST = 32              # simultaneous requests of one burst (distinct slots)
 
 
 def rounds(ctx, targets: dict, rounds: int, spans: dict, failed: dict) -> None:
@@ -32,6 +31,8 @@ def rounds(ctx, targets: dict, rounds: int, spans: dict, failed: dict) -> None:
                                 queued=lambda port=s.port: ks.accept_queue(port))
             if err:
                 failed[key] = err + ("" if s.alive() else f" (server {s.death()})")
+            elif not s.alive():   # its connections closed as it died: no span
+                failed[key] = f"the server {s.death()} during a burst"
             else:
                 spans[key].append(span)
 
@@ -118,6 +119,8 @@ def turn(ctx, where: tuple, n: int, positions: list, tag: str) -> tuple:
         if err:
             return None, f"a burst failed: {err}" + ("" if s.alive() else
                                                     f" (server {s.death()})")
+        if not s.alive():   # its connections closed as it died: no span
+            return None, f"the server {s.death()} during a burst"
         return span, ""
     finally:
         s.stop()

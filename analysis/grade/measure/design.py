@@ -372,6 +372,11 @@ def wanted(allowed: tuple) -> str:
 PER_STRING = (MUTEX_PER_STRING, RWLOCK_PER_STRING)
 RWLOCKS = (ONE_RWLOCK, RWLOCK_PER_STRING)
 OVERLAP_RATIO = 2.2
+BURST = 32   # simultaneous requests of one of the grader's bursts (bursts.BURST)
+SKIPS_DELAY = "skips the kit's delay"
+SKIPS_DELAY_FIX = ("keep the kit's `usleep(ART_DELAY)` in every access (the kit's `getContent` "
+                   "and `setContent`), inside the lock: the delay is what makes the lab's locks "
+                   "matter, and a server without it is timed and ranked on nothing the lab asks")
 
 
 @dataclass(frozen=True)
@@ -395,6 +400,28 @@ class Measured:
     readers_overlap: bool | None = None
     ratios: tuple = (None, None)
     error: str = ""
+    one_string_s: float | None = None   # the fastest burst of writes to one string (s)
+    usleep_s: float | None = None       # the shortest usleep(10) measured here (s)
+
+    @property
+    def skips_delay(self) -> bool:
+        """Whether the writes to one string came back faster than one usleep(10) each:
+        whatever the lock, writes to one string wait for each other, and each holds it
+        across the kit's two accesses, each a usleep(10), so a burst of them takes at least
+        BURST x 2 usleeps, and BURST x 1 even where the reply is read back outside the lock.
+        Faster, the lock is held for far less than the delay (the delay left out, or slept
+        outside the lock), or there is no lock at all. Noise only slows a burst, so the
+        fastest burst is what is compared, and the finding stands on a busy machine."""
+        return (self.one_string_s is not None and bool(self.usleep_s)
+                and self.one_string_s < BURST * self.usleep_s)
+
+    def holds(self) -> str:
+        """The hold times as measured, in words."""
+        return (f"the fastest burst of {BURST} writes to one string was answered within "
+                f"{self.one_string_s * 1e6:.0f} us, {self.one_string_s / BURST * 1e6:.1f} us "
+                "a write, where each write holds its string's lock across the kit's "
+                f"usleep(10) twice, at least {self.usleep_s * 1e6:.0f} us each here (the "
+                "shortest usleep(10) measured on this machine)")
 
     def kind(self) -> str | None:
         """The design measured, or None when it is not clear."""
@@ -452,6 +479,16 @@ def judge(server: str, trace: Design, measured: Measured, allowed: tuple = ()) -
     want, said, behaves = wanted(allowed), measured.describe(), measured.shows()
     fix = (f"{server} must use {want} (the lab's design for {server})" if len(allowed) == 1
            else f"{server} must use {want}")
+    if measured.skips_delay and trace.kind not in (UNDETERMINED, NO_LOCK):
+        # its lock is taken for every request (traced), yet held for far less than the
+        # delay: the granularity cannot be measured, and the delay is what is wrong
+        return False, (f"{server} {SKIPS_DELAY}: {measured.holds()}; the lock calls traced "
+                       f"say {trace.kind} ({trace.evidence}), held far shorter than the "
+                       "delay allows, so how the design serves requests cannot be measured"), \
+            SKIPS_DELAY_FIX
+    if measured.skips_delay:
+        said += (f" ({measured.holds()}: no lock held across the delay, or no delay: "
+                 f"{server} {SKIPS_DELAY} or locks nothing)")
     if trace.kind == UNDETERMINED:
         head = f"{server}: no usable lock trace ({trace.evidence}); measured: {said}"
         if all(measured.agrees(a) is False for a in allowed):

@@ -6,6 +6,7 @@ went wrong. Nothing here opens a connection the kit would not open, except the p
 the robustness checks ask for by name.
 """
 
+import contextlib
 import errno
 import os
 import random
@@ -21,6 +22,15 @@ FRAME = 100          # COM_BUFF_SIZE
 THREADS = 100        # COM_CLIENT_THREAD_COUNT
 PER_THREAD = 10      # requests per thread: 1000 a run (COM_NUM_REQUEST)
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value; Python 3.11 has no name
+# A request's outcomes (Request.outcome), in the order the page lists them. The kit's client
+# reads each reply with one read() and never looks at it, so it goes on after all but the
+# last two: only they are failures as the kit counts them (a crash or a hang).
+OUTCOMES = ("answered", "short", "empty", "reset", "timed out", "refused", "failed")
+GOES_ON = ("answered", "short", "empty", "reset")
+EMPTY = "closed without a reply"
+RESET = "ConnectionResetError"
+TIMED_OUT = "no reply within"
+REFUSED = "connection refused"
 
 
 @dataclass
@@ -38,6 +48,27 @@ class Request:
     @property
     def ok(self) -> bool:
         return not self.error
+
+    @property
+    def outcome(self) -> str:
+        """What became of it, as OUTCOMES names it."""
+        if not self.error:
+            return "answered" if self.size >= FRAME else "short"
+        if self.error == EMPTY:
+            return "empty"
+        if self.error.startswith(RESET):
+            return "reset"
+        if self.error.startswith(TIMED_OUT):
+            return "timed out"
+        return "refused" if self.error == REFUSED else "failed"
+
+    @property
+    def goes_on(self) -> bool:
+        """Whether the kit's client goes on after it: its one read() returned what it
+        returned (a reply, 0 bytes, or -1 on a reset) and the thread sends its next
+        request. A refused connection (the server is gone) or no reply at all (the kit's
+        client would wait for ever) ends the thread's run."""
+        return self.outcome in GOES_ON
 
     def describe(self) -> str:
         op = f"read slot {self.pos}" if self.is_read else f"write slot {self.pos} := {self.text!r}"
@@ -65,7 +96,7 @@ def exchange(port: int, payload: bytes, timeout: float, ip: str = "127.0.0.1"):
             s.sendall(payload)
             data = s.recv(FRAME)
     except TimeoutError:
-        return None, f"no reply within {timeout:g} s"
+        return None, f"{TIMED_OUT} {timeout:g} s"
     except OSError as e:
         return None, _os_error(e)
     return _reply(data)
@@ -73,7 +104,7 @@ def exchange(port: int, payload: bytes, timeout: float, ip: str = "127.0.0.1"):
 
 def _os_error(e: OSError) -> str:
     if isinstance(e, ConnectionRefusedError):
-        return "connection refused"
+        return REFUSED
     return f"{type(e).__name__}: {e.strerror or e}"
 
 
@@ -82,7 +113,7 @@ def _reply(data: bytes) -> tuple:
     as far as the first NUL, ''); (None, why not) when the server closed without a byte.
     A reply shorter than 100 bytes is the kit's to accept: short() names it, no failure."""
     if not data:
-        return None, "closed without a reply"
+        return None, EMPTY
     return data.split(b"\0", 1)[0].decode("utf-8", "replace"), ""
 
 
@@ -207,7 +238,7 @@ class _Driver:
         self.live.discard(lane)
         self.done.append(r)
         lane.i += 1
-        if r.ok and lane.i < len(lane.reqs) and not (self.stop and self.stop.is_set()):
+        if r.goes_on and lane.i < len(lane.reqs) and not (self.stop and self.stop.is_set()):
             self.begin(lane)
 
     def step(self, lane: _Lane) -> None:
@@ -242,7 +273,7 @@ class _Driver:
                     self.step(key.data)
             now = time.monotonic()
             for lane in [x for x in self.live if x.deadline <= now]:
-                self.finish(lane, None, f"no reply within {self.timeout:g} s")
+                self.finish(lane, None, f"{TIMED_OUT} {self.timeout:g} s")
         for lane in list(self.live):   # past give_up: abandoned, as a stuck thread was
             self.sel.unregister(lane.sock)
             lane.sock.close()
@@ -251,8 +282,9 @@ class _Driver:
 
 def drive(port: int, plan: list, timeout: float = 5.0, stop: threading.Event | None = None):
     """Runs the plan as the kit's client does: each entry one client thread, its requests
-    in order, one connection each, every entry at once. A thread stops at its first
-    failed request (as a server that is gone fails them all); with `stop` set no request
+    in order, one connection each, every entry at once. A thread goes on whatever its
+    replies were, as the kit's does (Request.goes_on), and stops at a refused connection
+    (the server is gone) or a request without a reply in time; with `stop` set no request
     starts (those under way finish). A request's start is taken before its connect and
     its end after its reply was read. Returns (all requests that were attempted, in the
     order they ended, wall seconds)."""
@@ -301,15 +333,20 @@ def _accepted(queued, timeout: float):
 
 def _take_reply(key, got: dict, reqs: list) -> None:
     """Reads the reply on key's connection as the kit does (one read of up to 100 bytes):
-    the request's end, reply and size are set. Raises EOFError if the server closed
-    first."""
+    the request's end, reply and size are set. A connection closed without a byte ends
+    its request there (the kit's read() returns 0 and its client goes on): the server is
+    done with it, and its time counts as the others'."""
     i = key.data
-    chunk, when = _rx_time(key.fileobj, FRAME)
-    if not chunk:
-        raise EOFError("a connection was closed before its reply")
+    try:
+        chunk, when = _rx_time(key.fileobj, FRAME)
+    except ConnectionResetError as e:
+        chunk, when, reqs[i].error = b"", time.time(), _os_error(e)
     got.pop(i)
     reqs[i].end, reqs[i].size = when, len(chunk)
-    reqs[i].reply = chunk.split(b"\0", 1)[0].decode("utf-8", "replace")
+    if chunk:
+        reqs[i].reply = chunk.split(b"\0", 1)[0].decode("utf-8", "replace")
+    elif not reqs[i].error:
+        reqs[i].error = EMPTY
 
 
 def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None,
@@ -364,8 +401,6 @@ def window(port: int, reqs: list, outstanding: int, timeout: float, queued=None,
                 if nxt < len(reqs) and (nxt < taper or replies % 2 == 0 or not got):
                     send_next()
         return "", left
-    except EOFError as e:
-        return str(e), left
     except OSError as e:
         return f"{type(e).__name__}: {e.strerror or e}", left
     finally:
@@ -394,9 +429,11 @@ def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05,
           read: bool = False, queued=None):
     """The grader's own concurrency measurement: one connection per position, all opened
     first (a kit-style server accepts each and parks a thread in read()), then one write
-    (or read) request sent on every connection at once; returns (seconds from the first send to the
-    last reply, '') or (None, what went wrong). With one lock held across each access's
-    usleep the replies come out one delay apart; with a lock per slot they overlap.
+    (or read) request sent on every connection at once; returns (seconds from the first send
+    to the last reply, '') or (None, what went wrong). A connection closed without a reply
+    ends its request as a reply would (a server that died doing so is the caller's to see).
+    With one lock held across each access's usleep the replies come out one delay apart;
+    with a lock per slot they overlap.
     queued(): connections still waiting to be accepted (None: unknown). With it the
     requests go out SETTLE_AFTER_S after the server accepted every connection, at most
     settle_s after they were opened; without it, settle_s after."""
@@ -422,9 +459,9 @@ def burst(port: int, positions: list, timeout: float, settle_s: float = 0.05,
                 return None, f"{len(got)} of {len(positions)} replies missing after {timeout:g} s"
             for key, _ in events:
                 s = key.fileobj
-                if not s.recv(FRAME):     # the kit's one read() is the whole reply
-                    return None, "a connection was closed before its reply"
-                last = time.monotonic()
+                with contextlib.suppress(ConnectionResetError):
+                    s.recv(FRAME)   # the kit's one read(): a reply, 0 bytes or a reset,
+                last = time.monotonic()   # the server is done with the request each way
                 sel.unregister(s)
                 del got[s]
         return last - t0, ""

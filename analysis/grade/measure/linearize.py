@@ -28,7 +28,10 @@ class Op:
 
 def ops_from_requests(requests) -> dict:
     """kitload.Request list -> {slot: [Op]}. Failed reads say nothing and are dropped; a
-    failed write may or may not have happened, so it stays, open-ended."""
+    failed write may or may not have happened, so it stays, open-ended. A write whose
+    connection the server closed without a reply ('empty') was over when the close came,
+    as every kit-style server closes a connection last, after its access: it stays, ending
+    there (so a server that drops writes it does not answer is seen to)."""
     by_slot: dict = {}
     for r in requests:
         ops = by_slot.setdefault(r.pos, [])
@@ -37,7 +40,8 @@ def ops_from_requests(requests) -> dict:
                 ops.append(Op(len(ops), False, r.reply, r.start, r.end,
                               f"thread {r.thread} read slot {r.pos} -> {r.reply!r}"))
             continue
-        end = r.end if r.ok else float("inf")
+        closed = getattr(r, "outcome", "") == "empty"
+        end = r.end if r.ok or closed else float("inf")
         w = Op(len(ops), True, r.text, r.start, end,
                f"thread {r.thread} wrote {r.text!r} to slot {r.pos}")
         ops.append(w)

@@ -60,6 +60,9 @@ class Ctx:
         self.present: list = []              # the lab's servers built there
         self.probe: dict | None = None       # the clock probe's results, once run
         self.traced: dict = {}               # server -> the design its lock trace showed
+        self.skips_delay: dict = {}          # server -> its hold times, when far under the
+                                             # kit's usleep(10) (the design check's bursts)
+        self.usleep_s: float | None = None   # the shortest usleep(10) here, once measured
         self.out_lock = threading.Lock()
         self.handed_in = False
         # the lab version: --lab's, else told apart after the first make (labs.detect)

@@ -269,9 +269,11 @@ def _row(r: dict, order: int, columns: list, speeds: bool = False) -> str:
              else f"<td class='num' data-v='{pct:g}'>{pct:.0f}</td>"]
     cells += [_check_cell(checks.get(cid)) for cid, _, _ in columns]
     if speeds:
-        v = r.get("speed")
-        cells.append(f"<td class='num' data-v='{v:g}'>{v:.2f}</td>" if F.is_number(v)
-                     else "<td class='num'>—</td>")
+        v, held = r.get("speed"), str(r.get("withheld") or "")
+        cells.append(f"<td class='num' data-v='{v:g}'>{v:.2f}</td>" if F.is_number(v) else
+                     f"<td class='num withheld' title='the speed is not ranked: the checks it "
+                     f"rests on did not all pass'>withheld: {_e(held)}</td>" if held else
+                     "<td class='num'>—</td>")
     cells += [f"<td class='num'>{F.num(r.get('seconds'))}</td>",
               f"<td class='{'flag' if flag else ''}'>{_e(flag)}</td>"]
     return f"<tr data-order='{order}' data-verdict='{known}'>" + "".join(cells) + "</tr>"
@@ -280,7 +282,7 @@ def _row(r: dict, order: int, columns: list, speeds: bool = False) -> str:
 def html_table(rows: list) -> str:
     """The filter controls (hidden until the script shows them) and the submissions' table."""
     columns = check_columns(rows)
-    speeds = any(F.is_number(r.get("speed")) for r in rows)
+    speeds = any(F.is_number(r.get("speed")) or r.get("withheld") for r in rows)
     options = "".join(f"<option value='{v}'>{v}</option>" for v in VERDICTS)
     return ("<form id='filters' hidden>"
             "<label>Name <input type='search' id='q' placeholder='part of a name'></label> "

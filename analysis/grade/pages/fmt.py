@@ -210,17 +210,32 @@ def grader_text(evidence: dict, weights: dict) -> str:
 LEADERBOARD = "Speed (x the grader's rwlock per string)"
 
 
-def leaderboard_speed(evidence: dict) -> float | None:
-    """The concurrency check's speed against the grader's own rwlock per string (kitref4)
-    (the median of its burst over the submission's, round by round, in turns): what the
-    leaderboard ranks, in two decimals as the leaderboard and the class page show it; None
-    when it was not measured."""
+def _board(evidence: dict) -> dict:
+    """The concurrency check's leaderboard record with a speed that is a number, or {}."""
     for c in evidence.get("checks") or ():
         board = c.get("leaderboard") if isinstance(c, dict) else None
         if isinstance(board, dict) and c.get("id") == "concurrency" and \
                 is_number(board.get("speed")):
-            return round(float(board["speed"]), 2)
-    return None
+            return board
+    return {}
+
+
+def leaderboard_speed(evidence: dict) -> float | None:
+    """The concurrency check's speed against the grader's own rwlock per string (kitref4)
+    (the median of its burst over the submission's, round by round, in turns): what the
+    leaderboard ranks, in two decimals as the leaderboard and the class page show it; None
+    when it was not measured or is withheld (leaderboard_withheld)."""
+    board = _board(evidence)
+    if not board or board.get("withheld"):
+        return None
+    return round(float(board["speed"]), 2)
+
+
+def leaderboard_withheld(evidence: dict) -> str:
+    """Why a measured speed is not on the leaderboard ('design FAIL, timing FAIL': the
+    checks it rests on that did not pass; concurrency.post_or_withhold), or ''."""
+    why = _board(evidence).get("withheld")
+    return str(why) if why else ""
 
 
 def is_number(v) -> bool:

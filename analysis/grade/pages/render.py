@@ -36,7 +36,8 @@ def summary_row(name: str, source, evidence: dict, weights: dict) -> dict:
     names.assign() name), `source` the folder it was graded from; SUMMARY_FIELDS, with
     'similarity' empty (write_class() fills it from the similarity check's flags), then
     'checks', each check's points and maximum (check_points()), and 'speed', the
-    leaderboard's number (leaderboard_speed(); None when not measured)."""
+    leaderboard's number (leaderboard_speed(); None when not measured or withheld), and
+    'withheld', why a measured speed is not ranked ('' when it is, or none was measured)."""
     scored = S.score(evidence, weights)
     got, mx = S.totals(scored)
     word, failed = S.verdict(evidence)
@@ -44,7 +45,8 @@ def summary_row(name: str, source, evidence: dict, weights: dict) -> dict:
     return {"submission": name, "source": str(source), "verdict": word, "score": got,
             "max_score": mx, "failed": " ".join(map(str, failed)),
             "seconds": round(secs, 1) if F.is_number(secs) else 0.0, "similarity": "",
-            "checks": S.check_points(scored), "speed": F.leaderboard_speed(evidence)}
+            "checks": S.check_points(scored), "speed": F.leaderboard_speed(evidence),
+            "withheld": F.leaderboard_withheld(evidence)}
 
 
 def check_fields(rows: list[dict]) -> list:
