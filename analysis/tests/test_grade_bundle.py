@@ -167,9 +167,14 @@ def test_run_autograder_tells_a_2024_main_apart_and_fills_the_leaderboard(gs_bun
     res = run_autograder(root)
     check_gradescope(res)
     assert "graded as the 2024+ lab" in res["output"], res["output"][:2000]
-    (board,) = res["leaderboard"]
-    assert board["name"] == fmt.LEADERBOARD and board["order"] == "desc"
-    assert board["value"] > 0
+    # ranked when every check its speed rests on passed; a busy machine may leave the design
+    # or the concurrency check undetermined, and then the page says it is withheld
+    if "leaderboard" in res:
+        (board,) = res["leaderboard"]
+        assert board["name"] == fmt.LEADERBOARD and board["order"] == "desc"
+        assert board["value"] > 0
+    else:
+        assert "leaderboard: withheld" in json.dumps(res) and "UNDETERMINED)" in json.dumps(res)
     # an rwlock per string: concurrent (10 of 10), or not scored on a busy machine
     c = {t["name"]: t for t in res["tests"]}[checks.BY_ID["concurrency"].title]
     assert c["status"] == "passed" and c["score"] == c["max_score"] in (0, 10), c

@@ -126,3 +126,22 @@ def test_a_server_free_to_choose_still_needs_a_lock_and_an_agreeing_measurement(
     ok, line, _ = D.judge("main", D.Design(D.UNDETERMINED, "no trace"), measured(D.ONE_MUTEX),
                           ANY)
     assert ok is None and "undetermined" in line
+
+
+def test_writes_to_one_string_faster_than_the_delay_name_a_server_that_skips_it():
+    # 32 writes to one string hold its lock one after another, each across two usleep(10)s
+    fast = D.Measured(False, False, ratios=(1.0, 1.0), one_string_s=900e-6, usleep_s=45e-6)
+    slow = D.Measured(False, False, ratios=(1.0, 1.0), one_string_s=3e-3, usleep_s=45e-6)
+    assert fast.skips_delay and not slow.skips_delay and not D.Measured().skips_delay
+    trace = D.Design(D.MUTEX_PER_STRING, "300 requests traced", 300)
+    ok, line, fix = D.judge("main", trace, fast, (D.MUTEX_PER_STRING,))
+    assert ok is False and line.startswith(f"main {D.SKIPS_DELAY}: the fastest burst of 32 ")
+    assert "28.1 us a write" in line and "one lock for the whole array" not in line
+    assert "usleep(ART_DELAY)" in fix
+    # the same timing with no lock traced, or no trace: no lock, or no delay, said as such
+    for t in (D.Design(D.NO_LOCK, "none took a lock", 300), D.Design(D.UNDETERMINED, "none")):
+        ok, line, _ = D.judge("main", t, fast, (D.MUTEX_PER_STRING,))
+        assert ok is not True and f"{D.SKIPS_DELAY} or locks nothing" in line
+    # an honest mutex per string that the measurement shows so: passes as before
+    honest = D.Measured(True, False, ratios=(3.0, 1.5), one_string_s=4e-3, usleep_s=45e-6)
+    assert D.judge("main2", D.Design(D.MUTEX_PER_STRING, "traced", 300), honest)[0] is True

@@ -15,6 +15,7 @@ import pytest
 from analysis.grade import checks as C
 from analysis.grade import labs
 from analysis.grade.checks import evidence as E
+from analysis.grade.checks.timing import check_timing
 from analysis.grade.trust import sandbox
 from analysis.tests.helpers import kit_fixture, lab2024
 
@@ -127,3 +128,29 @@ def test_memory_names_the_kind_and_line_of_a_heap_overflow(tmp_path):
     assert bad["status"] == "fail", bad
     assert bad["evidence"][0].startswith("main: heap-buffer-overflow in start_request server.c:")
     assert clean["status"] == "pass" and "no memory error" in clean["evidence"][0], clean
+
+
+def _setting(**kw) -> dict:
+    e = {"runs": 2, "runs_done": 2, "requests_ok": 2000, "failure": "",
+         "client_mean_s": [1e-3] * 2, "timing": ["2.0e-04", "2.1e-04"], "timing_problem": "",
+         "short": [], "outcomes": {}, "unreplied_writes": 0}
+    return {**e, **kw}
+
+
+def test_the_timing_file_is_judged_on_the_batches_that_went_through():
+    # no batch of 1000 went through (a hang in the first run): no line was due, none judged
+    hung = {"main1": {10: _setting(runs_done=0, timing=None, client_mean_s=[],
+                                   failure="run 1: hangs")}}
+    c = check_timing(hung, 2)
+    assert "no batch of 1000 requests went through" in c["evidence"][0]
+    assert "no server_output_time_aggregated file" not in "\n".join(c["evidence"])
+    assert E.apply(c, {"main1": 300})["status"] == "undetermined"
+    # one batch went through before the hang: its line is due and judged, and a missing
+    # file is then a fail
+    one = {"main1": {10: _setting(runs_done=1, timing=["2.0e-04"], client_mean_s=[1e-3],
+                                  failure="run 2: hangs")}}
+    assert check_timing(one, 2)["status"] == "pass"
+    none = {"main1": {10: _setting(runs_done=1, timing=None, client_mean_s=[1e-3],
+                                   failure="run 2: hangs")}}
+    c = check_timing(none, 2)
+    assert c["status"] == "fail" and "no server_output_time_aggregated file" in c["evidence"][0]

@@ -79,3 +79,27 @@ def test_frames_are_exactly_100_bytes_nul_terminated():
     f = K.frame("3-1-")
     assert len(f) == 100 and f.startswith(b"3-1-\0")
     assert len(K.frame("x" * 300)) == 100 and K.frame("x" * 300)[99] == 0
+
+
+def test_each_request_has_one_outcome_and_the_kit_goes_on_after_an_unanswered_one():
+    got = {q.outcome: q.goes_on for q in (
+        R(0, 1, True, "", reply="x", size=100), R(0, 1, True, "", reply="x", size=2),
+        R(0, 1, True, "", error=K.EMPTY),
+        R(0, 1, True, "", error="ConnectionResetError: Connection reset by peer"),
+        R(0, 1, True, "", error=f"{K.TIMED_OUT} 3 s"), R(0, 1, True, "", error=K.REFUSED),
+        R(0, 1, True, "", error="OSError: Network is unreachable"))}
+    assert got == {"answered": True, "short": True, "empty": True, "reset": True,
+                   "timed out": False, "refused": False, "failed": False}
+    assert tuple(got) == K.OUTCOMES
+
+
+def test_a_write_closed_without_a_reply_was_over_at_the_close():
+    # a kit-style server closes a connection last: the write happened before the close, so
+    # a read that starts after it must see it (or a later write), never the old value
+    w = R(0, 1, False, "x", 0, 1, None, K.EMPTY)
+    assert L.check_history([w, R(1, 1, True, "", 5, 6, "x")], {1: "init"})[1].ok
+    bad = L.check_history([w, R(1, 1, True, "", 5, 6, "init")], {1: "init"})[1]
+    assert bad.ok is False and "the slot holds 'x'" in bad.explanation
+    # a reset says nothing of when: it may or may not have happened
+    reset = R(0, 1, False, "x", 0, 1, None, "ConnectionResetError: Connection reset by peer")
+    assert L.check_history([reset, R(1, 1, True, "", 5, 6, "init")], {1: "init"})[1].ok
