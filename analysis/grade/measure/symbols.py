@@ -3,8 +3,7 @@ only; the binary is the submission's, so every offset and count in it is checked
 malformed file is an answer, never a crash): whether the program overrides a sanitizer's
 hooks (its compiled-in options and suppressions, the weak callbacks a report goes through)
 or calls the functions that redirect reports or annotate accesses, whether the runtime is
-really linked, and
-whether the program brings libraries or a loader of its own.
+really linked, and whether the program brings libraries or a loader of its own.
 
 The names are the ones gcc 12's runtimes (libtsan.so.2, libasan.so.8, libubsan.so.1,
 liblsan.so.0) export as weak definitions a program may replace, or as functions that
