@@ -51,6 +51,9 @@ class Config:
     swap_rw: str | None = None
 
 
+ALWAYS = "pthread"   # the configuration every comparison has: the preload, no swap
+
+
 def lock_list(allowed: tuple, all_: tuple, what: str):
     """A comma list of lock names from `allowed`; 'all' is all_, 'none' is nothing."""
     def parse(text: str) -> list:
@@ -95,10 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "environment: LOCKPROF_LIB, the interposer (default "
                        "build/release/liblockprof.so)")
     mutexes, rw = ", ".join(P.MUTEX_LOCKS), [n for n in P.RW_LOCKS if n != "pthread"]
-    ap.add_argument("--locks", type=lock_list(P.MUTEX_LOCKS, P.MUTEX_LOCKS, "mutex lock"),
+    ap.add_argument("--locks", type=lock_list((*P.MUTEX_LOCKS, ALWAYS), P.MUTEX_LOCKS,
+                                              "mutex lock"),
                     default=list(P.MUTEX_LOCKS), metavar="LIST",
                     help=f"the mutex locks swapped in, one configuration each ({mutexes}; "
-                         "default all; rwlocks stay pthread's)")
+                         f"default all; rwlocks stay pthread's; {ALWAYS} and native are "
+                         "always rows)")
     ap.add_argument("--rwlocks", type=lock_list(tuple(rw), P.RW_ONLY_LOCKS, "rwlock"),
                     default=[], metavar="LIST",
                     help="the rwlock swaps, one configuration each, named rw:NAME (pflock, "
@@ -152,6 +157,16 @@ def parse(argv) -> argparse.Namespace:
         if path is not None and not path.parent.is_dir():
             ap.error(f"--{opt} {path}: folder {path.parent} does not exist")
     return a
+
+
+def always_a_row(a) -> str:
+    """--locks naming pthread, a row of every comparison already: dropped from the swaps,
+    and the note that says so (once), else ''."""
+    if ALWAYS not in a.locks:
+        return ""
+    a.locks.remove(ALWAYS)
+    return (f"'{ALWAYS}' is always a row (the preload without a swap), as is native: "
+            "--locks names the swaps beside them")
 
 
 def configs(a) -> list:
@@ -405,6 +420,9 @@ def write_outputs(doc: dict, a) -> None:
 
 def main(argv=None) -> int:
     a = parse(sys.argv[1:] if argv is None else argv)
+    note = always_a_row(a)
+    if note:
+        print(f"{PROG}: {note}", file=sys.stderr)
     try:
         doc = compare(a)
         print(R.render(doc))

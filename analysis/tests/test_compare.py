@@ -170,6 +170,14 @@ def test_refusals_are_one_line_and_exit_2_with_nothing_run(static_program, tmp_p
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and not ran.exists(), p.stderr
 
 
+def test_pthread_asked_for_is_the_row_every_comparison_has_said_once():
+    a = compare.parse(["--locks", "pthread,mcs", "--", "true"])
+    assert "always a row" in compare.always_a_row(a) and compare.always_a_row(a) == ""
+    assert [c.name for c in compare.configs(a)] == ["native", "pthread", "mcs"]
+    a = compare.parse(["--locks", "mcs", "--", "true"])
+    assert compare.always_a_row(a) == "" and a.locks == ["mcs"]
+
+
 def in_process(capsys, *args) -> tuple:
     """(exit status, stderr) of compare.main in this process (argparse exits)."""
     try:
