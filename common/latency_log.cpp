@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/clock.h"
 #include "common/rate_limited_log.h"
 
 namespace kv {
@@ -20,6 +21,7 @@ struct LatencyLog::Shard {
   // The first IdleThread() call since the last Record/CountRejected; -1:
   // none yet.
   int64_t quiet_since = -1;
+  uint32_t thread = 0;  // this thread's number in the owner's trace; 0: none yet
   RequestSample samples[kShardSamples];
 };
 
@@ -89,6 +91,7 @@ Status AppendWholeLine(const std::string& path, std::string_view line) {
 
 LatencyLog::LatencyLog(LatencyLogOptions options)
     : options_(std::move(options)),
+      start_ns_(MonotonicNanos()),
       warn_(std::make_unique<RateLimitedLog>(options_.program, options_.warnings)) {}
 
 LatencyLog::~LatencyLog() {
@@ -121,7 +124,8 @@ Status LatencyLog::Open() {
   UniqueFile trace(fdopen(trace_fd.get(), "w"));
   if (trace == nullptr) return Status::IOError(what + ": fdopen", errno);
   trace_fd.Release();  // now owned by the FILE
-  if (std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns\n",
+  if (std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,"
+                 "thread\n",
                  trace.get()) < 0) {
     return Status::IOError(what + ": write", errno);
   }
@@ -141,6 +145,7 @@ LatencyLog::Shard& LatencyLog::AdoptShard() {
   if (shard.owner != this) {
     if (shard.owner != nullptr) shard.owner->HandOff(&shard);
     shard.owner = this;
+    shard.thread = 0;
   }
   return shard;
 }
@@ -148,7 +153,9 @@ LatencyLog::Shard& LatencyLog::AdoptShard() {
 void LatencyLog::Record(const RequestSample& s) {
   Shard& shard = AdoptShard();
   shard.quiet_since = -1;
-  shard.samples[shard.count++] = s;
+  if (shard.thread == 0) shard.thread = threads_.fetch_add(1, std::memory_order_relaxed) + 1;
+  shard.samples[shard.count] = s;
+  shard.samples[shard.count++].thread = shard.thread;
   if (shard.count == kShardSamples ||
       shard.count + pending_.load(std::memory_order_relaxed) >= options_.batch_size) {
     HandOff(&shard);
@@ -221,7 +228,11 @@ void LatencyLog::TraceSampleLocked(const RequestSample& s) {
                static_cast<long long>(s.wait_ns), static_cast<long long>(s.hold_ns),
                static_cast<long long>(s.queue_ns), static_cast<long long>(s.delay_ns));
   if (s.cpu_wait_ns >= 0) std::fprintf(f, "%lld", static_cast<long long>(s.cpu_wait_ns));
-  std::fputc('\n', f);
+  std::fputc(',', f);
+  if (s.received_ns > 0) {  // 0: not given (a caller without a receive time)
+    std::fprintf(f, "%lld", static_cast<long long>(s.received_ns - start_ns_));
+  }
+  std::fprintf(f, ",%u\n", s.thread);
   ++trace_rows_;
 }
 

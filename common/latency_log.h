@@ -22,9 +22,13 @@
 //    with an error; later, when someone swapped the file, the line is lost).
 //
 // Optionally a trace CSV gets one row per request:
-//   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns
+//   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,thread
 // (at most `trace_limit` rows when that is non-zero; cpu_wait_ns is empty for
-// a request whose CPU wait was not sampled, see schedstat.h).
+// a request whose CPU wait was not sampled, see schedstat.h). recv_ns is when
+// the request had been received, from the log's creation (the server's start),
+// and thread numbers the serving threads 1, 2, ... in the order they first
+// recorded: with both, who held which lock when can be drawn (the report's
+// timeline, a trace viewer's tracks).
 //
 // What the lab metric (latency_ns) is made of: queue_ns (waiting inside the
 // server for a thread, 0 when a connection has its own), wait_ns (lock wait),
@@ -91,6 +95,8 @@ struct RequestSample {
   int64_t queue_ns = 0;      // waiting for a worker (pool/epoll), inside latency
   int64_t delay_ns = 0;      // artificial delay actually slept
   int64_t cpu_wait_ns = -1;  // schedstat run_delay; -1: not sampled
+  int64_t received_ns = 0;   // MonotonicNanos() when the request had been received
+  uint32_t thread = 0;       // the serving thread, set by Record()
 };
 
 struct LatencyTotals {
@@ -169,7 +175,9 @@ class LatencyLog {
   Shard& AdoptShard() EXCLUDES(log_mu_);  // this thread's shard, now recording into *this
 
   const LatencyLogOptions options_;
+  const int64_t start_ns_;                      // the trace's time origin
   const std::unique_ptr<RateLimitedLog> warn_;  // used under log_mu_ only
+  std::atomic<uint32_t> threads_{0};            // serving threads numbered so far
   mutable Mutex log_mu_;
   double batch_sum_ns_ GUARDED_BY(log_mu_) = 0;
   uint64_t batch_count_ GUARDED_BY(log_mu_) = 0;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,7 +12,8 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include <algorithm>
+
+#include "common/clock.h"
 
 namespace kv {
 namespace {
@@ -123,12 +125,50 @@ TEST_F(LatencyLogTest, TraceHasHeaderRowsAndLimit) {
   LatencyLog log(o);
   ASSERT_TRUE(IsOk(log.Open()));
   log.Record({7, false, 300, 100, 200, 5, 150, 40});
-  log.Record({8, true, 30, 10, 20});  // CPU wait not sampled: empty field
+  log.Record({8, true, 30, 10, 20});  // CPU wait not sampled, no receive time: empty fields
   log.Record({9, true, 3, 1, 2});
   log.Flush();  // hands the shard off, then flushes the trace
   EXPECT_EQ(Slurp(o.trace_file),
-            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns\n"
-            "7,0,300,100,200,5,150,40\n8,1,30,10,20,0,0,\n");
+            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,thread\n"
+            "7,0,300,100,200,5,150,40,,1\n8,1,30,10,20,0,0,,,1\n");
+}
+
+// recv_ns counts from the log's creation; each recording thread has a number of its own,
+// in the order the threads first recorded.
+TEST_F(LatencyLogTest, TraceRowsSayWhenAndWhichThread) {
+  LatencyLogOptions o;
+  o.time_file = (dir_ / "times").string();
+  o.trace_file = (dir_ / "trace.csv").string();
+  LatencyLog log(o);
+  ASSERT_TRUE(IsOk(log.Open()));
+  RequestSample first{1, true, 10, 0, 5};
+  first.received_ns = MonotonicNanos();
+  log.Record(first);
+  std::thread other([&] {
+    RequestSample later{2, false, 10, 0, 5};
+    later.received_ns = MonotonicNanos();
+    log.Record(later);
+    log.FlushThread();
+  });
+  other.join();
+  log.Flush();
+  const std::string trace = Slurp(o.trace_file);
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(trace);
+  std::string line;
+  std::getline(lines, line);  // the header
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::istringstream cols(line);
+    for (std::string cell; std::getline(cols, cell, ',');) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  ASSERT_EQ(rows.size(), 2u) << trace;
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a[0] < b[0]; });
+  EXPECT_EQ(rows[0][9], "1");  // pos 1, recorded first, by this thread
+  EXPECT_EQ(rows[1][9], "2");  // pos 2, by the other
+  EXPECT_GE(std::stoll(rows[0][8]), 0);
+  EXPECT_GE(std::stoll(rows[1][8]), std::stoll(rows[0][8]));
 }
 
 // The log alone decides when a quiet thread's shard goes out: kQuietNs after

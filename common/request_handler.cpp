@@ -36,6 +36,7 @@ bool RequestHandler::Handle(std::string_view frame, int64_t received_ns, Frame* 
     RequestSample sample{request.pos,    request.is_read, done_ns - received_ns,
                          timing.wait_ns, timing.hold_ns,  queue_ns};
     sample.delay_ns = ArtificialDelay::TakeThreadSleptNanos();
+    sample.received_ns = received_ns;
     SchedStat sched_after;
     if (cpu_sampled && ReadThreadSchedStat(&sched_after)) {
       sample.cpu_wait_ns = sched_after.run_delay_ns - sched_before.run_delay_ns;
