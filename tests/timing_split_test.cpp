@@ -129,8 +129,8 @@ TEST_P(TimingSplitTest, SummaryAndTraceSplitTheLabMetric) {
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const std::vector<std::string> c = Split(rows[i]);
     ASSERT_EQ(c.size(), 10u) << rows[i];
-    EXPECT_GE(std::stoll(c[8]), 0) << rows[i];   // received after the server started
-    EXPECT_GE(std::stoll(c[9]), 1) << rows[i];   // the serving thread's number
+    EXPECT_GE(std::stoll(c[8]), 0) << rows[i];  // received after the server started
+    EXPECT_GE(std::stoll(c[9]), 1) << rows[i];  // the serving thread's number
     const int pauses = c[1] == "1" ? 1 : 2;
     EXPECT_GE(std::stoll(c[6]), 30'000LL * pauses) << rows[i];
     EXPECT_GE(std::stoll(c[4]), std::stoll(c[6])) << rows[i];
