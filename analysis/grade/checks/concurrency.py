@@ -122,8 +122,10 @@ def post_or_withhold(checks: list) -> None:
            and not (by[cid].get("not_run") and _left_out(by[cid]))]
     if why:
         board["withheld"] = ", ".join(why)
-        con["evidence"].append(f"leaderboard: withheld, as it rests on checks that did not pass "
-                               f"({board['withheld']}); the speed above is not ranked")
+        lines = con["evidence"]
+        at = next((i for i, x in enumerate(lines) if str(x).startswith("judged: ")), len(lines))
+        lines.insert(at, f"leaderboard: withheld, as it rests on checks that did not pass "
+                         f"({board['withheld']}); the speed above is not ranked")
 
 
 def _left_out(c: dict) -> bool:
