@@ -117,7 +117,12 @@ class AccessClock {
     return Timing::Now();
   }
   void Got() { got_ = Now(); }
-  void Finish(AccessTiming* timing) const { Report(got_ - asked_, Now() - got_, timing); }
+  void Finish(AccessTiming* timing) const {
+    const int64_t now = Now();
+    Report(got_ - asked_, now - got_, timing);
+    // Timed's ticks are MonotonicNanos(): the release is a point in the server's time
+    if constexpr (std::is_same_v<Timing, Timed>) timing->released_ns = now;
+  }
 
   // For a store whose wait and hold are not one interval each (optimistic
   // readers): the two spans in the policy's ticks, measured with Now().

@@ -125,7 +125,7 @@ Status LatencyLog::Open() {
   if (trace == nullptr) return Status::IOError(what + ": fdopen", errno);
   trace_fd.Release();  // now owned by the FILE
   if (std::fputs("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,"
-                 "thread\n",
+                 "unlock_ns,thread\n",
                  trace.get()) < 0) {
     return Status::IOError(what + ": write", errno);
   }
@@ -228,9 +228,9 @@ void LatencyLog::TraceSampleLocked(const RequestSample& s) {
                static_cast<long long>(s.wait_ns), static_cast<long long>(s.hold_ns),
                static_cast<long long>(s.queue_ns), static_cast<long long>(s.delay_ns));
   if (s.cpu_wait_ns >= 0) std::fprintf(f, "%lld", static_cast<long long>(s.cpu_wait_ns));
-  std::fputc(',', f);
-  if (s.received_ns > 0) {  // 0: not given (a caller without a receive time)
-    std::fprintf(f, "%lld", static_cast<long long>(s.received_ns - start_ns_));
+  for (const int64_t at : {s.received_ns, s.released_ns}) {
+    std::fputc(',', f);
+    if (at > 0) std::fprintf(f, "%lld", static_cast<long long>(at - start_ns_));  // 0: not known
   }
   std::fprintf(f, ",%u\n", s.thread);
   ++trace_rows_;

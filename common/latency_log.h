@@ -22,12 +22,14 @@
 //    with an error; later, when someone swapped the file, the line is lost).
 //
 // Optionally a trace CSV gets one row per request:
-//   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,thread
+//   pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,
+//   unlock_ns,thread
 // (at most `trace_limit` rows when that is non-zero; cpu_wait_ns is empty for
 // a request whose CPU wait was not sampled, see schedstat.h). recv_ns is when
-// the request had been received, from the log's creation (the server's start),
-// and thread numbers the serving threads 1, 2, ... in the order they first
-// recorded: with both, who held which lock when can be drawn (the report's
+// the request had been received and unlock_ns when its lock was released, both
+// from the log's creation (the server's start; empty when not known), and
+// thread numbers the serving threads 1, 2, ... in the order they first
+// recorded: with them, who held which lock when can be drawn (the report's
 // timeline, a trace viewer's tracks).
 //
 // What the lab metric (latency_ns) is made of: queue_ns (waiting inside the
@@ -96,6 +98,7 @@ struct RequestSample {
   int64_t delay_ns = 0;      // artificial delay actually slept
   int64_t cpu_wait_ns = -1;  // schedstat run_delay; -1: not sampled
   int64_t received_ns = 0;   // MonotonicNanos() when the request had been received
+  int64_t released_ns = 0;   // MonotonicNanos() when its lock was released; 0: not known
   uint32_t thread = 0;       // the serving thread, set by Record()
 };
 

@@ -129,8 +129,9 @@ TEST_F(LatencyLogTest, TraceHasHeaderRowsAndLimit) {
   log.Record({9, true, 3, 1, 2});
   log.Flush();  // hands the shard off, then flushes the trace
   EXPECT_EQ(Slurp(o.trace_file),
-            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,thread\n"
-            "7,0,300,100,200,5,150,40,,1\n8,1,30,10,20,0,0,,,1\n");
+            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,"
+            "unlock_ns,thread\n"
+            "7,0,300,100,200,5,150,40,,,1\n8,1,30,10,20,0,0,,,,1\n");
 }
 
 // recv_ns counts from the log's creation; each recording thread has a number of its own,
@@ -143,6 +144,7 @@ TEST_F(LatencyLogTest, TraceRowsSayWhenAndWhichThread) {
   ASSERT_TRUE(IsOk(log.Open()));
   RequestSample first{1, true, 10, 0, 5};
   first.received_ns = MonotonicNanos();
+  first.released_ns = first.received_ns + 5;
   log.Record(first);
   std::thread other([&] {
     RequestSample later{2, false, 10, 0, 5};
@@ -165,9 +167,11 @@ TEST_F(LatencyLogTest, TraceRowsSayWhenAndWhichThread) {
   }
   ASSERT_EQ(rows.size(), 2u) << trace;
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a[0] < b[0]; });
-  EXPECT_EQ(rows[0][9], "1");  // pos 1, recorded first, by this thread
-  EXPECT_EQ(rows[1][9], "2");  // pos 2, by the other
+  EXPECT_EQ(rows[0][10], "1");  // pos 1, recorded first, by this thread
+  EXPECT_EQ(rows[1][10], "2");  // pos 2, by the other
   EXPECT_GE(std::stoll(rows[0][8]), 0);
+  EXPECT_EQ(std::stoll(rows[0][9]), std::stoll(rows[0][8]) + 5);  // its release
+  EXPECT_EQ(rows[1][9], "");                                      // none given
   EXPECT_GE(std::stoll(rows[1][8]), std::stoll(rows[0][8]));
 }
 

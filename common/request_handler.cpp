@@ -37,6 +37,7 @@ bool RequestHandler::Handle(std::string_view frame, int64_t received_ns, Frame* 
                          timing.wait_ns, timing.hold_ns,  queue_ns};
     sample.delay_ns = ArtificialDelay::TakeThreadSleptNanos();
     sample.received_ns = received_ns;
+    sample.released_ns = timing.released_ns;
     SchedStat sched_after;
     if (cpu_sampled && ReadThreadSchedStat(&sched_after)) {
       sample.cpu_wait_ns = sched_after.run_delay_ns - sched_before.run_delay_ns;

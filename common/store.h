@@ -35,15 +35,17 @@
 namespace kv {
 
 struct AccessTiming {
-  int64_t wait_ns = 0;  // from asking for the lock to getting it
-  int64_t hold_ns = 0;  // from getting the lock to releasing it
+  int64_t wait_ns = 0;      // from asking for the lock to getting it
+  int64_t hold_ns = 0;      // from getting the lock to releasing it
+  int64_t released_ns = 0;  // MonotonicNanos() at the release; 0: not known
 };
 
 // Fills *timing for an access that asked for its lock at `asked_ns` and got
 // it at `got_ns` (MonotonicNanos()); call it right after releasing the lock.
 inline void RecordAccessTiming(int64_t asked_ns, int64_t got_ns, AccessTiming* timing) {
   timing->wait_ns = got_ns - asked_ns;
-  timing->hold_ns = MonotonicNanos() - got_ns;
+  timing->released_ns = MonotonicNanos();
+  timing->hold_ns = timing->released_ns - got_ns;
 }
 
 class Store {

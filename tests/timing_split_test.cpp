@@ -124,13 +124,15 @@ TEST_P(TimingSplitTest, SummaryAndTraceSplitTheLabMetric) {
   const std::vector<std::string> rows = Lines(trace);
   ASSERT_EQ(rows.size(), 481u);
   EXPECT_EQ(rows[0],
-            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,thread");
+            "pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,cpu_wait_ns,recv_ns,"
+            "unlock_ns,thread");
   uint64_t sampled = 0;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const std::vector<std::string> c = Split(rows[i]);
-    ASSERT_EQ(c.size(), 10u) << rows[i];
-    EXPECT_GE(std::stoll(c[8]), 0) << rows[i];  // received after the server started
-    EXPECT_GE(std::stoll(c[9]), 1) << rows[i];  // the serving thread's number
+    ASSERT_EQ(c.size(), 11u) << rows[i];
+    EXPECT_GE(std::stoll(c[8]), 0) << rows[i];                 // received after the server started
+    EXPECT_GE(std::stoll(c[9]), std::stoll(c[8])) << rows[i];  // released after received
+    EXPECT_GE(std::stoll(c[10]), 1) << rows[i];                // the serving thread's number
     const int pauses = c[1] == "1" ? 1 : 2;
     EXPECT_GE(std::stoll(c[6]), 30'000LL * pauses) << rows[i];
     EXPECT_GE(std::stoll(c[4]), std::stoll(c[6])) << rows[i];

@@ -136,7 +136,7 @@ def test_lab_writes_one_row_per_run_and_stops_servers(real_bin, tmp_path):
         "main1_n10.csv", "main1_n100.csv", "main2_n10.csv", "main2_n100.csv"]
     trace = (res / "traces" / "main1_n10.csv").read_text().splitlines()
     assert trace[0] == ("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,"
-                        "cpu_wait_ns,recv_ns,thread") and len(trace) == 101
+                        "cpu_wait_ns,recv_ns,unlock_ns,thread") and len(trace) == 101
     assert (res / "time" / "time_s1_n10").read_text().count("\n") == 2
     assert len((res / "lab_client.jsonl").read_text().splitlines()) == 8
     pids = server_pids(res)
