@@ -203,3 +203,69 @@ def test_similarity_reads_a_zip_as_the_grader_unpacks_it(tmp_path):
     assert sources == [] and notes == []
     (tmp_path / "c.zip").write_bytes(b"PK\x03\x04 broken")
     assert read_sources(tmp_path / "c.zip")[1][0].startswith("not a readable zip")
+
+
+# ---- the folder to build in (trust/folder.py, --folder) ------------------------------------
+
+def course_layout(root: Path, code: tuple = ("Code",)) -> Path:
+    """The course's hand-in as unpacked: the members file, Report/report.pdf, and each of
+    `code` holding a Makefile and a source."""
+    root.mkdir(parents=True)
+    (root / "members.txt").write_text("Alice A\nBob B\n")
+    (root / "Report").mkdir()
+    (root / "Report" / "report.pdf").write_bytes(b"%PDF-1.4 dummy\n")
+    for c in code:
+        (root / c).mkdir(parents=True)
+        (root / c / "Makefile").write_text("all:\n")
+        (root / c / "main.c").write_text("int main(void) { return 0; }\n")
+    return root
+
+
+def test_the_one_folder_holding_a_makefile_is_built_in_and_said_so(tmp_path):
+    from analysis.grade.trust import folder
+    top = course_layout(tmp_path / "a")
+    sub, lines = folder.choose(top)
+    assert sub == "Code" and lines == ["built in `Code/`, the one folder holding a Makefile "
+                                       "(the top folder holds neither a Makefile nor a server)"]
+    deep = course_layout(tmp_path / "b", ("lab2/Code",))
+    assert folder.choose(deep)[0] == "lab2/Code"
+    # a Makefile at the top: the top, whatever its folders hold
+    (top / "Makefile").write_text("all:\n")
+    assert folder.choose(top) == ("", [])
+
+
+def test_several_folders_with_a_makefile_are_listed_and_the_option_picks_one(tmp_path):
+    from analysis.grade.trust import folder
+    top = course_layout(tmp_path / "a", ("Code", "Old/Code"))
+    sub, lines = folder.choose(top)
+    assert sub == "" and len(lines) == 1 and "2 folders hold a Makefile: `Code/`, `Old/Code/`" \
+        in lines[0] and "--folder Code" in lines[0]
+    assert folder.choose(top, "Old/Code") == ("Old/Code", [
+        "built in `Old/Code/`, the folder --folder names"])
+    sub, lines = folder.choose(top, "Nope")
+    assert sub == "" and lines[0].startswith("--folder Nope: no such folder in this submission")
+
+
+def test_a_folder_of_binaries_is_found_and_no_link_is_followed(tmp_path):
+    from analysis.grade.trust import folder
+    top = tmp_path / "a"
+    (top / "bin").mkdir(parents=True)
+    for m in ("main1", "main2"):
+        (top / "bin" / m).write_bytes(b"\x7fELF")
+        (top / "bin" / m).chmod(0o755)
+    (top / "notes").mkdir()
+    assert folder.choose(top)[0] == "bin"
+    elsewhere = course_layout(tmp_path / "elsewhere")
+    (top / "link").symlink_to(elsewhere / "Code")
+    assert folder.choose(top)[0] == "bin"   # the link's Makefile is not seen
+    assert folder.choose(top, "link")[0] == "bin"
+
+
+@pytest.mark.parametrize("bad", ["/abs", "../up", "Code/../..", "\\\\server\\share", "."])
+def test_a_bad_folder_option_is_refused_with_one_line(tmp_path, bad):
+    p = subprocess.run([sys.executable, "-m", "analysis", "grade", str(tmp_path),
+                        f"--folder={bad}"], capture_output=True, text=True, cwd=REPO,
+                       timeout=60)
+    assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith(
+        "python -m analysis grade: error: argument --folder: "), p.stderr
+    assert cli._folder("./Code/") == "Code" and cli._folder("a\\b") == "a/b"
