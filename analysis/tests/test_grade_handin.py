@@ -231,6 +231,12 @@ def test_the_one_folder_holding_a_makefile_is_built_in_and_said_so(tmp_path):
                                        "(the top folder holds neither a Makefile nor a server)"]
     deep = course_layout(tmp_path / "b", ("lab2/Code",))
     assert folder.choose(deep)[0] == "lab2/Code"
+    # CMake's build trees hold generated Makefiles, not the student's
+    for tree in ("cmake-build-debug", "lab2/out"):
+        (deep / tree).mkdir(parents=True, exist_ok=True)
+        (deep / tree / "Makefile").write_text("all:\n")
+        (deep / tree / "CMakeCache.txt").write_text("")
+    assert folder.choose(deep)[0] == "lab2/Code"
     # a Makefile at the top: the top, whatever its folders hold
     (top / "Makefile").write_text("all:\n")
     assert folder.choose(top) == ("", [])

@@ -18,7 +18,9 @@ SERVERS = ("main1", "main2", "main3", "main4", "main", "server")
 MAX_DEPTH = 3          # folders below the top looked into
 MAX_ENTRIES = 2000     # entries looked at in all
 MAX_SHOWN = 8          # candidates listed on the page
-LEFT_OUT = frozenset({"__MACOSX", ".git", ".svn", ".hg", ".vscode", ".idea", "node_modules"})
+# tool folders, and CMake's build trees (cmake-build-*, CMakeFiles: generated Makefiles)
+LEFT_OUT = frozenset({"__MACOSX", ".git", ".svn", ".hg", ".vscode", ".idea", "node_modules",
+                      "CMakeFiles"})
 
 
 def _file(d: Path, name: str) -> bool:
@@ -27,7 +29,8 @@ def _file(d: Path, name: str) -> bool:
 
 
 def has_build_file(d: Path) -> bool:
-    return any(_file(d, m) for m in BUILD_FILES)
+    """A Makefile of the student's (a CMake build tree's generated one is not)."""
+    return any(_file(d, m) for m in BUILD_FILES) and not _file(d, "CMakeCache.txt")
 
 
 def has_servers(d: Path) -> bool:
@@ -50,7 +53,8 @@ def search(top: Path, want) -> list:
             seen[0] += 1
             if seen[0] > MAX_ENTRIES or len(found) > MAX_SHOWN:
                 return
-            if e.name in LEFT_OUT or not e.is_dir(follow_symlinks=False):
+            if (e.name in LEFT_OUT or e.name.startswith("cmake-build")
+                    or not e.is_dir(follow_symlinks=False)):
                 continue
             r = f"{rel}{e.name}"
             if want(Path(e.path)):
