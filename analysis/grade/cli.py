@@ -67,6 +67,18 @@ def _skip(t):
     return out
 
 
+def _folder(t):
+    """--folder PATH: the submission's folder to build in, relative to it (the course's
+    hand-in zip keeps the Makefile in `Code/`)."""
+    parts = [p for p in t.replace("\\", "/").split("/") if p not in ("", ".")]
+    if t.startswith(("/", "\\")) or not parts or ".." in parts or any(
+            not p.isprintable() or p.startswith("-") for p in parts):
+        raise argparse.ArgumentTypeError(f"{names.console(t)!s}: a folder inside the "
+                                         "submission, relative to it, without '..' "
+                                         "(e.g. Code)")
+    return "/".join(parts)
+
+
 def _lab(t):
     """--lab NAME: the version of the lab (labs.LABS, or a year)."""
     try:
@@ -136,6 +148,11 @@ def _what_options(ap) -> None:
     ap.add_argument("--layout", type=_layout, metavar="mainN=NAME,...",
                     help="where the servers are when a submission names them otherwise, e.g. "
                          "main1=main (a make target or a built file)")
+    ap.add_argument("--folder", type=_folder, metavar="PATH",
+                    help="build in this folder of each submission (relative to it, e.g. Code) "
+                         "when its top folder holds no Makefile and several of its folders "
+                         "do (default: the top folder, or the one folder holding a Makefile, "
+                         "or the servers)")
     ap.add_argument("--skip", type=_skip, metavar="CHECK,...",
                     help="leave these checks out, each undetermined and not scored: "
                          f"{', '.join(checks.SKIPPABLE)} (probe: the timing lines are judged "
@@ -180,6 +197,7 @@ def config(a) -> dict:
     weights = score.load_weights(a.weights)
     base.update({"quick": a.quick, "race": a.race, "memory": a.memory,
                  "idle_pause_s": a.idle_pause, "layout": a.layout or {}, "lab": a.lab,
+                 "folder": a.folder or "",
                  "skip": a.skip or [],
                  "build_timeout_s": a.build_timeout,
                  "ready_timeout_s": 15.0, "pause_s": 0.0, "timing_wait_s": 3.0,
@@ -368,7 +386,7 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     sdir = a.out / name
     stamp = sdir / "grade-key.json"
     key = {k: cfg[k] for k in ("runs", "sizes", "race", "memory", "idle_pause_s", "layout",
-                               "lab", "skip")}
+                               "lab", "skip", "folder")}
     if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
             and json.loads(stamp.read_text()) == key):
         ev = json.loads((sdir / "evidence.json").read_text())

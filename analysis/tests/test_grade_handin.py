@@ -2,9 +2,11 @@
 no links, one top folder descended into; the process the launcher starts for it, the
 launcher's check of that process's answer, the command line and the similarity reader."""
 
+import csv
 import io
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -203,3 +205,228 @@ def test_similarity_reads_a_zip_as_the_grader_unpacks_it(tmp_path):
     assert sources == [] and notes == []
     (tmp_path / "c.zip").write_bytes(b"PK\x03\x04 broken")
     assert read_sources(tmp_path / "c.zip")[1][0].startswith("not a readable zip")
+
+
+# ---- the folder to build in (trust/folder.py, --folder) ------------------------------------
+
+def course_layout(root: Path, code: tuple = ("Code",)) -> Path:
+    """The course's hand-in as unpacked: the members file, Report/report.pdf, and each of
+    `code` holding a Makefile and a source."""
+    root.mkdir(parents=True)
+    (root / "members.txt").write_text("Alice A\nBob B\n")
+    (root / "Report").mkdir()
+    (root / "Report" / "report.pdf").write_bytes(b"%PDF-1.4 dummy\n")
+    for c in code:
+        (root / c).mkdir(parents=True)
+        (root / c / "Makefile").write_text("all:\n")
+        (root / c / "main.c").write_text("int main(void) { return 0; }\n")
+    return root
+
+
+def test_the_one_folder_holding_a_makefile_is_built_in_and_said_so(tmp_path):
+    from analysis.grade.trust import folder
+    top = course_layout(tmp_path / "a")
+    sub, lines = folder.choose(top)
+    assert sub == "Code" and lines == ["built in `Code/`, the one folder holding a Makefile "
+                                       "(the top folder holds neither a Makefile nor a server)"]
+    deep = course_layout(tmp_path / "b", ("lab2/Code",))
+    assert folder.choose(deep)[0] == "lab2/Code"
+    # CMake's build trees hold generated Makefiles, not the student's
+    for tree in ("cmake-build-debug", "lab2/out"):
+        (deep / tree).mkdir(parents=True, exist_ok=True)
+        (deep / tree / "Makefile").write_text("all:\n")
+        (deep / tree / "CMakeCache.txt").write_text("")
+    assert folder.choose(deep)[0] == "lab2/Code"
+    # a Makefile at the top: the top, whatever its folders hold
+    (top / "Makefile").write_text("all:\n")
+    assert folder.choose(top) == ("", [])
+
+
+def test_several_folders_with_a_makefile_are_listed_and_the_option_picks_one(tmp_path):
+    from analysis.grade.trust import folder
+    top = course_layout(tmp_path / "a", ("Code", "Old/Code"))
+    sub, lines = folder.choose(top)
+    assert sub == "" and len(lines) == 1 and "2 folders hold a Makefile: `Code/`, `Old/Code/`" \
+        in lines[0] and "--folder Code" in lines[0]
+    assert folder.choose(top, "Old/Code") == ("Old/Code", [
+        "built in `Old/Code/`, the folder --folder names"])
+    sub, lines = folder.choose(top, "Nope")
+    assert sub == "" and lines[0].startswith("--folder Nope: no such folder in this submission")
+
+
+def test_a_folder_of_binaries_is_found_and_no_link_is_followed(tmp_path):
+    from analysis.grade.trust import folder
+    top = tmp_path / "a"
+    (top / "bin").mkdir(parents=True)
+    for m in ("main1", "main2"):
+        (top / "bin" / m).write_bytes(b"\x7fELF")
+        (top / "bin" / m).chmod(0o755)
+    (top / "notes").mkdir()
+    assert folder.choose(top)[0] == "bin"
+    elsewhere = course_layout(tmp_path / "elsewhere")
+    (top / "link").symlink_to(elsewhere / "Code")
+    assert folder.choose(top)[0] == "bin"   # the link's Makefile is not seen
+    assert folder.choose(top, "link")[0] == "bin"
+
+
+@pytest.mark.parametrize("bad", ["/abs", "../up", "Code/../..", "\\\\server\\share", "."])
+def test_a_bad_folder_option_is_refused_with_one_line(tmp_path, bad):
+    p = subprocess.run([sys.executable, "-m", "analysis", "grade", str(tmp_path),
+                        f"--folder={bad}"], capture_output=True, text=True, cwd=REPO,
+                       timeout=60)
+    assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith(
+        "python -m analysis grade: error: argument --folder: "), p.stderr
+    assert cli._folder("./Code/") == "Code" and cli._folder("a\\b") == "a/b"
+
+
+# ---- graded end to end: the course's layout, the older one-`main` lab, the 2017 lab -------
+
+LAYOUT_SKIP = "speed,concurrency,probe,pause"
+
+
+def course_src(root: Path, code: tuple = ("Code",)) -> Path:
+    """The course's hand-in (tests/fixtures/course_layout: members, Report/report.pdf) with
+    the honest four-server fixture's sources and Makefile in each folder of `code`."""
+    from analysis.tests.helpers import KIT_FIXTURES, kit_fixture
+    layout = KIT_FIXTURES / "course_layout"
+    root.mkdir(parents=True)
+    shutil.copy(layout / "members.txt", root)
+    shutil.copytree(layout / "Report", root / "Report")
+    for c in code:
+        kit_fixture("correct", root, c)
+    return root
+
+
+def _grade(subs: list, out: Path, *extra: str) -> None:
+    p = subprocess.run([sys.executable, "-m", "analysis", "grade", *map(str, subs), "--quick",
+                        "--runs", "2", "--no-reference", "--jobs", "2", "--no-progress",
+                        "--skip", LAYOUT_SKIP, "--out", str(out), *extra],
+                       capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory):
+    """Each way of handing in graded in two commands (the second with --folder)."""
+    from analysis.tests.helpers import built_fixture, kit_fixture, zip_fixture
+    why = sandbox.available()
+    if why:
+        pytest.skip(f"no sandbox: {why}")
+    root, out = tmp_path_factory.mktemp("layouts"), tmp_path_factory.mktemp("grades")
+    src = course_src(root / "src")
+    flat = zip_fixture(src, root / "course_flat.zip")
+    top = zip_fixture(src, root / "course_top" / "lab2.zip", top="group7").parent
+    two = course_src(root / "two_folders", ("Code", "Old/Code"))
+    picked = course_src(root / "two_picked", ("Code", "Old/Code"))
+    bins = root / "bin_folder" / "Lab2" / "bin"
+    bins.mkdir(parents=True)
+    shutil.copy(src / "members.txt", root / "bin_folder")
+    built = built_fixture("correct", root / "building")
+    for m in ("main1", "main2", "main3", "main4"):
+        shutil.copy(built / m, bins)
+    extras = kit_fixture("lab2018_extras", root)
+    own = root / "lab2017_own"
+    shutil.copytree(REPO / "tests" / "fixtures" / "lab2017_own", own)
+    _grade([flat, top, two, bins.parents[1], extras, own], out)
+    _grade([picked], out / "picked", "--folder", "Old/Code")
+    return out
+
+
+TWO_FOLDERS = {"build": "skip", "binaries": "fail", "cmdline": "fail", "initial": "fail",
+               "workload": "fail", "consistency": "fail", "idle": "fail", "speed": "fail",
+               "design": "fail", "robustness": "fail", "timing": "fail"}
+
+
+def _checks(out: Path, name: str) -> tuple:
+    ev = json.loads((out / name / "evidence.json").read_text())
+    return ev, {c["id"]: c for c in ev["checks"]}
+
+
+def _honest(name: str, c: dict) -> None:
+    from analysis.tests.helpers import honest_statuses_problems
+    got = {k: x["status"] for k, x in c.items()}
+    assert not honest_statuses_problems(got, LAYOUT_SKIP), (name, got)
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize("name", ["course_flat", "course_top"])
+def test_the_course_layout_is_built_in_code_and_passes_every_check(layouts, name):
+    from analysis.grade.pages import score
+    ev, c = _checks(layouts, name)
+    lines = "\n".join(c["build"]["evidence"])
+    assert ev["lab"]["name"] == "2019-2023", ev["lab"]
+    assert "built in `Code/`, the one folder holding a Makefile" in lines, lines
+    assert ("from its top folder 'group7'" in lines) == (name == "course_top"), lines
+    assert c["build"]["status"] == "pass" and c["binaries"]["status"] == "pass"
+    _honest(name, c)
+    assert score.verdict(ev)[0] == "PASS"
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_two_folders_with_a_makefile_are_listed_and_the_folder_option_picks_one(layouts):
+    ev, c = _checks(layouts, "two_folders")
+    lines = "\n".join(c["build"]["evidence"])
+    assert "2 folders hold a Makefile: `Code/`, `Old/Code/`" in lines and \
+        "--folder Code" in lines, lines
+    assert c["build"]["status"] == "skip" and c["binaries"]["status"] == "fail"
+    # nothing built until the option names the folder: each server's check fails for it
+    assert {k: x["status"] for k, x in c.items()} == TWO_FOLDERS, c
+    ev, c = _checks(layouts / "picked", "two_picked")
+    assert "built in `Old/Code/`, the folder --folder names" in c["build"]["evidence"]
+    _honest("two_picked", c)
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_folder_of_binaries_in_a_subfolder_is_graded_there(layouts):
+    ev, c = _checks(layouts, "bin_folder")
+    lines = "\n".join(c["build"]["evidence"])
+    assert "graded in `Lab2/bin/`, the one folder holding the servers' executables" in lines
+    assert "no Makefile: using the binaries as handed in" in lines
+    assert c["build"]["status"] == "skip" and c["binaries"]["status"] == "pass"
+    _honest("bin_folder", {k: x for k, x in c.items() if k != "build"})
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_main_with_extras_is_the_one_server_lab_and_each_extra_is_named(layouts):
+    from analysis.grade.pages import score
+    ev, c = _checks(layouts, "lab2018_extras")
+    assert ev["lab"]["name"] == "2018" and ev["lab"]["servers"] == ["main"], ev["lab"]
+    assert "main1, main2 and main3 beside it" in ev["lab"]["why"]
+    assert "extra targets beside main: main1, main2, main3" in "\n".join(
+        c["build"]["evidence"])
+    design = c["design"]["evidence"]
+    # the student's own order, named as traced and never judged against main1..main4
+    for line in ("main1 (an extra target): one mutex", "main2 (an extra target): one rwlock",
+                 "main3 (an extra target): a mutex per string"):
+        assert line in design, design
+    assert "an rwlock per string" in design[0]
+    _honest("lab2018_extras", c)
+    assert score.verdict(ev)[0] == "PASS"
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_the_2017_lab_is_not_gradable_by_the_kit_on_every_page(layouts):
+    from analysis.grade.pages import hosted, score
+    ev, c = _checks(layouts, "lab2017_own")
+    assert ev["lab"]["name"] == "2017" and set(c) == {"build", "binaries"}, c
+    assert all(x["status"] == "undetermined" for x in c.values()), c
+    lines = "\n".join(c["build"]["evidence"])
+    assert "not gradable by the kit" in lines and "port first" in lines, lines
+    assert "server and a client of its own" in lines and "built: server, client" in lines
+    assert score.verdict(ev) == ("NOT GRADABLE BY THE KIT", [])
+    page = layouts / "lab2017_own"
+    assert "**Verdict: NOT GRADABLE BY THE KIT**" in (page / "verdict.md").read_text()
+    assert "NOT GRADABLE BY THE KIT — 0 / 0" in (page / "verdict.html").read_text()
+    gs = json.loads((page / "results.json").read_text())
+    assert gs["score"] == 0 and gs["max_score"] == 0
+    assert gs["output"].startswith("Verdict: NOT GRADABLE BY THE KIT; score 0 / 0")
+    assert not hosted.to_prairielearn(gs, ev)["gradable"]
+    with open(layouts / "summary.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["submission"]: r["verdict"] for r in rows}["lab2017_own"] == \
+        "NOT GRADABLE BY THE KIT"

@@ -40,16 +40,47 @@ def test_one_server_main_is_the_2024_lab_or_2018_by_its_common_h():
     assert old.name == "2018" and old.timing == "sum" and not old.delay and "usleep" in why
 
 
-@pytest.mark.parametrize("targets, server", [(b"main2 main3 main4", "main1"),
-                                             (b"main1 main2 main3", "main4")])
-def test_main_beside_three_targets_of_the_others_is_placed_where_they_leave_room(targets,
-                                                                                 server):
-    makefile = b"main: server.c\n\tcc -o main server.c\nmore: " + targets + b"\n"
+def test_main_beside_targets_main2_to_main4_is_the_one_mutex_main1():
+    makefile = b"main: server.c\n\tcc -o main server.c\nmore: main2 main3 main4\n"
     for kit in (KIT_2018, KIT_2019):
         lab, why = labs.detect(["main"], kit, makefile)
-        assert lab.servers == labs.FOUR and lab.place == ((server, "main"),), why
-        assert f"main is {server}" in why
+        assert lab.servers == labs.FOUR and lab.place == (("main1", "main"),), why
+        assert "main is main1" in why and not lab.extras
         assert lab.delay == (kit is KIT_2019)
+
+
+@pytest.mark.parametrize("built, makefile", [
+    (["main"], b"main: server.c\n\tcc -o main server.c\nmore: main1 main2 main3\n"),
+    (["main", "main1", "main2", "main3"], b"all: main main1 main2 main3\n")])
+def test_main_with_main1_to_main3_is_the_one_server_lab_and_its_extras(built, makefile):
+    # 2018-2020: `main` the best design, main1..main3 the others in the student's order:
+    # main is graded as the one-server lab of its kit, the extras never against main1..main4
+    for kit, name in ((KIT_2018, "2018"), (KIT_2019, "2024+"), (None, "2024+")):
+        lab, why = labs.detect(built, kit, makefile)
+        assert lab.name == name and lab.servers == ("main",) and not lab.place, why
+        assert lab.extras == ("main1", "main2", "main3") and "extra targets" in lab.what
+        assert "main1, main2 and main3 beside it" in why and "no main4" in why
+        assert set(lab.designs["main"]) == set(labs.ANY_DESIGN)
+    # main4 among them: the four-server numbering again
+    assert labs.detect([*built, "main4"], KIT_2019, makefile)[0].name == "2019-2023"
+
+
+SERVER_2017 = b"int main(int c, char **argv) { int port = atoi(argv[1]); int n = atoi(argv[2]); }"
+
+
+def test_a_server_and_client_of_its_own_is_the_2017_lab_not_gradable_by_the_kit():
+    lab, why = labs.own_protocol(["server", "client"], None, SERVER_2017)
+    assert lab is labs.OWN and lab.gradable and lab.servers == () and "NOT" in labs.NOT_GRADABLE
+    assert "port first" in why and "`server <port> <n>`" in why and "common.h is not" in why
+    kit_h = b"#define COM_BUFF_SIZE 100\n"
+    assert labs.own_protocol(["server", "client"], kit_h, SERVER_2017)[0] is labs.OWN
+    # the kit's command line and common.h, or a main beside them: not the 2017 lab
+    kit_cmd = b"int port = atoi(argv[3]);"
+    assert labs.own_protocol(["server", "client"], kit_h, kit_cmd) == (None, "")
+    assert labs.own_protocol(["server", "client", "main"], None, SERVER_2017) == (None, "")
+    assert labs.own_protocol(["server"], None, SERVER_2017) == (None, "")
+    for src in (b"serv.sin_port = htons(atoi(argv[1]));", b"port_no = (short)atoi(argv[1]);"):
+        assert labs.own_protocol(["server", "client"], kit_h, src)[0] is labs.OWN, src
 
 
 def test_main_built_first_by_a_makefile_of_four_servers_is_the_four_server_lab():

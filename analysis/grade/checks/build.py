@@ -10,11 +10,13 @@ from pathlib import Path
 from analysis.grade import checks as C
 from analysis.grade import labs
 from analysis.grade.measure.sandboxed import Ctx, check, spawn
+from analysis.grade.trust import folder as F
 from analysis.grade.trust import packaging as P
 from analysis.grade.trust import safeio
 from analysis.grade.trust import sandbox as S
 
 SOURCES = (".c", ".cpp", ".cc")
+OWN = ("server", "client")   # what a 2017-style hand-in builds (labs.own_protocol)
 
 
 def _make(ctx: Ctx, bdir: Path, args: list, limits: dict, retries=()) -> tuple:
@@ -65,6 +67,11 @@ def _tell_lab(ctx, bdir: Path) -> None:
     common, makefile = (_first_bytes(bdir / name) for name in ("common.h", "Makefile"))
     if makefile is None:
         makefile = _first_bytes(bdir / "makefile")
+    if ctx.lab is None:
+        server = next((src for ext in SOURCES if (src := _first_bytes(bdir / f"server{ext}"))),
+                      None)
+        ctx.lab, ctx.lab_why = labs.own_protocol(built(bdir, (*labs.CANDIDATES, *OWN)), common,
+                                                 server)
     if ctx.lab is None:
         ctx.lab, ctx.lab_why = labs.detect(built(bdir, labs.CANDIDATES), common, makefile,
                                            ctx.cfg.get("layout"))
@@ -164,6 +171,33 @@ def _layout(ctx, tag: str, bdir: Path, extra: list, limits: dict) -> list:
     return lines
 
 
+def _set_aside(ctx, tag: str, bdir: Path, sub: str) -> list:
+    """With a Makefile in the folder built, the servers handed in there removed from the
+    copy (make must build them), as the launcher sets them aside at the top."""
+    notes = []
+    for name in labs.CANDIDATES:
+        path = bdir / name
+        if path.is_file() and not path.is_symlink():
+            what = P.describe_binary(_head(path)) or "a binary"
+            ctx.launcher.call(op="unlink", path=f"{tag}/{name}")
+            notes.append(f"handed-in {sub}/{name} ({what}) set aside: make must build it")
+    return notes
+
+
+def _extras(ctx, bdir: Path, extra: list, limits: dict) -> list:
+    """The extra targets of a one-server lab (labs.Lab.extras: main1..main3 beside `main`),
+    made by name when the plain make left them out; never part of the build's verdict."""
+    if not ctx.lab.extras:
+        return []
+    lines, missing = [], [m for m in ctx.lab.extras if not built(bdir, (m,))]
+    if missing:
+        lines.append(_make(ctx, bdir, [*extra, *missing], limits)[2])
+    have = built(bdir, ctx.lab.extras)
+    return [*lines, "extra targets beside main: " + (", ".join(have) or "none built")
+            + " (the student's other designs: named by their traced design in the design "
+              "check, not graded)"]
+
+
 def _head(path: Path) -> bytes:
     try:
         return safeio.read_bytes(path, 64)[0]
@@ -183,8 +217,13 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
     for name, head in copied["set_aside"].items():
         what = P.describe_binary(bytes.fromhex(head)) or "a binary"
         notes.append(f"handed-in {name} ({what}) set aside: make must build it")
-    bdir = Path(S.SCRATCH) / tag
-    if not copied["makefile"]:
+    sub, said = F.choose(Path(S.SCRATCH) / tag, ctx.cfg.get("folder") or "")
+    bdir, tag = (Path(S.SCRATCH) / tag / sub, f"{tag}/{sub}") if sub else \
+        (Path(S.SCRATCH) / tag, tag)
+    makefile = copied["makefile"] if not sub else F.has_build_file(bdir)
+    if sub and makefile:
+        notes += _set_aside(ctx, tag, bdir, sub)
+    if not makefile:
         for m in labs.CANDIDATES:
             try:
                 head, _ = safeio.read_bytes(bdir / m, 64)
@@ -196,10 +235,12 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
                 ctx.launcher.call(op="unlink", path=f"{tag}/{m}")
         _tell_lab(ctx, bdir)
         layout = _layout(ctx, tag, bdir, [], limits)
-        return "skip", ["no Makefile: using the binaries as handed in", *layout, *notes], \
-            bdir, 0.0
+        return "skip", [*said, "no Makefile: using the binaries as handed in", *layout,
+                        *notes], bdir, 0.0
     lines, first, retries, failure = _steps(ctx, bdir, extra_make, limits)
+    lines[:0] = said
     lines += _layout(ctx, tag, bdir, extra_make, limits)
+    lines += _extras(ctx, bdir, extra_make, limits)
     servers = ctx.lab.servers
     have = built(bdir, servers)
     lines += notes
@@ -227,14 +268,24 @@ def build(ctx: Ctx, tag: str, extra_make: list, limits: dict) -> tuple:
 def check_build(ctx: Ctx, _bin_dir, _present) -> dict:
     """The build check's runner: the submission built as a TA would (build()); the folder
     built and the lab's servers found there are the grading's from here on (ctx.bin_dir,
-    ctx.present), and the version told apart on the way (ctx.lab)."""
+    ctx.present), and the version told apart on the way (ctx.lab). A lab the kit cannot
+    grade (the 2017 one) is said so, not scored: nothing of the kit's is checked."""
     status, lines, ctx.bin_dir, frac = build(ctx, "build", [], ctx.limits)
     ctx.present = built(ctx.bin_dir, ctx.lab.servers)
+    if ctx.lab.gradable:
+        return check("build", C.title("build", ctx.lab), "undetermined",
+                     [f"{labs.NOT_GRADABLE.lower()}: {ctx.lab.gradable}; found: {ctx.lab_why}"
+                      "; none of the kit's checks applies, so none is run nor scored",
+                      *lines, "built: " + (", ".join(built(ctx.bin_dir, OWN)) or "nothing")])
     return check("build", C.title("build", ctx.lab), status, lines, fraction=frac,
                  judged=len(ctx.present))
 
 
 def check_binaries(ctx: Ctx, _bin_dir, present: list) -> dict:
+    if ctx.lab.gradable:
+        return check("binaries", C.title("binaries", ctx.lab), "undetermined",
+                     "not checked: the kit's servers (main1..main4, or main) are not what this "
+                     f"lab hands in ({', '.join(built(ctx.bin_dir, OWN))} of its own instead)")
     missing = [m for m in ctx.lab.servers if m not in present]
     return check("binaries", C.title("binaries", ctx.lab), "fail" if missing else "pass",
                  f"missing: {', '.join(missing)}" if missing else f"{ctx.lab.names()} present",

@@ -107,7 +107,31 @@ def check_design(ctx, bin_dir, present: list) -> dict:
     decided = [ok for ok, _, _ in res if ok is not None]
     status = ("fail" if False in decided else
               "pass" if decided and len(decided) == len(res) else "undetermined")
-    return check("design", who, status, [line for _, line, _ in res],
+    return check("design", who, status, [line for _, line, _ in res] + trace_extras(ctx, bin_dir),
                  fraction=sum(decided) / len(decided) if decided else 0.0,
                  fix=[f for _, _, f in res if f],
                  judged={name: int(ok is not None) for name, (ok, _, _) in zip(present, res)})
+
+
+def trace_extras(ctx, bin_dir) -> list:
+    """A line per extra target of the lab (labs.Lab.extras: main1..main3 beside a `main`
+    that is the student's best design), named by the design its lock trace shows under the
+    kit workload; never judged, never counted."""
+    out = []
+    for name in ctx.lab.extras:
+        if not (Path(bin_dir) / name).is_file():
+            out.append(f"{name} (an extra target): not built, not traced")
+            continue
+        s, why = start(ctx, bin_dir, name, 1000, f"{name}_extra",
+                       env=(("LD_PRELOAD", "/sub/liblockprof.so"),),
+                       extra_ro={TRACER: "/sub/liblockprof.so"}, trace=True)
+        if not why:
+            K.drive(s.port, K.kit_plan(1000, threads=DESIGN_THREADS),
+                    ctx.cfg["request_timeout_s"])
+            time.sleep(0.2)
+        s.stop()
+        trace = D.traced(_trace_text(s.trace), 1000) if not why else None
+        out.append(f"{name} (an extra target): " + (
+            f"not traced ({why})" if trace is None else trace.kind
+            if trace.kind != D.UNDETERMINED else f"not told ({trace.evidence})"))
+    return out

@@ -18,6 +18,7 @@ import html
 import re
 from pathlib import PurePath
 
+from analysis.grade import labs
 from analysis.grade.pages import fmt as F
 from analysis.grade.pages import render as R
 from analysis.grade.pages import score as S
@@ -31,7 +32,7 @@ GRADESCOPE_CSV = "gradescope_scores.csv"
 # grader knows neither: Name carries the submission's folder name, and the TA fills in SID
 # or Email unless the folder name is one (see gradescope_row()).
 GRADESCOPE_FIELDS = ("Name", "SID", "Email", "Total Score", "Max Points", "Status")
-VERDICTS = ("PASS", "PASS WITH FINDINGS", "FAIL")
+VERDICTS = ("PASS", "PASS WITH FINDINGS", "FAIL", labs.NOT_GRADABLE)
 STATUS_CLASSES = {"pass", "fail", "skip", "undetermined"}
 BINS = 10  # the histogram's bins: tenths of the maximum score
 _EMAIL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")

@@ -40,6 +40,7 @@ def svg_bars(sub: dict, ref: dict, n, servers=labs.FOUR) -> str:
 PASS_COLOUR = "#00a000"
 FAIL_COLOUR = "#d00000"
 FINDINGS_COLOUR = "#b06000"
+NOT_GRADABLE_COLOUR = "#606060"
 
 
 def _html_fix(items: list) -> str:
@@ -155,7 +156,8 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
     scored = S.score(evidence, weights)
     word, failed = S.verdict(evidence)
     got, mx = S.totals(scored)
-    colour = {"PASS": PASS_COLOUR, "FAIL": FAIL_COLOUR}.get(word, FINDINGS_COLOUR)
+    colour = {"PASS": PASS_COLOUR, "FAIL": FAIL_COLOUR,
+              labs.NOT_GRADABLE: NOT_GRADABLE_COLOUR}.get(word, FINDINGS_COLOUR)
     b = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
          f"<title>Lab 2 grade: {e(N.visible(name))}</title><style>", PAGE_STYLE,
          f"#verdict{{background:{colour};color:#fff;font-size:2em;padding:.4em .8em}}",

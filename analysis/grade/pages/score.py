@@ -115,10 +115,21 @@ def earned_share(check: dict) -> float:
 # Failing these is a finding (the kit's own sample fails some robustness probes), not a FAIL.
 
 
+def not_gradable(evidence: dict) -> str:
+    """Why the kit cannot grade the version of the lab the evidence was told to be (the
+    2017 lab: its own server, client and protocol), or ''."""
+    lab = evidence.get("lab")
+    return labs.OWN.gradable if isinstance(lab, dict) and lab.get("name") == labs.OWN.name \
+        else ""
+
+
 def verdict(evidence: dict) -> tuple:
-    """('PASS' | 'PASS WITH FINDINGS' | 'FAIL', [ids of failed checks])."""
+    """('PASS' | 'PASS WITH FINDINGS' | 'FAIL' | labs.NOT_GRADABLE, [ids of failed
+    checks])."""
     if evidence.get("error"):
         return "FAIL", ["grading"]
+    if not_gradable(evidence):
+        return labs.NOT_GRADABLE, []
     failed = [c["id"] for c in evidence.get("checks", []) if c["status"] == "fail"]
     if not failed:
         return "PASS", failed
@@ -170,7 +181,9 @@ VERDICT_RULE = ("PASS when no check failed; PASS WITH FINDINGS when the only che
                 "robustness probes); FAIL when any other check failed, or when grading "
                 "itself failed. A skipped check earns nothing but does not decide the verdict; an "
                 "undetermined check is not scored at all: the grader's limits never cost a "
-                "point.")
+                "point. NOT GRADABLE BY THE KIT: a version of the lab the kit's client cannot "
+                "talk to (the 2017 lab, a server and client of the student's own): nothing is "
+                "run against it, nothing scored.")
 
 
 def verdict_reason(evidence: dict) -> str:
@@ -179,6 +192,9 @@ def verdict_reason(evidence: dict) -> str:
     ids = ", ".join(map(N.visible, failed))
     if evidence.get("error"):
         return "FAIL because grading itself failed (see the grading error)"
+    if word == labs.NOT_GRADABLE:
+        return (f"{word} because this is {not_gradable(evidence)}; none of the kit's checks "
+                "was run or scored (the build check says what was found)")
     if word == "PASS":
         return "PASS because no check failed"
     if word == "PASS WITH FINDINGS":
