@@ -54,7 +54,7 @@ CLIENT_RESULT_COLUMNS = {
     # written before the client reported it lack these columns: they load as missing
     "fair_jain": "float64", "fair_rsd": "float64", "fair_max_min": "float64",
 }
-OPTIONAL_COLUMNS = {"fair_jain", "fair_rsd", "fair_max_min"}
+OPTIONAL_COLUMNS = {"fair_jain", "fair_rsd", "fair_max_min", "recv_ns", "unlock_ns", "thread"}
 
 LAB_COLUMNS = {
     "server": "string", "n": "int64", "rep": "int64", "delay_us": "float64",
@@ -84,7 +84,10 @@ SERVER_COLUMNS = {
 }
 
 TRACE_COLUMNS = {"pos": "int64", "is_read": "int64", "latency_ns": "int64",
-                 "wait_ns": "int64", "hold_ns": "int64"}
+                 "wait_ns": "int64", "hold_ns": "int64",
+                 # when received and unlocked (from the server's start) and by which
+                 # thread: optional, servers before them wrote none
+                 "recv_ns": "float64", "unlock_ns": "float64", "thread": "float64"}
 
 
 # Columns whose values may be negative: a process's exit status (-15: stopped by SIGTERM).
@@ -240,7 +243,7 @@ def load_servers(path) -> pd.DataFrame:
 
 
 def load_trace(path) -> pd.DataFrame:
-    """A server's --trace CSV (pos,is_read,latency_ns,wait_ns,hold_ns)."""
+    """A server's --trace CSV (TRACE_COLUMNS; recv_ns and thread NaN when absent)."""
     path = raw_path(path)
     return _typed(_read_csv(path), TRACE_COLUMNS, str(path))
 

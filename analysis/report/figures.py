@@ -354,3 +354,61 @@ def plot_timing_cost(ax, t: pd.DataFrame):
     ax.set_ylabel("ns per operation, one thread")
     ax.set_title("What timing every access costs the store")
     _legend(ax)
+
+
+TIMELINE_LANES = 16   # holders drawn side by side in one lock's row, at most
+
+
+def plot_timeline(axes, windows: list):
+    """One panel per server: who held which lock when, in a window of a few milliseconds
+    (traces.intervals, clipped). windows: [(server, n, requests, lo_us, hi_us)]. A row
+    per lock (the array's for a one-lock server, else each string seen): a light band
+    where some request waited for it, and each hold a solid bar in a lane of its own
+    while others hold the lock too (readers side by side: as many lanes as held it at
+    once, up to TIMELINE_LANES); time from the window's start, in milliseconds."""
+    artists = []
+    for ax, (s, n, iv, lo, hi) in zip(np.atleast_1d(axes), windows):
+        locks = sorted(set(iv["lock"]), key=_lock_order)
+        for y, lk in enumerate(locks):
+            g = iv[iv["lock"] == lk].sort_values("hold_start", kind="stable")
+            waits = [((w - lo) / 1e3, (h - w) / 1e3) for w, h in zip(g["wait_start"],
+                                                                     g["hold_start"]) if h > w]
+            artists.append(ax.broken_barh(waits, (y - 0.4, 0.8), color=color(s), alpha=0.15,
+                                          linewidth=0))
+            lanes = _lanes(g["hold_start"].tolist(), g["end"].tolist())
+            k = max(lanes, default=0) + 1
+            for lane in range(k):
+                holds = [((h - lo) / 1e3, (e - h) / 1e3) for h, e, ln in
+                         zip(g["hold_start"], g["end"], lanes) if ln == lane]
+                artists.append(ax.broken_barh(holds, (y - 0.4 + 0.8 * lane / k, 0.8 / k),
+                                              color=color(s), alpha=0.85, edgecolor="white",
+                                              linewidth=0.3))
+        ax.set_xlim(0, (hi - lo) / 1e3)
+        ax.set_ylim(-0.6, len(locks) - 0.4)
+        ax.set_yticks(range(len(locks)), [lk.replace("string ", "s") for lk in locks])
+        ax.set_title(f"{server_label(s)}, n = {n}", loc="left")
+        ax.grid(axis="y", alpha=0)
+    np.atleast_1d(axes)[-1].set_xlabel("time from the window's start [ms] (solid: a request "
+                                       "holding the lock, side by side when several did; "
+                                       "light: some request waiting for it)")
+    return artists
+
+
+def _lanes(starts: list, ends: list) -> list:
+    """A lane per hold (in order of start): the first lane free at its start, so holds at
+    the same time sit side by side (at most TIMELINE_LANES lanes, reused in turn)."""
+    free_at, out = [], []
+    for a, b in zip(starts, ends):
+        lane = next((i for i, t in enumerate(free_at) if t <= a), None)
+        if lane is None:
+            lane = len(free_at) if len(free_at) < TIMELINE_LANES else len(out) % TIMELINE_LANES
+            free_at += [0.0] * (lane + 1 - len(free_at))
+        free_at[lane] = b
+        out.append(lane)
+    return out
+
+
+def _lock_order(lock: str):
+    """The array first, then the strings by number."""
+    head, _, num = lock.rpartition(" ")
+    return (head, int(num)) if num.isdigit() else (lock, -1)

@@ -23,8 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import LOCKSERVER, SERVERS, server_command
+from .. import traces as TR
 from ..kernel_sockets import describe_exit
-from ..load import LAB_COLUMNS, SERVER_COLUMNS, SUMMARY_KEYS, SWEEP_COLUMNS, SWEEP_KINDS
+from ..load import (
+    LAB_COLUMNS,
+    SERVER_COLUMNS,
+    SUMMARY_KEYS,
+    SWEEP_COLUMNS,
+    SWEEP_KINDS,
+    LoadError,
+)
 from ..ports import twin
 from ..progress import Progress
 from . import remote as RM
@@ -660,6 +668,19 @@ def _lab_setting(ctx: Ctx, p: LabParams, logs: _RowLogs, client, s: str, n: int,
             _lab_run(ctx, p, logs, client, srv, (s, n, rep), rep == reps[0], delay)
         summary = stop_checked(srv)
     logs.servers.write(_server_row("lab", "", srv, delay, summary))
+    _viewer_trace(ctx, s, n)
+
+
+def _viewer_trace(ctx: Ctx, s: str, n: int) -> None:
+    """traces/<server>_n<n>.json beside its CSV, in the Chrome Trace Event Format that
+    Chromium's trace viewer and Perfetto open (traces.py), when the CSV keeps time."""
+    csv = ctx.results / "traces" / f"{s}_n{n}.csv"
+    out = csv.with_suffix(".json")
+    if csv.is_file() and csv.stat().st_size and not out.exists():
+        try:
+            TR.write_chrome_trace(csv, out, s, f"{s} n={n}")
+        except LoadError as e:   # the CSV is the server's, checked as it is read
+            ctx.note(f"note: {csv.name}: no viewer trace written ({e})")
 
 
 def measure(ctx: Ctx, client, srv, n: int, args: list, *, what: str, key: dict,

@@ -19,6 +19,7 @@ import pytest
 from analysis.ports import twin
 from analysis.runner.procs import parse_summary, pick_port
 from analysis.tests.helpers import BINARIES, PY, REPO, cli
+from analysis.tests.test_traces import assert_chrome_trace
 
 pytestmark = [pytest.mark.slow]
 
@@ -132,8 +133,11 @@ def test_lab_writes_one_row_per_run_and_stops_servers(real_bin, tmp_path):
     assert all(x["exit_code"] == "0" and x["summary_requests"] == "2000.0"
                and x["summary_errors"] == "0.0" for x in srv)
     assert all(x["summary"].startswith(f"{x['server']}: summary ") for x in srv)
-    assert sorted(p.name for p in (res / "traces").iterdir()) == [
-        "main1_n10.csv", "main1_n100.csv", "main2_n10.csv", "main2_n100.csv"]
+    assert sorted(p.name for p in (res / "traces").iterdir()) == sorted(
+        f"{s}_n{n}.{ext}" for s in ("main1", "main2") for n in (10, 100)
+        for ext in ("csv", "json"))
+    # each trace also in the Chrome Trace Event Format, which trace viewers open
+    assert_chrome_trace(json.loads((res / "traces" / "main1_n10.json").read_text()))
     trace = (res / "traces" / "main1_n10.csv").read_text().splitlines()
     assert trace[0] == ("pos,is_read,latency_ns,wait_ns,hold_ns,queue_ns,delay_ns,"
                         "cpu_wait_ns,recv_ns,unlock_ns,thread") and len(trace) == 101

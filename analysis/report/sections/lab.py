@@ -2,6 +2,9 @@
 
 import pandas as pd
 
+from analysis import server_label, server_order
+from analysis import traces as TR
+
 from .. import figures as F
 from .. import observe as O
 from .. import tables as T
@@ -114,4 +117,38 @@ def figures_section(data: ReportData) -> Section | None:
         F.plot_latency_cdf(axes[0], traces)
         traced = traces.groupby(["server", "n"]).size().min()
         sec.add(Fig("plot_latency_cdf", p("caption_latency_cdf", traced=traced), fig))
+        timeline(sec, traces, p)
     return sec
+
+
+TIMELINE_MS = 3.0   # the window of the timeline figure
+
+
+def timeline(sec: Section, traces: pd.DataFrame, p) -> None:
+    """The lab's point at a glance: at the smallest n, for each server, the busiest
+    TIMELINE_MS of its trace, who held which lock when, and per server one sentence from
+    the data (the most requests holding a lock at one time, the share of the window in
+    which some request waited). Traces that keep no time (older servers) draw nothing,
+    said so."""
+    n = int(traces["n"].min())
+    at_n = traces[traces["n"] == n]
+    windows, lines = [], []
+    for s in server_order(at_n["server"]):
+        t = at_n[at_n["server"] == s]
+        if not TR.has_time(t):
+            continue
+        iv = TR.intervals(t, s)
+        lo, hi = TR.busiest_window(iv, TIMELINE_MS * 1e3)
+        shown = TR.clip(iv, lo, hi)
+        windows.append((s, n, shown, lo, hi))
+        lines.append(p("timeline_line", server=server_label(s),
+                       most=TR.most_holding(shown, lo, hi),
+                       waited=f"{TR.share_waiting(shown, lo, hi):.0%}", requests=len(shown)))
+    if not windows:
+        sec.add(p("timeline_none"))
+        return
+    fig, axes = F.new_figure(len(windows), 1, figsize=(9, 1.2 + 1.15 * len(windows) + 0.12 * n),
+                             sharex=True, squeeze=False)
+    F.plot_timeline(axes[:, 0], windows)
+    sec.add(Fig("plot_timeline", p("caption_timeline", ms=f"{TIMELINE_MS:g}", n=n), fig))
+    sec.bullets(lines)
