@@ -100,7 +100,7 @@ void AddDelayAndTimingOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
   AddNumber(app, "--delay-us", &o->delay_us,
             "artificial delay before each array get/set, microseconds "
             "(the kit's usleep(10); 0 disables)",
-            0, 1'000'000);
+            0, kMaxDelayUs);
   app->add_option("--delay-mode", raw->delay_mode,
                   "usleep: the kit's relative sleep (lasts the timer slack longer); precise: "
                   "absolute-deadline sleep with 1 ns timer slack until --spin-ns before the "
@@ -151,7 +151,7 @@ void AddConnectionOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
   AddNumber(app, "--max-connections", &o->max_connections,
             "connections served at once; beyond it a new connection gets 'ERROR server busy' "
             "and is closed",
-            1, 1'000'000);
+            1, kMaxConnections);
   AddNumber(app, "--timer-slack-ns", &o->timer_slack_ns,
             "set the threads' timer slack (Linux default 50000 makes usleep(10) last ~60 us); "
             "default: leave it",
@@ -163,9 +163,9 @@ void AddConnectionOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
       ->capture_default_str()
       ->check(CLI::IsMember(io_names));
   AddNumber(app, "--workers", &o->workers,
-            "worker threads for --io pool/epoll/uring (0: default, 64)", 0, 4096);
+            "worker threads for --io pool/epoll/uring (0: default, 64)", 0, kMaxWorkers);
   AddNumber(app, "--loops", &o->loops, "event loops for --io epoll/uring (0: one per core)", 0,
-            256);
+            kMaxLoops);
   app->add_flag("-q,--quiet", raw->quiet,
                 "no warnings (the ready line, fatal errors and the summary stay)");
   app->add_flag("-v,--verbose", raw->verbose, "log every rejected request to stderr");

@@ -25,11 +25,10 @@
 #include "common/artificial_delay.h"
 #include "common/io_registry.h"
 #include "common/latency_log.h"
+#include "common/limits.h"
 #include "common/status.h"
 
 namespace kv {
-
-inline constexpr std::size_t kMaxArraySize = 10'000'000;
 
 struct ServerOptions {
   std::size_t n = 0;
