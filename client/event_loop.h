@@ -18,6 +18,7 @@
 #ifndef KV_CLIENT_EVENT_LOOP_H_
 #define KV_CLIENT_EVENT_LOOP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -88,11 +89,13 @@ class EventLoop {
   uint32_t active_ = 0;
 };
 
-// Deals the run's clients to `count` loops of type Loop (client t on loop
-// t % count, its figures in workers[t]); Loop::Add(t, worker) makes it.
+// Deals the run's clients to `count` loops (at least one) of type Loop
+// (client t on loop t % count, its figures in workers[t]); Loop::Add(t,
+// worker) makes it.
 template <class Loop>
 std::vector<std::unique_ptr<EventLoop>> DealClients(Shared* shared, const Workers& workers,
                                                     uint32_t count) {
+  count = std::max(count, 1u);
   std::vector<std::unique_ptr<Loop>> loops;
   for (uint32_t i = 0; i < count; ++i) loops.push_back(std::make_unique<Loop>(shared));
   for (uint32_t t = 0; t < workers.size(); ++t) loops[t % count]->Add(t, workers[t].get());
