@@ -30,10 +30,10 @@ QUICK_SWEEP = {"duration_s": 0.3, "warmup_s": 0.1, "reps": 1}
 # ---- argument types (argparse turns ArgumentTypeError into exit 2) ---------------------------
 # Every value is checked before anything starts, numbers by the one rule of numbers.py.
 
-MAX_N = 10_000_000          # the client's and the servers' limit on n
-MAX_DELAY_US = 1_000_000    # the servers' --delay-us range
-MAX_THREADS = 4096          # the client's --threads limit
-MAX_STRIPES = 1_048_576     # lockserver --stripes
+MAX_N = 10_000_000          # n, client and servers: common/limits.h (test_limits.py)
+MAX_DELAY_US = 1_000_000    # the servers' --delay-us range: the same header's kMaxDelayUs
+MAX_THREADS = 4096          # the client's --threads limit: kMaxClientThreads
+MAX_STRIPES = 1_048_576     # lockserver --stripes: kMaxStripes
 
 
 def delay_us(t):

@@ -151,7 +151,7 @@ Status OneOf(std::string_view option, const std::string& value,
 }
 
 Status ParsePositionals(const RawOptions& raw, ClientOptions* o) {
-  if (Status s = Whole("n", raw.n, 1, 10'000'000, &o->n); !s.ok()) return s;
+  if (Status s = Whole("n", raw.n, 1, kMaxArraySize, &o->n); !s.ok()) return s;
   if (Status s = Whole("port", raw.port, 1, 65535, &o->given_port); !s.ok()) return s;
   o->ip = raw.ip;
   o->real_port = raw.real_port;
@@ -202,7 +202,8 @@ Status ParseConnections(const RawOptions& raw, ClientOptions* o) {
   }
   o->keepalive = raw.connection == "keepalive";
   if (!raw.Given("--connections")) return Status::OK();
-  if (Status s = Whole("--connections", raw.connections, 1, 65536, &o->connections); !s.ok()) {
+  if (Status s = Whole("--connections", raw.connections, 1, kMaxClientConnections, &o->connections);
+      !s.ok()) {
     return s;
   }
   if (!o->keepalive) {

@@ -30,13 +30,12 @@
 
 #include "client/lab_connection.h"
 #include "client/workload.h"
+#include "common/limits.h"
 #include "common/status.h"
 
 namespace kv {
 
-inline constexpr uint32_t kMaxClientThreads = 4096;
 inline constexpr double kDefaultTimeLimitS = 600;
-inline constexpr double kMaxSeconds = 86400;  // any duration: one day at most
 
 enum class OutputFormat { kText, kJson, kCsv };
 

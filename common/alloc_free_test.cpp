@@ -160,7 +160,8 @@ TEST(AcceptingAllocFreeTest, ConnectionPerRequestAllocatesNothingOnceWarm) {
   MutexPerSlotStore store{10, &delay};
   RequestCounters counters;
   RequestHandler handler(&store, nullptr, &counters);
-  std::unique_ptr<IoModel> model = MakeModel(Model::kEpollInline, &handler, ConnectionLimits());
+  std::unique_ptr<IoModel> model =
+      MakeModel(TestedModel("epoll", true), &handler, ConnectionLimits());
   sockaddr_un address;
   socklen_t length;
   UniqueFd listener(ListenUnix(&address, &length));

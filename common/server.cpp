@@ -19,18 +19,13 @@
 #include "common/acceptor.h"
 #include "common/artificial_delay.h"
 #include "common/clock.h"
-#include "common/epoll_io.h"
+#include "common/io_registry.h"
 #include "common/latency_log.h"
 #include "common/net.h"
-#include "common/pool_io.h"
 #include "common/rate_limited_log.h"
 #include "common/request_handler.h"
 #include "common/status.h"
-#include "common/thread_per_connection.h"
 #include "common/unique_fd.h"
-#ifdef LOCKBENCH_HAVE_URING
-#include "common/uring_io.h"
-#endif
 
 namespace kv {
 namespace {
@@ -209,48 +204,26 @@ ConnectionLimits LimitsOf(const ServerOptions& options) {
   return limits;
 }
 
-// `inline_requests`: no access ever sleeps, so epoll loops may run them.
+// `inline_requests`: no access ever sleeps, so event loops may run them.
 std::unique_ptr<IoModel> MakeIoModel(const ServerOptions& options, bool inline_requests,
                                      RequestHandler* handler) {
-  const ConnectionLimits limits = LimitsOf(options);
-  if (options.io == IoKind::kThreadPerConnection) {
-    return std::make_unique<ThreadPerConnection>(handler, limits);
-  }
-  const std::size_t workers = options.workers > 0 ? options.workers : kDefaultWorkers;
-  if (options.io == IoKind::kPool) return std::make_unique<PoolIoModel>(workers, handler, limits);
+  IoModelConfig config;
+  config.workers = options.workers > 0 ? options.workers : kDefaultWorkers;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);  // -1 on error: then one core
-  const std::size_t loops = options.loops > 0 ? options.loops
-                            : cores > 0       ? static_cast<std::size_t>(cores)
-                                              : 1;
-#ifdef LOCKBENCH_HAVE_URING
-  if (options.io == IoKind::kUring) {
-    UringIoModel::Config config;
-    config.loops = loops;
-    config.workers = workers;
-    config.inline_requests = inline_requests;
-    return std::make_unique<UringIoModel>(config, handler, limits);
-  }
-#endif
-  EpollIoModel::Config config;
-  config.loops = loops;
-  config.workers = workers;
+  config.loops = options.loops > 0 ? options.loops
+                 : cores > 0       ? static_cast<std::size_t>(cores)
+                                   : 1;
   config.inline_requests = inline_requests;
-  return std::make_unique<EpollIoModel>(config, handler, limits);
+  return options.io->create(config, handler, LimitsOf(options));
 }
 
-// --io uring where the kernel refuses io_uring (a seccomp filter,
+// A model the kernel refuses here (io_uring under a seccomp filter or
 // kernel.io_uring_disabled): said at once, never served another way.
 Status CheckIoModel(const ServerOptions& options) {
-#ifdef LOCKBENCH_HAVE_URING
-  if (options.io == IoKind::kUring) {
-    if (Status s = UringIoModel::Probe(); !s.ok()) {
-      return Status::InvalidArgument("--io uring: the kernel refuses io_uring here (" +
-                                     s.message() + ")");
-    }
+  if (options.io->probe == nullptr) return Status::OK();
+  if (Status s = options.io->probe(); !s.ok()) {
+    return Status::InvalidArgument("--io " + std::string(options.io->name) + ": " + s.message());
   }
-#else
-  (void)options;
-#endif
   return Status::OK();
 }
 

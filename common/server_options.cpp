@@ -4,7 +4,9 @@
 
 #include <iostream>
 #include <utility>
+#include <vector>
 
+#include "common/io_registry.h"
 #include "common/net.h"
 #include "common/numbers.h"
 #include "common/strategy_registry.h"
@@ -38,20 +40,6 @@ CLI::Option* AddNumber(CLI::App* app, const std::string& name, T* value, const s
     option->capture_default_str();
   }
   return option->transform(Decimal(lo, hi));
-}
-
-const char* IoName(IoKind io) {
-  switch (io) {
-    case IoKind::kThreadPerConnection:
-      return "thread";
-    case IoKind::kPool:
-      return "pool";
-    case IoKind::kEpoll:
-      return "epoll";
-    case IoKind::kUring:
-      return "uring";
-  }
-  return "?";
 }
 
 // Values parsed as text or flags and turned into ServerOptions fields after
@@ -112,7 +100,7 @@ void AddDelayAndTimingOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
   AddNumber(app, "--delay-us", &o->delay_us,
             "artificial delay before each array get/set, microseconds "
             "(the kit's usleep(10); 0 disables)",
-            0, 1'000'000);
+            0, kMaxDelayUs);
   app->add_option("--delay-mode", raw->delay_mode,
                   "usleep: the kit's relative sleep (lasts the timer slack longer); precise: "
                   "absolute-deadline sleep with 1 ns timer slack until --spin-ns before the "
@@ -163,22 +151,21 @@ void AddConnectionOptions(CLI::App* app, ServerOptions* o, RawFlags* raw) {
   AddNumber(app, "--max-connections", &o->max_connections,
             "connections served at once; beyond it a new connection gets 'ERROR server busy' "
             "and is closed",
-            1, 1'000'000);
+            1, kMaxConnections);
   AddNumber(app, "--timer-slack-ns", &o->timer_slack_ns,
             "set the threads' timer slack (Linux default 50000 makes usleep(10) last ~60 us); "
             "default: leave it",
             1, 1'000'000'000);
-  raw->io = IoName(o->io);
-  app->add_option("--io", raw->io,
-                  "I/O model: thread (a thread per connection, the lab's), pool (fixed workers "
-                  "fed by the acceptor), epoll (event loops that accept for themselves; lock "
-                  "work on workers when there is a delay), uring (the same loops on io_uring)")
+  raw->io = o->io->name;
+  std::vector<std::string> io_names;
+  for (const IoModelInfo& m : AllIoModels()) io_names.emplace_back(m.name);
+  app->add_option("--io", raw->io, DescribeIoModels())
       ->capture_default_str()
-      ->check(CLI::IsMember({"thread", "pool", "epoll", "uring"}));
+      ->check(CLI::IsMember(io_names));
   AddNumber(app, "--workers", &o->workers,
-            "worker threads for --io pool/epoll/uring (0: default, 64)", 0, 4096);
+            "worker threads for --io pool/epoll/uring (0: default, 64)", 0, kMaxWorkers);
   AddNumber(app, "--loops", &o->loops, "event loops for --io epoll/uring (0: one per core)", 0,
-            256);
+            kMaxLoops);
   app->add_flag("-q,--quiet", raw->quiet,
                 "no warnings (the ready line, fatal errors and the summary stay)");
   app->add_flag("-v,--verbose", raw->verbose, "log every rejected request to stderr");
@@ -232,10 +219,7 @@ ParseOutcome CheckGenericRequired(const GenericFlags& generic, const Positionals
 }
 
 void ApplyRawFlags(const RawFlags& raw, ServerOptions* o) {
-  o->io = raw.io == "pool"    ? IoKind::kPool
-          : raw.io == "epoll" ? IoKind::kEpoll
-          : raw.io == "uring" ? IoKind::kUring
-                              : IoKind::kThreadPerConnection;
+  if (const IoModelInfo* io = FindIoModel(raw.io); io != nullptr) o->io = io;  // checked
   o->port = static_cast<uint16_t>(raw.port);
   o->delay_mode = raw.delay_mode == "precise" ? DelayMode::kPrecise : DelayMode::kUsleep;
   o->verbosity = raw.quiet ? 0 : (raw.verbose ? 2 : 1);
@@ -270,11 +254,10 @@ ParseOutcome ParseServerOptions(int argc, char** argv, const std::string& progra
     if (r.action == ParseOutcome::Action::kExit) return r;
   }
   ApplyRawFlags(raw, o);
-#ifndef LOCKBENCH_HAVE_URING
-  if (o->io == IoKind::kUring) {
-    return UsageError(program, "--io uring: not built in (liburing was not found at build time)");
+  if (!o->io->built()) {
+    return UsageError(program, "--io " + std::string(o->io->name) + ": not built in (" +
+                                   std::string(o->io->not_built) + ")");
   }
-#endif
   return {};
 }
 

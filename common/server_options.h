@@ -23,15 +23,12 @@
 #include <string>
 
 #include "common/artificial_delay.h"
+#include "common/io_registry.h"
 #include "common/latency_log.h"
+#include "common/limits.h"
 #include "common/status.h"
 
 namespace kv {
-
-inline constexpr std::size_t kMaxArraySize = 10'000'000;
-
-// How accepted connections are served (--io, see io_model.h).
-enum class IoKind { kThreadPerConnection, kPool, kEpoll, kUring };
 
 struct ServerOptions {
   std::size_t n = 0;
@@ -50,7 +47,9 @@ struct ServerOptions {
                                        // "ERROR server busy", close)
   int64_t timer_slack_ns = -1;         // -1: leave the kernel default (50 us)
   int verbosity = 1;                   // 0 quiet, 1 normal, 2 verbose
-  IoKind io = IoKind::kThreadPerConnection;
+  // How accepted connections are served (--io): a built-in row of the I/O
+  // model table (io_registry.h).
+  const IoModelInfo* io = &DefaultIoModel();
   std::size_t workers = 0;         // pool/epoll worker threads; 0: default
   std::size_t loops = 0;           // epoll event loops; 0: one per core
   bool close_after_reply = false;  // one request per connection

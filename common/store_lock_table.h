@@ -42,6 +42,7 @@
 #include "common/cache_line.h"
 #include "common/clock.h"
 #include "common/fixed_string.h"
+#include "common/limits.h"
 #include "common/mutex.h"
 #include "common/protocol.h"
 #include "common/status.h"
@@ -57,7 +58,6 @@ template <typename T>
 struct alignas(kCacheLineSize) Padded : T {};
 
 inline constexpr std::size_t kDefaultStripes = 16;
-inline constexpr std::size_t kMaxStripes = std::size_t{1} << 20;
 
 // Maps a slot to its stripe (pos mod k) and to its place among that stripe's
 // slots (pos div k), as a mask and a shift when k is a power of two (as

@@ -108,7 +108,8 @@ struct UringIoModel::UringDriver {
 Status UringIoModel::Probe() {
   io_uring ring{};
   if (const int err = io_uring_queue_init(2, &ring, 0); err < 0) {
-    return Status::IOError("io_uring_queue_init", -err);
+    return Status::InvalidArgument("the kernel refuses io_uring here (" +
+                                   Status::IOError("io_uring_queue_init", -err).message() + ")");
   }
   io_uring_queue_exit(&ring);
   return Status::OK();

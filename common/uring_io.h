@@ -43,8 +43,10 @@ class UringIoModel final : public EventIoModel {
     bool inline_requests = false;
   };
 
-  // OK if this process may make a ring; else why not (the kernel says
-  // ENOSYS or EPERM under a seccomp filter or kernel.io_uring_disabled).
+  // OK if this process may make a ring; else why not, as the refusal at
+  // start words it ("the kernel refuses io_uring here (...)": ENOSYS or EPERM
+  // under a seccomp filter or kernel.io_uring_disabled). The registry's probe
+  // (io_registry.h).
   static Status Probe();
 
   // Returns with every thread started (none if a ring could not be made:

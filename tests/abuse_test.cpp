@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/io_model_testing.h"
 #include "common/net.h"
 #include "common/protocol.h"
 #include "tests/server_process.h"
@@ -236,12 +237,8 @@ class AbuseIo : public testing::TestWithParam<std::string> {};
 
 std::string IoName(const testing::TestParamInfo<std::string>& param) { return param.param; }
 
-#ifdef LOCKBENCH_HAVE_URING
-INSTANTIATE_TEST_SUITE_P(IoModels, AbuseIo, testing::Values("thread", "pool", "epoll", "uring"),
-                         IoName);
-#else
-INSTANTIATE_TEST_SUITE_P(IoModels, AbuseIo, testing::Values("thread", "pool", "epoll"), IoName);
-#endif
+// Every built-in model of the I/O model table (common/io_registry.h).
+INSTANTIATE_TEST_SUITE_P(IoModels, AbuseIo, testing::ValuesIn(BuiltIoModelNames()), IoName);
 
 TEST(Abuse, HoldsTwoThousandConnectionsThenReleasesThem) {
   const int want = Scaled(2000);

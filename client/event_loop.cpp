@@ -1,0 +1,60 @@
+#include "client/event_loop.h"
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "common/status.h"
+
+namespace kv::load {
+
+void EventLoop::Adopt(LoopClient* c) {
+  c->slot = static_cast<uint32_t>(clients_.size());
+  clients_.push_back(c);
+}
+
+bool EventLoop::EndIfDone(LoopClient* c) {
+  if (c->measured < c->quota && !shared_->stop.load(std::memory_order_relaxed) &&
+      !PastDeadline(shared_, NowNs())) {
+    return false;
+  }
+  c->done = true;
+  --active_;
+  return true;
+}
+
+void EventLoop::Book(LoopClient* c, ErrorKind kind, uint64_t done_ns, const std::string& detail) {
+  BookRequest(shared_, /*open_loop=*/false, {c->sent_ns, c->sent_ns, done_ns}, kind, detail, c->w,
+              &c->measured);
+}
+
+void EventLoop::Run() {
+  // The epoll set (the status says why there is none), then the start line.
+  ep_.Reset(::epoll_create1(EPOLL_CLOEXEC));
+  const Status ep_status = ep_ ? Status::OK() : Status::IOError("epoll_create1", errno);
+  shared_->ready.count_down();
+  shared_->go.wait();
+  active_ = static_cast<uint32_t>(clients_.size());
+  for (LoopClient* c : clients_) {
+    if (ep_) {
+      StartNext(c->slot);
+      continue;
+    }
+    c->sent_ns = NowNs();
+    Book(c, ErrorKind::kOther, c->sent_ns, ep_status.message());
+    c->done = true;
+    --active_;
+  }
+  std::vector<epoll_event> events(std::max<std::size_t>(clients_.size(), 1));
+  while (active_ > 0 && !shared_->stop.load(std::memory_order_relaxed)) {
+    const int n =
+        ::epoll_wait(ep_.get(), events.data(), static_cast<int>(events.size()), WaitMs(NowNs()));
+    for (int i = 0; i < n; ++i) OnEvent(events[i].data.u64, events[i].events);
+    OnWake(NowNs());
+  }
+  CloseAll();
+  FinishWorker(shared_);
+}
+
+}  // namespace kv::load

@@ -1,0 +1,107 @@
+// EventLoop: the core the client's two closed-loop drivers share
+// (loop_keepalive.cpp, loop_oneshot.cpp), as the server's models share
+// common/event_io.h. One loop is one OS thread with one epoll set driving
+// its share of the logical clients; a logical client is exactly what a
+// blocking worker is (its own workload stream, quota, one request in flight,
+// its own Worker figures), so traffic and results are the same; only the OS
+// threads differ.
+//
+// The core opens the loop (its epoll set, then the start line every thread
+// waits at), starts every client, waits (epoll_wait, bounded by the driver's
+// next deadline), hands the events and the time to the driver, books each
+// finished request, and ends the loop (the driver closes its connections,
+// then the thread is counted done). A driver says only how a client's request
+// is started, what an event on it means and when its deadlines pass.
+//
+// Thread safety: a loop and its clients are used by the loop's thread alone
+// (Run), after construction on the plan's thread.
+#ifndef KV_CLIENT_EVENT_LOOP_H_
+#define KV_CLIENT_EVENT_LOOP_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/load_run.h"
+#include "client/workload.h"
+#include "common/protocol.h"
+#include "common/unique_fd.h"
+
+namespace kv::load {
+
+// What every logical client of an event loop has.
+struct LoopClient {
+  uint32_t slot = 0;  // index in its loop's client list (epoll data)
+  Worker* w = nullptr;
+  Workload workload;
+  uint64_t quota = 0;  // measured requests to do (ClientPlan)
+  uint64_t measured = 0;
+  bool done = false;
+  Frame request{};
+  uint64_t sent_ns = 0;  // the request's start
+  LoopClient(const LoadConfig& cfg, uint32_t t, Worker* worker)
+      : w(worker), workload(cfg.workload, t), quota(PlanClient(cfg, t).quota) {}
+};
+
+class EventLoop {
+ public:
+  virtual ~EventLoop() = default;
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // The loop's thread: from the start line to the last client's end.
+  void Run();
+
+ protected:
+  explicit EventLoop(Shared* shared) : shared_(shared), cfg_(*shared->config) {}
+
+  // Adds a client (its slot is its index); before Run.
+  void Adopt(LoopClient* c);
+
+  // The driver's part. Starts client `slot`'s next request (or ends the
+  // client: EndIfDone).
+  virtual void StartNext(uint32_t slot) = 0;
+  // An event on the epoll data `data` with `events`.
+  virtual void OnEvent(uint64_t data, uint32_t events) = 0;
+  // How long epoll_wait may sleep, ms.
+  virtual int WaitMs(uint64_t now) const = 0;
+  // After every wait: the deadlines that passed by `now`.
+  virtual void OnWake(uint64_t now) = 0;
+  // The run is over (or stopped): every connection ends.
+  virtual void CloseAll() = 0;
+
+  // True (and the client ended) once it has done its quota, the run is
+  // stopped or past its deadline: its next request must not start.
+  bool EndIfDone(LoopClient* c);
+  // Books c's request (closed loop: due when sent), finished at `done_ns`.
+  void Book(LoopClient* c, ErrorKind kind, uint64_t done_ns, const std::string& detail);
+
+  int epoll_fd() const { return ep_.get(); }
+
+  Shared* const shared_;
+  const LoadConfig& cfg_;
+
+ private:
+  std::vector<LoopClient*> clients_;
+  UniqueFd ep_;  // the epoll set
+  uint32_t active_ = 0;
+};
+
+// Deals the run's clients to `count` loops (at least one) of type Loop
+// (client t on loop t % count, its figures in workers[t]); Loop::Add(t,
+// worker) makes it.
+template <class Loop>
+std::vector<std::unique_ptr<EventLoop>> DealClients(Shared* shared, const Workers& workers,
+                                                    uint32_t count) {
+  count = std::max(count, 1u);
+  std::vector<std::unique_ptr<Loop>> loops;
+  for (uint32_t i = 0; i < count; ++i) loops.push_back(std::make_unique<Loop>(shared));
+  for (uint32_t t = 0; t < workers.size(); ++t) loops[t % count]->Add(t, workers[t].get());
+  return {std::make_move_iterator(loops.begin()), std::make_move_iterator(loops.end())};
+}
+
+}  // namespace kv::load
+
+#endif  // KV_CLIENT_EVENT_LOOP_H_
