@@ -57,9 +57,13 @@
 namespace kv {
 
 // A queue node. Padded: a waiter spins on it while its owner's core writes
-// its own node.
+// its own node. A node comes back to its source flagged (Lock flags the
+// predecessor's before giving it back; an uncontended Unlock never clears its
+// own), so reusing it stores nothing before the swap: a store just before a
+// locked instruction makes it wait for the store buffer. A node never used
+// (new, or zero-filled as the preload's pool is) is flagged on its first use.
 struct alignas(kCacheLineSize) ClhNode {
-  std::atomic<bool> locked{false};  // set: its owner holds or waits for the lock
+  std::atomic<bool> locked{false};  // set: its owner holds or waits for it (or at rest)
   uint32_t pool_link = 0;           // for a node source's own use (a free list)
 };
 
@@ -105,6 +109,7 @@ class CAPABILITY("mutex") BasicClhLock {
     ClhNode* const pred = tail_.exchange(mine, std::memory_order_acq_rel);
     if (pred == nullptr) return;  // free: ours
     SpinUntil([pred] { return !pred->locked.load(std::memory_order_acquire); });
+    pred->locked.store(true, std::memory_order_relaxed);  // at rest: flagged
     Nodes::Give(pred);  // its owner let go of it, and we were its only successor
   }
 
@@ -133,10 +138,13 @@ class CAPABILITY("mutex") BasicClhLock {
   }
 
  private:
-  // The node to enqueue, flagged (published by the release of the swap).
+  // The node to enqueue, flagged (published by the release of the swap): one at
+  // rest is already, so nothing is stored on the reuse path.
   static ClhNode* Flagged(Context* ctx) {
     if (ctx->mine == nullptr) ctx->mine = Nodes::Take();
-    ctx->mine->locked.store(true, std::memory_order_relaxed);
+    if (!ctx->mine->locked.load(std::memory_order_relaxed)) {
+      ctx->mine->locked.store(true, std::memory_order_relaxed);  // never used yet
+    }
     return ctx->mine;
   }
 

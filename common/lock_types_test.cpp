@@ -173,12 +173,16 @@ struct FixedClhNodes {
   static constexpr int kNodes = 16;
   static inline ClhNode nodes[kNodes];
   static inline std::atomic<uint32_t> used{0};  // bit i: nodes[i] is out
+  static inline std::atomic<uint32_t> ever{0};  // bit i: nodes[i] was taken once
   static ClhNode* Take() {
     uint32_t seen = used.load();
     for (;;) {
       const int i = __builtin_ctz(~seen);
       if (i >= kNodes) return nullptr;
-      if (used.compare_exchange_weak(seen, seen | 1u << i)) return &nodes[i];
+      if (used.compare_exchange_weak(seen, seen | 1u << i)) {
+        ever.fetch_or(1u << i);
+        return &nodes[i];
+      }
     }
   }
   static void Give(ClhNode* node) { used.fetch_and(~(1u << (node - nodes))); }
@@ -196,6 +200,35 @@ TEST(ClhLockTest, EveryNodeGoesBackToItsSource) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(g.Get(), 15'000u);
   EXPECT_EQ(FixedClhNodes::used.load(), 0u) << "a node is still out of the pool";
+  // every node comes back at rest, flagged, so its reuse stores nothing before the swap
+  for (int i = 0; i < FixedClhNodes::kNodes; ++i) {
+    if (FixedClhNodes::ever.load() >> i & 1)
+      EXPECT_TRUE(FixedClhNodes::nodes[i].locked.load()) << i;
+  }
+}
+
+// One reused context, as the preload's per-thread slot: after every unlock, contended or
+// not, its link is null again, which is all Lock needs before its swap (a waiting thread
+// sets its own flag after the swap).
+TEST(McsLockTest, AContextIsBackAtRestAfterEveryUnlock) {
+  McsLock lock;
+  uint64_t count = 0;
+  std::vector<std::thread> threads;
+  std::atomic<int> dirty{0};
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      McsLock::Context mine;  // reused, never constructed again
+      for (int i = 0; i < 5'000; ++i) {
+        lock.Lock(&mine);
+        ++count;
+        lock.Unlock(&mine);
+        if (mine.next.load() != nullptr) dirty.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(count, 15'000u);
+  EXPECT_EQ(dirty.load(), 0) << "a context left a link behind";
 }
 
 // The preload keeps each lock in zero-filled storage and never constructs

@@ -24,12 +24,21 @@
 // reads the link, and the holder's last use is clearing the successor's
 // flag.
 //
+// A node at rest is free: next is null (a fresh Context is; Unlock leaves it
+// so), so Lock stores nothing before its swap. A store just before a locked
+// instruction makes the instruction wait for it to leave the store buffer,
+// which on some x86 cores costs as much as the swap itself; uncontended, Lock
+// is the swap alone and Unlock a load and a compare-exchange, as glibc's mutex
+// is one locked instruction each way. The waiting flag is set only by a thread
+// that found a predecessor, before it links itself in: the predecessor cannot
+// clear it before it sees the link.
+//
 // Memory order: the swap on tail_ is acq_rel: acquire so that a thread that
 // finds no predecessor sees the previous holder's section (its unlock swung
 // tail_ back with release), release so that the successor that finds our node
-// in tail_ sees it initialised before writing its link into it. The link is
-// stored with release and read with acquire, so the holder's write of the
-// successor's flag comes after the successor reset it; the flag is cleared
+// in tail_ sees it at rest (next null) before writing its link into it. The
+// link is stored with release and read with acquire, so the holder's write of
+// the successor's flag comes after the successor set it; the flag is cleared
 // with release and spun on with acquire, which hands the critical section
 // over.
 //
@@ -67,24 +76,23 @@ class CAPABILITY("mutex") McsLock {
   McsLock(const McsLock&) = delete;
   McsLock& operator=(const McsLock&) = delete;
 
+  // `me` at rest (next null: see the top of this file).
   void Lock(Context* me) ACQUIRE() {
-    me->next.store(nullptr, std::memory_order_relaxed);
-    me->waiting.store(true, std::memory_order_relaxed);
     Context* const pred = tail_.exchange(me, std::memory_order_acq_rel);
-    if (pred == nullptr) return;  // the queue was empty: ours
+    if (pred == nullptr) return;                         // the queue was empty: ours
+    me->waiting.store(true, std::memory_order_relaxed);  // ordered by the release below
     pred->next.store(me, std::memory_order_release);
     SpinUntil([me] { return !me->waiting.load(std::memory_order_acquire); });
   }
 
-  // Takes it only if the queue is empty.
+  // Takes it only if the queue is empty (`me` at rest).
   bool TryLock(Context* me) TRY_ACQUIRE(true) {
-    me->next.store(nullptr, std::memory_order_relaxed);
-    me->waiting.store(false, std::memory_order_relaxed);
     Context* expected = nullptr;
     return tail_.compare_exchange_strong(expected, me, std::memory_order_acq_rel,
                                          std::memory_order_relaxed);
   }
 
+  // Leaves `me` at rest.
   void Unlock(Context* me) RELEASE() {
     Context* next = me->next.load(std::memory_order_acquire);
     if (next == nullptr) {
@@ -98,6 +106,9 @@ class CAPABILITY("mutex") McsLock {
       // Someone swapped itself in but has not linked yet: wait for the link.
       SpinUntil([&] { return (next = me->next.load(std::memory_order_acquire)) != nullptr; });
     }
+    // Nobody else writes our link once the successor has: back at rest before the
+    // hand-off, after which the successor may be gone.
+    me->next.store(nullptr, std::memory_order_relaxed);
     next->waiting.store(false, std::memory_order_release);
   }
 

@@ -40,6 +40,24 @@ LOCKPROF_TLS ContextSlot t_contexts[kContexts];
 // bit stays set), so a thread that holds one such lock at a time, as most do, never searches.
 LOCKPROF_TLS uint64_t t_contexts_used = 1;
 
+// A fresh Ctx in a slot's bytes: constructed, except where a context the lock leaves at rest
+// can be taken as it is. An MCS node needs only its link null before the swap (its flag is
+// set after, by a thread that waits): a store just before a locked instruction makes it wait
+// for the store buffer, so the link is stored only when a context of another kind left the
+// bytes dirty (a bravo rwlock's, in the same slots). A CLH context's one field is set by Fill.
+template <typename Ctx>
+LOCKPROF_INLINE Ctx* Fresh(unsigned char* bytes) {
+  return new (bytes) Ctx();
+}
+template <>
+LOCKPROF_INLINE kv::McsLock::Context* Fresh(unsigned char* bytes) {
+  auto* const ctx = std::launder(reinterpret_cast<kv::McsLock::Context*>(bytes));
+  if (__builtin_expect(ctx->next.load(std::memory_order_relaxed) != nullptr, 0)) {
+    ctx->next.store(nullptr, std::memory_order_relaxed);
+  }
+  return ctx;
+}
+
 // A fresh Ctx for lock o, or null when kContexts are in use. The mask is read
 // once and checked: a signal handler that locks (not allowed, but done) may
 // take one in between; entries may then be wrong, never outside the array.
@@ -54,7 +72,7 @@ LOCKPROF_INLINE Ctx* NewContext(const void* o) {
     t_contexts_used = used | 1ull << i;
   }
   t_contexts[i].lock = o;
-  return new (t_contexts[i].bytes) Ctx();
+  return Fresh<Ctx>(t_contexts[i].bytes);
 }
 
 // This thread's context for lock o, or null.
