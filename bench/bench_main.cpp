@@ -1,6 +1,6 @@
 // kv_bench: in-process microbenchmarks of the locking strategies.
 //
-//   kv_bench [--quick] [--access] [Google Benchmark flags, e.g.
+//   kv_bench [--quick] [--access] [--scaling] [Google Benchmark flags, e.g.
 //             --benchmark_out=x.json --benchmark_out_format=json
 //             --benchmark_filter=REGEX]
 //
@@ -8,7 +8,9 @@
 // full pruned grid runs (about 3 minutes per repetition on 2 cores for the 35
 // stores; bench/run-microbench.sh runs 7 interleaved, about 20 minutes); see
 // bench/run-microbench.sh and docs/strategies.md. --access runs only the
-// single-thread cost of one access (access_bench.cpp) instead.
+// single-thread cost of one access (access_bench.cpp) instead; --scaling only
+// the scaling sweep (store_bench.cpp RegisterScalingBenchmarks: threads up to
+// twice this machine's cores).
 #include <benchmark/benchmark.h>
 
 #include <string_view>
@@ -74,12 +76,15 @@ std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
 int main(int argc, char** argv) {
   bool quick = false;
   bool access = false;
+  bool scaling = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--quick") {
       quick = true;
     } else if (std::string_view(argv[i]) == "--access") {
       access = true;
+    } else if (std::string_view(argv[i]) == "--scaling") {
+      scaling = true;
     } else {
       args.push_back(argv[i]);
     }
@@ -89,6 +94,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
   if (access) {
     kv::bench::RegisterAccessBenchmarks(quick);
+  } else if (scaling) {
+    kv::bench::RegisterScalingBenchmarks();
   } else {
     kv::bench::RegisterStoreBenchmarks(quick);
     kv::bench::RegisterStarvationBenchmarks(quick);

@@ -42,6 +42,8 @@ std::unique_ptr<Store> MakeBenchStore(const std::string& name, std::size_t n,
 // Registers the throughput grid (store_bench.cpp) and the writer-starvation
 // runs (starvation_bench.cpp). quick: a tiny subset for CI smoke runs.
 void RegisterStoreBenchmarks(bool quick);
+// The scaling sweep alone (kv_bench --scaling, bench/run-microbench.sh --scaling).
+void RegisterScalingBenchmarks();
 void RegisterStarvationBenchmarks(bool quick);
 // The single-thread CPU cost of one access (access_bench.cpp); only with
 // `kv_bench --access`, which runs these alone.

@@ -11,7 +11,10 @@ rounds, each running every configuration once in a shuffled order; it prints eac
 median ns per pair as a Markdown table, the range over the rounds, and the median of its
 ratios to plain glibc's pair in the same round (which a loaded machine moves less than the
 times). --baseline LIB runs every preloaded configuration under that other liblockprof.so
-too, in the same rounds: a before/after table from one sitting.
+too, in the same rounds: a before/after table from one sitting. Beside the table, this
+machine's cost of each primitive a lock's fast path is made of (bench/primitives.c: a locked
+add, xchg, a seq_cst store, a store then a locked op, rdtsc, clock_gettime, ...), measured
+before and after the rounds, with the CPU named: docs/strategies.md counts them per lock.
 
   .venv/bin/python bench/lockprof_cost.py [--rounds 7] [--pairs 5000000]
       [--bin-dir build/release] [--baseline OTHER/liblockprof.so]
@@ -135,9 +138,51 @@ def main(argv=None) -> int:
         subprocess.run(["gcc", "-O2", "-Wall", "-o", str(exe), str(HERE / "lockprof_cost.c"),
                         "-lpthread"], check=True, timeout=120)
         locks = swap_locks(lockserver)
+        prims = tmp / "primitives"
+        subprocess.run(["gcc", "-O2", "-Wall", "-o", str(prims), str(HERE / "primitives.c")],
+                       check=True, timeout=120)
+        before = primitives(prims)
         got = run_rounds(a, exe, all_configurations(a, lib, tmp, locks))
+        after = primitives(prims)
     print_table(a, got, {swap_label(name) for name, kind in locks if kind == "rwlock"})
+    print_primitives(before, after)
     return 0
+
+
+PRIMITIVES = {"locked_add": "a locked add (`lock xadd`)", "xchg": "`xchg` (locked by itself)",
+              "lock_cmpxchg": "`lock cmpxchg`", "seq_cst_store": "a seq_cst store (an `xchg`)",
+              "store_then_locked_add": "a plain store, then a locked add",
+              "release_store": "a release store (a plain `mov`)", "mfence": "`mfence`",
+              "rdtsc": "`rdtsc`", "clock_gettime": "`clock_gettime(CLOCK_MONOTONIC)`"}
+
+
+def primitives(exe: Path) -> dict:
+    """{name: ns per operation} of bench/primitives.c on this machine."""
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True,
+                         timeout=300).stdout
+    return {name: float(ns) for name, ns in (line.split() for line in out.splitlines())}
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU not named by /proc/cpuinfo"
+
+
+def print_primitives(before: dict, after: dict) -> None:
+    """This machine's costs of what a lock's fast path is made of, measured before and
+    after the rounds (ns per operation, one thread): why its ratios may differ from another
+    CPU's. The lock types' counts of each are in docs/strategies.md."""
+    print(f"\nThis machine's primitives ({cpu_name()}), ns per operation, one thread, "
+          "before / after the rounds:\n")
+    print("| operation | ns |\n|---|---|")
+    for name, words in PRIMITIVES.items():
+        if name in before:
+            print(f"| {words} | {before[name]:.1f} / {after.get(name, float('nan')):.1f} |")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@
 #
 #   bench/run-microbench.sh                 # full grid, ~20 min on 2 cores
 #   bench/run-microbench.sh --quick         # a few seconds (CI smoke run), plain JSON
+#   bench/run-microbench.sh --scaling       # the lock families and the lab's four at 1, 2, 4
+#                                           # ... threads up to twice this machine's cores
+#                                           # (REPS 3): results/microbench/scaling.json and
+#                                           # its figure scaling.png; a minute on 2 cores
 #   BUILD_DIR=build/x OUT=path.json REPS=7 bench/run-microbench.sh [kv_bench flags]
 #
 # OUT ending in .gz is written gzipped, any other name as plain JSON. Extra
@@ -13,14 +17,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build/microbench}
-reps=${REPS:-7}
+quick=0
+scaling=0
+for a in "$@"; do
+  [[ $a == --quick ]] && quick=1
+  [[ $a == --scaling ]] && scaling=1
+done
+if [[ $scaling == 1 ]]; then reps=${REPS:-3}; else reps=${REPS:-7}; fi
 if ! [[ $reps =~ ^[1-9][0-9]{0,2}$ ]]; then
   echo "run-microbench.sh: REPS must be a whole number from 1 to 999, not '$reps'" >&2
   exit 2
 fi
-quick=0
-for a in "$@"; do [[ $a == --quick ]] && quick=1; done
-if [[ $quick == 1 ]]; then
+if [[ $scaling == 1 ]]; then
+  out=${OUT:-results/microbench/scaling.json}
+elif [[ $quick == 1 ]]; then
   out=${OUT:-$build_dir/microbench-quick.json}
 else
   out=${OUT:-results/microbench/microbench.json.gz}
@@ -46,3 +56,8 @@ if [[ $out != "$json" ]]; then
   gzip -n -9 -f "$json"  # -> $out, and $json removed: no stale plain copy beside it
 fi
 echo "wrote $out" >&2
+if [[ $scaling == 1 ]]; then
+  py=.venv/bin/python
+  [[ -x $py ]] || py=python3
+  "$py" bench/plot_scaling.py "$json" "${json%.json}.png"
+fi

@@ -30,6 +30,7 @@
 //             the lab's setting, where the sleep inside the lock dominates.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -290,6 +291,36 @@ void RegisterStoreBenchmarks(bool quick) {
   for (const Setting& g : grid) {
     for (std::size_t s = 0; s < g_names.size(); ++s) {
       Add(s, g.read_pct, g.n, g.delay_us, g.threads);
+    }
+  }
+}
+
+// The scaling sweep (kv_bench --scaling): the four lab strategies and every lock family
+// for the whole array, at 1, 2, 4, ... threads up to twice this machine's cores (the last
+// step twice the cores itself when that is no power of two), read 70 % and 95 %, one hot
+// string and 1000, no delay: where each lock stops scaling, and how fair it stays, on a
+// machine with more cores than the project's. About 11 strategies x 2 x 2 x log2(2 x cores)
+// runs of one window each per repetition.
+void RegisterScalingBenchmarks() {
+  g_window_s = 0.05;
+  g_names = BenchStrategyNames();
+  const char* const wanted[] = {"one-mutex",       "mutex-per-slot", "one-rwlock",
+                                "rwlock-per-slot", "one-ticketlock", "one-ttas-backoff",
+                                "one-mcs",         "one-clh",        "one-pflock",
+                                "one-bravo",       "one-futex-mutex"};
+  const int top = 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> threads;
+  for (int t = 1; t < top; t *= 2) threads.push_back(t);
+  threads.push_back(top);
+  for (const int read : {70, 95}) {
+    for (const int n : {1, 1000}) {
+      for (const int t : threads) {
+        for (const char* name : wanted) {
+          for (std::size_t s = 0; s < g_names.size(); ++s) {
+            if (g_names[s] == name) Add(s, read, n, 0, t);
+          }
+        }
+      }
     }
   }
 }
