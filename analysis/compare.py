@@ -194,7 +194,7 @@ class RunFailedError(Exception):
 
 def base_env() -> dict:
     """The caller's environment without the preload's settings (a configuration sets its own)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("LOCKPROF_", "LOCKTRACE_"))}
+    return {k: v for k, v in os.environ.items() if not k.startswith("LOCKPROF_")}
 
 
 def config_env(c: Config, lib: Path, dump_dir: Path | None = None) -> dict:

@@ -22,8 +22,8 @@
 // on a swapped mutex release our lock, sleep on a futex sequence counter of the condition
 // variable's record, and take it back.
 //
-// Tracer. With $LOCKTRACE_FD or $LOCKTRACE_FILE it records which lock objects each request of
-// a kit-style server touched (lockprof_trace.cpp). It combines with the other two.
+// Tracer. With $LOCKPROF_TRACE_FD or $LOCKPROF_TRACE_FILE it records which lock objects each
+// request of a kit-style server touched (lockprof_trace.cpp). It combines with the other two.
 //
 // It runs inside someone else's program, so on the lock path it never allocates (records
 // in a static open-addressing table, inserted by compare-and-swap on the key; per-thread
