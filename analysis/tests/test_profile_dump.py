@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from analysis import profile, profile_dump
+from analysis import profile, profile_dump, profile_symbols
 from analysis.profile_dump import BadDumpError
 
 GOOD = {"tool": "lockprof", "version": 1, "pid": 4242, "program": "/usr/bin/x",
@@ -115,7 +115,7 @@ def test_load_keeps_the_good_dumps_and_gives_one_line_per_bad_one(tmp_path):
 
 def test_symbols_of_an_object_that_is_not_a_file_are_none_at_once(tmp_path):
     os.mkfifo(tmp_path / "fifo")
-    syms = profile.Symbols()  # reading /dev/zero would fill the memory, the FIFO block
+    syms = profile_symbols.Symbols()  # reading /dev/zero would fill the memory, the FIFO block
     for path in ("/dev/zero", str(tmp_path / "fifo"), str(tmp_path / "missing")):
         assert syms.table(path) == ([], [])
 
@@ -153,5 +153,5 @@ def test_a_stripped_program_is_named_from_its_debug_file_or_said_to_be_stripped(
         "bump+0x10 (full)", "bump+0x10 (linked)",
         f"0x{bump + 16:x} (bare, stripped; no debug symbols installed)"]
     (tmp_path / "linked.debug").write_bytes(b"\x7fELF not the one the link's CRC names")
-    assert profile.debug_file(str(tmp_path / "linked"),
-                              (tmp_path / "linked").read_bytes()) is None
+    assert profile_symbols.debug_file(str(tmp_path / "linked"),
+                                      (tmp_path / "linked").read_bytes()) is None
