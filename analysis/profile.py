@@ -4,7 +4,8 @@ often they were contended, wait and hold times; optionally with every pthread mu
 rwlock swapped for a lock of ours (--swap-lock). docs/profile.md tells how and at what cost.
 
     ./lockbench profile [--json FILE] [--markdown FILE] [--swap-lock NAME] [--swap-rwlock NAME]
-                        [--top N] -- PROGRAM ARGS...
+                        [--top N] [--stacks N [--folded FILE]] [--timeline FILE]
+                        -- PROGRAM ARGS...
 
 SIGINT and SIGTERM sent to this command are forwarded to the program (which runs in a
 process group of its own, so a Ctrl-C reaches it once); the profile is read when it ends.
@@ -31,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import profile_dump
+from . import profile_dump, profile_stacks, profile_timeline
 from .grade.trust import names
 from .numbers import int_in
 from .profile_symbols import name_sites
@@ -64,6 +65,8 @@ NOT_A_LOCK = {"flat-combining": "flat combining cannot replace a pthread lock: a
               "runs the critical sections it is handed, but the one between a pthread lock "
               "and unlock call is the caller's own code, which cannot be handed over"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
+MAX_STACK = 64  # the frames a stack keeps at most (kStackMax, profile/lockprof.h)
+DEFAULT_FOLDED = "lockstacks.folded"
 PT_INTERP = 3
 
 
@@ -128,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--top", type=int_in(0, 1_000_000), default=20, metavar="N",
                     help="rows in the printed table, most acquired first (0: all; default "
                          "20); --json and --markdown get every row")
+    ap.add_argument("--stacks", type=int_in(1, MAX_STACK), metavar="N",
+                    help="take up to N frames (1 to 64) of the call stack of every "
+                         "acquisition that waits; write them as folded stacks (--folded) and "
+                         "a flame graph of the time waited (the same name, .svg)")
+    ap.add_argument("--folded", type=Path, metavar="FILE",
+                    help=f"the folded stacks of --stacks (default {DEFAULT_FOLDED})")
+    ap.add_argument("--timeline", type=Path, metavar="FILE",
+                    help="also write every wait and hold as a trace (Trace Event Format "
+                         "JSON) that chrome://tracing and ui.perfetto.dev open")
     ap.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
                     help="the program to run and its arguments")
     return ap
@@ -155,7 +167,12 @@ def parse(argv) -> argparse.Namespace:
         return a
     if not a.command:
         ap.error("no program to run; give it after '--': -- PROGRAM ARGS...")
-    for opt, path in (("--json", a.json), ("--markdown", a.markdown)):
+    if a.folded is not None and a.stacks is None:
+        ap.error("--folded needs --stacks N")
+    if a.stacks is not None and a.folded is None:
+        a.folded = Path(DEFAULT_FOLDED)
+    for opt, path in (("--json", a.json), ("--markdown", a.markdown), ("--folded", a.folded),
+                      ("--timeline", a.timeline)):
         if path is not None and not path.parent.is_dir():
             ap.error(f"{opt} {path}: folder {path.parent} does not exist")
     return a
@@ -235,8 +252,12 @@ def program_env(lib: Path, out: Path, a) -> dict:
     env = dict(os.environ)
     env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
     env["LOCKPROF_FILE"] = str(out / "lockprof.%p.json")
-    for var in ("LOCKPROF_SWAP", "LOCKPROF_SWAP_RW"):
+    for var in ("LOCKPROF_SWAP", "LOCKPROF_SWAP_RW", "LOCKPROF_STACKS", "LOCKPROF_TIMELINE"):
         env.pop(var, None)
+    if a.stacks:
+        env["LOCKPROF_STACKS"] = str(a.stacks)
+    if a.timeline:
+        env["LOCKPROF_TIMELINE"] = "1"
     if a.swap_lock:
         env["LOCKPROF_SWAP"] = a.swap_lock
     if a.swap_rwlock:
@@ -397,14 +418,37 @@ def markdown(docs: list, recs: list, command: list) -> str:
     return "\n".join([*lines, "", f"{said[0].upper()}{said[1:]}.", ""])
 
 
-def write_outputs(docs: list, recs: list, a, code: int) -> None:
+SECTIONS = ("locks", "stacks", "objects", "timeline")  # not a process's header
+
+
+def write_outputs(docs: list, recs: list, a, code: int, lib: Path) -> None:
     if a.json:
-        doc = {"command": a.command, "exit": code, "swap": docs[0]["swap"] if docs else None,
-               "processes": [{k: v for k, v in d.items() if k != "locks"} for d in docs],
+        doc = {"command": a.command, "exit": code, "interposer": str(lib),
+               "swap": docs[0]["swap"] if docs else None,
+               "processes": [{k: v for k, v in d.items() if k not in SECTIONS} for d in docs],
                "locks": recs}
         a.json.write_text(json.dumps(doc, indent=1) + "\n")
     if a.markdown:
         a.markdown.write_text(markdown(docs, recs, a.command))
+    if a.stacks:
+        svg = a.folded.with_suffix(".svg")
+        said = profile_stacks.write(docs, a.folded, svg, f"Lock waits: {shlex.join(a.command)}")
+        print(stacks_line(said, a.folded, svg))
+    if a.timeline:
+        said = profile_timeline.write(docs, recs, a.timeline, a.command)
+        lost = f"; {said['lost']} more did not fit in the buffer" if said["lost"] else ""
+        print(f"timeline: {said['events']} waits and holds of {said['threads']} thread(s) -> "
+              f"{a.timeline} (chrome://tracing, ui.perfetto.dev){lost}")
+
+
+def stacks_line(said: dict, folded: Path, svg: Path) -> str:
+    """What --stacks wrote, and what the stack tables had no room for."""
+    line = (f"contended stacks: {said['stacks']} stack(s), {said['waits']} wait(s), "
+            f"{fmt_ns(said['wait_ns'])} waited -> {folded}, flame graph {svg}")
+    if said["lost"]:
+        line += (f"; {said['lost']} wait(s) ({fmt_ns(said['lost_wait_ns'])}) found no room in "
+                 "the stack table")
+    return line
 
 
 # ---- the command -------------------------------------------------------------------------------
@@ -426,7 +470,7 @@ def profile(a) -> int:
     name_sites(recs)
     print_table(docs, recs, a)
     try:
-        write_outputs(docs, recs, a, code)
+        write_outputs(docs, recs, a, code, lib)
     except OSError as e:
         raise FailedError(f"cannot write the output: {e}") from None
     if not ended_well(code, forwarded):
