@@ -67,6 +67,8 @@ NOT_A_LOCK = {"flat-combining": "flat combining cannot replace a pthread lock: a
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 MAX_STACK = 64  # the frames a stack keeps at most (kStackMax, profile/lockprof.h)
 DEFAULT_FOLDED = "lockstacks.folded"
+# the trace's variables outside the LOCKPROF_ family, which the interposer ignores
+RENAMED_ENV = {f"LOCKTRACE_{v}": f"LOCKPROF_TRACE_{v}" for v in ("FD", "FILE", "MAX")}
 PT_INTERP = 3
 
 
@@ -113,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
                        f"  {PROG} --swap-lock mcs --json prof.json -- ./main2 100 127.0.0.1 "
                        "3000\n"
                        "environment: LOCKPROF_LIB, the interposer (default "
-                       "build/release/liblockprof.so)")
+                       "build/release/liblockprof.so, else lib/liblockprof.so beside the "
+                       "installed tools on PATH)")
     ap.add_argument("--json", type=Path, metavar="FILE",
                     help="also write the profile (every lock object's record) as JSON")
     ap.add_argument("--markdown", type=Path, metavar="FILE",
@@ -234,15 +237,47 @@ def check_linkage(program: Path, lib: Path) -> None:
                       "its locks (link it dynamically to profile it)")
 
 
+def refuse_renamed_env() -> None:
+    """RefusedError when the caller's environment sets a trace variable by its old name."""
+    for old, new in RENAMED_ENV.items():
+        if os.environ.get(old):
+            raise RefusedError(f"${old} is now called ${new}; set that instead (the "
+                               "interposer ignores the old name)")
+
+
+TOOLS = ("client", "lockserver", "main1")  # installed beside liblockprof.so (CMakeLists.txt)
+
+
+def installed_libs() -> list:
+    """Where an install (cmake --install ... --prefix P) put liblockprof.so, found from its
+    tools on PATH: P/bin/client -> P/lib (or P/lib64, P/lib/<multiarch>, as GNUInstallDirs
+    names the folder)."""
+    out = []
+    for tool in TOOLS:
+        found = shutil.which(tool)
+        if found:
+            prefix = Path(found).resolve().parent.parent
+            out += [prefix / "lib" / "liblockprof.so", prefix / "lib64" / "liblockprof.so",
+                    *sorted(prefix.glob("lib/*-linux-gnu*/liblockprof.so"))]
+    return out
+
+
 def find_lib() -> Path:
-    """$LOCKPROF_LIB, else liblockprof.so of the release build ($LOCKBENCH_BIN_DIR)."""
+    """The interposer: $LOCKPROF_LIB; else the build's ($LOCKBENCH_BIN_DIR, default
+    build/release); else an installed one, beside the first of TOOLS on PATH."""
+    refuse_renamed_env()
     given = os.environ.get("LOCKPROF_LIB")
-    bin_dir = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release"))
-    lib = Path(given) if given else bin_dir / "liblockprof.so"
-    if not lib.is_file():
-        raise RefusedError(f"the interposer {lib} is not built (cmake --preset release && cmake "
-                      "--build --preset release)")
-    return lib.resolve()
+    if given:
+        if not Path(given).is_file():
+            raise RefusedError(f"the interposer {given} ($LOCKPROF_LIB) is not a file")
+        return Path(given).resolve()
+    built = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release"))
+    for lib in (built / "liblockprof.so", *installed_libs()):
+        if lib.is_file():
+            return lib.resolve()
+    raise RefusedError(f"the interposer {built / 'liblockprof.so'} is not built (cmake --preset "
+                       "release && cmake --build --preset release), and no installed one is "
+                       f"beside {' or '.join(TOOLS)} on PATH")
 
 
 # ---- running it --------------------------------------------------------------------------------
