@@ -138,7 +138,7 @@ def flame_svg(stacks: dict, title: str) -> bytes:
     """The flame graph of the folded stacks as an SVG document (the root at the bottom, a
     frame as wide as the time waited under it)."""
     below = tree(stacks)
-    total = sum(ns for ns, _ in below.values()) or 1
+    total = sum(ns for ns, _ in below.values())
     root = {"all": [total, below]}  # one root, as flamegraph.pl draws it
     height = TITLE_ROOM + depth_of(root) * ROW + 2 * PAD
     svg = ET.Element("svg", xmlns=SVG_NS, width=str(WIDTH), height=str(height),
@@ -149,8 +149,8 @@ def flame_svg(stacks: dict, title: str) -> bytes:
                   fill="#f8f8f0")
     head = ET.SubElement(svg, "text", x=str(WIDTH // 2), y="24")
     head.set("text-anchor", "middle")
-    head.text = title
-    _draw(svg, root, float(PAD), 0, (WIDTH - 2 * PAD) / total, height - PAD, total)
+    head.text = title if total else f"{title}: no acquisition waited"
+    _draw(svg, root, float(PAD), 0, (WIDTH - 2 * PAD) / max(total, 1), height - PAD, total)
     return ET.tostring(svg, encoding="utf-8", xml_declaration=True) + b"\n"
 
 

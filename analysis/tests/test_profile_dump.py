@@ -224,6 +224,9 @@ def test_frames_are_named_as_sites_or_by_offset_where_stripped_and_the_same_stac
     titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
     assert titles[0] == "all (1,000 ns waited, 100.00%)" and len(titles) == 5, titles
     assert profile_stacks.totals(docs)["waits"] == 2
+    empty = ET.fromstring(profile_stacks.flame_svg({}, "waits"))  # nothing waited: said
+    assert [t.text for t in empty.iter("{http://www.w3.org/2000/svg}text")] == [
+        "waits: no acquisition waited"]
 
 
 def test_the_timeline_is_in_microseconds_from_the_first_interval_named_by_site():
