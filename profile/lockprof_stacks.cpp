@@ -14,7 +14,7 @@
 // The timeline ($LOCKPROF_TIMELINE=1, --timeline FILE): every wait (from the failed try to
 // the acquisition) and every hold (from the acquisition to the unlock; with the timeline on,
 // every hold is timed, not one in $LOCKPROF_HOLD_SAMPLE) is appended to a fixed buffer of
-// kEventMax intervals per process, with the thread's id.
+// kEventMax intervals per process, with the thread's id, in chunks of slots each thread claims.
 //
 // Both are bounded and never allocate: what does not fit (a stack table whose slots near the
 // hash are taken, a full buffer) is counted, and the dump says how much. The dump writes them
@@ -58,10 +58,13 @@ struct Event {
   char mode;  // 'm' mutex, 'r' read, 'w' write
 };
 constexpr uint32_t kEventMax = 1u << 18;
+constexpr uint32_t kEventChunk = 256;  // slots a thread claims at once: one shared add per 256
+static_assert(kEventMax % kEventChunk == 0);
 constinit Event g_events[kEventMax] = {};
 uint64_t g_events_next, g_events_lost;
 
 LOCKPROF_TLS uint32_t t_tid;
+LOCKPROF_TLS uint64_t t_event_next, t_event_end;  // this thread's claimed slots
 LOCKPROF_TLS int t_unwinding;
 
 using BacktraceFn = _Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void*);
@@ -173,12 +176,21 @@ void StackAdd(const uintptr_t* pc, int depth, uint32_t call, uint64_t ns) {
   AtomicAdd(&g_stacks_lost_ns, ns);
 }
 
+// Each thread fills a chunk of slots of its own, so that threads do not take turns on one
+// counter's line at every unlock; a chunk it leaves part empty is skipped by the dump.
 void TimelineAdd(char what, char mode, const void* o, uint64_t t0, uint64_t t1) {
-  const uint64_t i = __atomic_fetch_add(&g_events_next, 1, __ATOMIC_RELAXED);
-  if (i >= kEventMax) {
-    AtomicAdd(&g_events_lost, 1);
-    return;
+  uint64_t i = t_event_next;
+  if (i >= t_event_end) {
+    i = AtomicLoad(&g_events_next) < kEventMax
+            ? __atomic_fetch_add(&g_events_next, kEventChunk, __ATOMIC_RELAXED)
+            : kEventMax;
+    if (i >= kEventMax) {
+      AtomicAdd(&g_events_lost, 1);
+      return;
+    }
+    t_event_end = i + kEventChunk;
   }
+  t_event_next = i + 1;
   if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
   Event* const e = &g_events[i];
   e->t0 = t0, e->t1 = t1, e->o = reinterpret_cast<uintptr_t>(o), e->tid = t_tid, e->mode = mode;
@@ -189,6 +201,7 @@ void TimelineAdd(char what, char mode, const void* o, uint64_t t0, uint64_t t1) 
 // its one thread has an id of its own.
 void StacksAfterFork() {
   t_tid = 0;
+  t_event_next = t_event_end = 0;
   if (g_stack_depth != 0) memset(g_stacks, 0, sizeof g_stacks);
   const uint64_t n = g_events_next < kEventMax ? g_events_next : kEventMax;
   for (uint64_t i = 0; i < n; i++) g_events[i].what = 0;
