@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
                        f"  {PROG} --locks mcs,futex-mutex --port 11311 --load 'memcaslap -s "
                        "127.0.0.1:11311 -t 2s' --metric 'TPS: ([0-9]+)' -- memcached -p 11311\n"
                        "environment: LOCKPROF_LIB, the interposer (default "
-                       "build/release/liblockprof.so)")
+                       "build/release/liblockprof.so, else lib/liblockprof.so beside the "
+                       "installed tools on PATH)")
     mutexes, rw = ", ".join(P.MUTEX_LOCKS), [n for n in P.RW_LOCKS if n != "pthread"]
     ap.add_argument("--locks", type=lock_list((*P.MUTEX_LOCKS, ALWAYS), P.MUTEX_LOCKS,
                                               "mutex lock"),
@@ -194,7 +195,7 @@ class RunFailedError(Exception):
 
 def base_env() -> dict:
     """The caller's environment without the preload's settings (a configuration sets its own)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("LOCKPROF_", "LOCKTRACE_"))}
+    return {k: v for k, v in os.environ.items() if not k.startswith("LOCKPROF_")}
 
 
 def config_env(c: Config, lib: Path, dump_dir: Path | None = None) -> dict:

@@ -4,7 +4,8 @@ often they were contended, wait and hold times; optionally with every pthread mu
 rwlock swapped for a lock of ours (--swap-lock). docs/profile.md tells how and at what cost.
 
     ./lockbench profile [--json FILE] [--markdown FILE] [--swap-lock NAME] [--swap-rwlock NAME]
-                        [--top N] -- PROGRAM ARGS...
+                        [--top N] [--stacks N [--folded FILE]] [--timeline FILE]
+                        -- PROGRAM ARGS...
 
 SIGINT and SIGTERM sent to this command are forwarded to the program (which runs in a
 process group of its own, so a Ctrl-C reaches it once); the profile is read when it ends.
@@ -18,7 +19,6 @@ Standard library only: --help answers with any Python 3.11.
 """
 
 import argparse
-import bisect
 import contextlib
 import json
 import os
@@ -26,17 +26,16 @@ import re
 import shlex
 import shutil
 import signal
-import stat
 import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 from pathlib import Path
 
-from . import profile_dump
+from . import profile_dump, profile_stacks, profile_timeline
 from .grade.trust import names
 from .numbers import int_in
+from .profile_symbols import name_sites
 
 PROG = "lockbench profile"
 REPO = Path(__file__).resolve().parents[1]
@@ -66,6 +65,10 @@ NOT_A_LOCK = {"flat-combining": "flat combining cannot replace a pthread lock: a
               "runs the critical sections it is handed, but the one between a pthread lock "
               "and unlock call is the caller's own code, which cannot be handed over"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
+MAX_STACK = 64  # the frames a stack keeps at most (kStackMax, profile/lockprof.h)
+DEFAULT_FOLDED = "lockstacks.folded"
+# the trace's variables outside the LOCKPROF_ family, which the interposer ignores
+RENAMED_ENV = {f"LOCKTRACE_{v}": f"LOCKPROF_TRACE_{v}" for v in ("FD", "FILE", "MAX")}
 PT_INTERP = 3
 
 
@@ -112,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
                        f"  {PROG} --swap-lock mcs --json prof.json -- ./main2 100 127.0.0.1 "
                        "3000\n"
                        "environment: LOCKPROF_LIB, the interposer (default "
-                       "build/release/liblockprof.so)")
+                       "build/release/liblockprof.so, else lib/liblockprof.so beside the "
+                       "installed tools on PATH)")
     ap.add_argument("--json", type=Path, metavar="FILE",
                     help="also write the profile (every lock object's record) as JSON")
     ap.add_argument("--markdown", type=Path, metavar="FILE",
@@ -130,6 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--top", type=int_in(0, 1_000_000), default=20, metavar="N",
                     help="rows in the printed table, most acquired first (0: all; default "
                          "20); --json and --markdown get every row")
+    ap.add_argument("--stacks", type=int_in(1, MAX_STACK), metavar="N",
+                    help="take up to N frames (1 to 64) of the call stack of every "
+                         "acquisition that waits; write them as folded stacks (--folded) and "
+                         "a flame graph of the time waited (the same name, .svg)")
+    ap.add_argument("--folded", type=Path, metavar="FILE",
+                    help=f"the folded stacks of --stacks (default {DEFAULT_FOLDED})")
+    ap.add_argument("--timeline", type=Path, metavar="FILE",
+                    help="also write every wait and hold as a trace (Trace Event Format "
+                         "JSON) that chrome://tracing and ui.perfetto.dev open")
     ap.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
                     help="the program to run and its arguments")
     return ap
@@ -157,7 +170,12 @@ def parse(argv) -> argparse.Namespace:
         return a
     if not a.command:
         ap.error("no program to run; give it after '--': -- PROGRAM ARGS...")
-    for opt, path in (("--json", a.json), ("--markdown", a.markdown)):
+    if a.folded is not None and a.stacks is None:
+        ap.error("--folded needs --stacks N")
+    if a.stacks is not None and a.folded is None:
+        a.folded = Path(DEFAULT_FOLDED)
+    for opt, path in (("--json", a.json), ("--markdown", a.markdown), ("--folded", a.folded),
+                      ("--timeline", a.timeline)):
         if path is not None and not path.parent.is_dir():
             ap.error(f"{opt} {path}: folder {path.parent} does not exist")
     return a
@@ -219,15 +237,47 @@ def check_linkage(program: Path, lib: Path) -> None:
                       "its locks (link it dynamically to profile it)")
 
 
+def refuse_renamed_env() -> None:
+    """RefusedError when the caller's environment sets a trace variable by its old name."""
+    for old, new in RENAMED_ENV.items():
+        if os.environ.get(old):
+            raise RefusedError(f"${old} is now called ${new}; set that instead (the "
+                               "interposer ignores the old name)")
+
+
+TOOLS = ("client", "lockserver", "main1")  # installed beside liblockprof.so (CMakeLists.txt)
+
+
+def installed_libs() -> list:
+    """Where an install (cmake --install ... --prefix P) put liblockprof.so, found from its
+    tools on PATH: P/bin/client -> P/lib (or P/lib64, P/lib/<multiarch>, as GNUInstallDirs
+    names the folder)."""
+    out = []
+    for tool in TOOLS:
+        found = shutil.which(tool)
+        if found:
+            prefix = Path(found).resolve().parent.parent
+            out += [prefix / "lib" / "liblockprof.so", prefix / "lib64" / "liblockprof.so",
+                    *sorted(prefix.glob("lib/*-linux-gnu*/liblockprof.so"))]
+    return out
+
+
 def find_lib() -> Path:
-    """$LOCKPROF_LIB, else liblockprof.so of the release build ($LOCKBENCH_BIN_DIR)."""
+    """The interposer: $LOCKPROF_LIB; else the build's ($LOCKBENCH_BIN_DIR, default
+    build/release); else an installed one, beside the first of TOOLS on PATH."""
+    refuse_renamed_env()
     given = os.environ.get("LOCKPROF_LIB")
-    bin_dir = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release"))
-    lib = Path(given) if given else bin_dir / "liblockprof.so"
-    if not lib.is_file():
-        raise RefusedError(f"the interposer {lib} is not built (cmake --preset release && cmake "
-                      "--build --preset release)")
-    return lib.resolve()
+    if given:
+        if not Path(given).is_file():
+            raise RefusedError(f"the interposer {given} ($LOCKPROF_LIB) is not a file")
+        return Path(given).resolve()
+    built = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release"))
+    for lib in (built / "liblockprof.so", *installed_libs()):
+        if lib.is_file():
+            return lib.resolve()
+    raise RefusedError(f"the interposer {built / 'liblockprof.so'} is not built (cmake --preset "
+                       "release && cmake --build --preset release), and no installed one is "
+                       f"beside {' or '.join(TOOLS)} on PATH")
 
 
 # ---- running it --------------------------------------------------------------------------------
@@ -237,8 +287,12 @@ def program_env(lib: Path, out: Path, a) -> dict:
     env = dict(os.environ)
     env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
     env["LOCKPROF_FILE"] = str(out / "lockprof.%p.json")
-    for var in ("LOCKPROF_SWAP", "LOCKPROF_SWAP_RW"):
+    for var in ("LOCKPROF_SWAP", "LOCKPROF_SWAP_RW", "LOCKPROF_STACKS", "LOCKPROF_TIMELINE"):
         env.pop(var, None)
+    if a.stacks:
+        env["LOCKPROF_STACKS"] = str(a.stacks)
+    if a.timeline:
+        env["LOCKPROF_TIMELINE"] = "1"
     if a.swap_lock:
         env["LOCKPROF_SWAP"] = a.swap_lock
     if a.swap_rwlock:
@@ -304,155 +358,6 @@ def records(docs: list) -> list:
     """All lock records, each with its pid, most acquired first."""
     out = [dict(r, pid=d["pid"]) for d in docs for r in d["locks"]]
     return sorted(out, key=lambda r: (-total(r), r["pid"], r["addr"]))
-
-
-class Symbols:
-    """Function names from an ELF object's .symtab, or from its separate debug file when one
-    is installed (by build ID or .gnu_debuglink, where gdb looks), or from its .dynsym: names
-    the sites dladdr could not (static functions, a program that exports nothing). An
-    object with none of them is `stripped`."""
-
-    def __init__(self):
-        self.cache: dict = {}
-        self.stripped: set = set()
-
-    def table(self, path: str) -> tuple:
-        """The dump names the object: only a regular file of a sane size is read (a forged
-        dump could name a FIFO or /dev/zero), and so is a debug file."""
-        if path not in self.cache:
-            try:
-                data = read_object(path)
-                found = _functions(data, symtab_only=True)
-                if not found[0]:
-                    debug = debug_file(path, data)
-                    found = _functions(read_object(debug), True) if debug else ([], [])
-                if not found[0]:
-                    found = _functions(data)
-                    if data[:4] == b"\x7fELF":
-                        self.stripped.add(path)
-                self.cache[path] = found
-            except (OSError, struct.error, IndexError, ValueError):
-                self.cache[path] = ([], [])
-        return self.cache[path]
-
-    def name(self, path: str, vaddr: int) -> str | None:
-        """'function+0xoff' of the function holding the return address vaddr."""
-        starts, funcs = self.table(path)
-        i = bisect.bisect_right(starts, vaddr - 1) - 1
-        if i >= 0 and vaddr - 1 < funcs[i][0] + funcs[i][1]:
-            return f"{funcs[i][2]}+{vaddr - funcs[i][0]:#x}"
-        return None
-
-
-MAX_OBJECT = 1 << 30  # bytes of an ELF object read for its symbols
-DEBUG_ROOT = Path("/usr/lib/debug")
-
-
-def read_object(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_OBJECT:
-            return b""
-        return f.read(MAX_OBJECT)
-
-
-def _sections(data: bytes) -> tuple:
-    """(byte order, [section header tuples], {name: header}) of a 64-bit ELF image."""
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        return "<", [], {}
-    end = "<" if data[5] == 1 else ">"
-    shoff, = struct.unpack_from(end + "Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
-    secs = [struct.unpack_from(end + "IIQQQQIIQQ", data, shoff + i * shentsize)
-            for i in range(shnum)]
-    names = {}
-    if shstrndx < len(secs):
-        base = secs[shstrndx][4]
-        for sec in secs:
-            names[data[base + sec[0]:data.index(b"\0", base + sec[0])].decode("latin-1")] = sec
-    return end, secs, names
-
-
-def debug_file(path: str, data: bytes) -> str | None:
-    """The separate debug file installed for the object: by its build ID
-    (/usr/lib/debug/.build-id/ab/cdef.debug), else by its .gnu_debuglink name beside it,
-    in .debug/ there or under /usr/lib/debug, with the link's CRC matching."""
-    end, _, names = _sections(data)
-    note = names.get(".note.gnu.build-id")
-    if note:
-        namesz, descsz, kind = struct.unpack_from(end + "III", data, note[4])
-        if kind == 3:
-            at = note[4] + 12 + (namesz + 3) // 4 * 4
-            hexid = data[at:at + descsz].hex()
-            cand = DEBUG_ROOT / ".build-id" / hexid[:2] / f"{hexid[2:]}.debug"
-            if len(hexid) > 2 and cand.is_file():
-                return str(cand)
-    link = names.get(".gnu_debuglink")
-    if not link:
-        return None
-    raw = data[link[4]:link[4] + link[5]]
-    name = raw[:raw.index(b"\0")].decode("utf-8", "replace")
-    crc, = struct.unpack_from(end + "I", raw, (raw.index(b"\0") + 4) // 4 * 4)
-    here = Path(path).resolve().parent
-    for cand in (here / name, here / ".debug" / name, DEBUG_ROOT / here.relative_to("/") / name):
-        if "/" not in name and cand.is_file() and zlib.crc32(read_object(str(cand))) == crc:
-            return str(cand)
-    return None
-
-
-def _functions(data: bytes, symtab_only: bool = False) -> tuple:
-    """(sorted starts, [(start, size, name)]) of the FUNC symbols of a 64-bit ELF image:
-    its .symtab, or its .dynsym where it has none (unless symtab_only)."""
-    end, secs, _ = _sections(data)
-    tabs = [s for s in secs if s[1] == 2] or ([] if symtab_only else
-                                              [s for s in secs if s[1] == 11])
-    funcs = []
-    for s in tabs:
-        strtab = secs[s[6]]
-        for st_name, info, _, _, value, size in struct.iter_unpack(
-                end + "IBBHQQ", data[s[4]:s[4] + s[5] - s[5] % 24]):
-            if info & 0xF == 2 and value and size:
-                at = strtab[4] + st_name
-                name = data[at:data.index(b"\0", at)].decode("utf-8", "replace")
-                funcs.append((value, size, name))
-    funcs.sort()
-    return [f[0] for f in funcs], funcs
-
-
-def demangle(names: list) -> dict:
-    """C++ names made readable by c++filt when it is installed; others as they are."""
-    mangled = sorted({n for n in names if n.startswith("_Z")})
-    tool = shutil.which("c++filt")
-    if not mangled or tool is None:
-        return {}
-    try:
-        p = subprocess.run([tool], input="\n".join(mangled), capture_output=True, text=True,
-                           timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    plain = p.stdout.splitlines()
-    return dict(zip(mangled, plain)) if len(plain) == len(mangled) else {}
-
-
-def name_sites(recs: list) -> None:
-    """Each record's site as 'function+0xoff (object)', looked up in .symtab where the
-    interposer's dladdr had no name, C++ names demangled."""
-    syms = Symbols()
-    for r in recs:
-        obj, vaddr = r.get("site_object"), r.get("site_vaddr")
-        if obj and vaddr and r["site"].startswith("0x"):
-            found = syms.name(obj, int(vaddr, 16))
-            if found:
-                r["site"] = f"{found} ({Path(obj).name})"
-            elif obj in syms.stripped:
-                r["site"] = (f"0x{int(vaddr, 16):x} ({Path(obj).name}, stripped; no debug "
-                             "symbols installed)")
-    funcs = [r["site"].split("+", 1)[0] for r in recs]
-    plain = demangle(funcs)
-    for r, f in zip(recs, funcs):
-        if f in plain:
-            r["site"] = plain[f] + r["site"][len(f):]
 
 
 # ---- the table ---------------------------------------------------------------------------------
@@ -548,14 +453,37 @@ def markdown(docs: list, recs: list, command: list) -> str:
     return "\n".join([*lines, "", f"{said[0].upper()}{said[1:]}.", ""])
 
 
-def write_outputs(docs: list, recs: list, a, code: int) -> None:
+SECTIONS = ("locks", "stacks", "objects", "timeline")  # not a process's header
+
+
+def write_outputs(docs: list, recs: list, a, code: int, lib: Path) -> None:
     if a.json:
-        doc = {"command": a.command, "exit": code, "swap": docs[0]["swap"] if docs else None,
-               "processes": [{k: v for k, v in d.items() if k != "locks"} for d in docs],
+        doc = {"command": a.command, "exit": code, "interposer": str(lib),
+               "swap": docs[0]["swap"] if docs else None,
+               "processes": [{k: v for k, v in d.items() if k not in SECTIONS} for d in docs],
                "locks": recs}
         a.json.write_text(json.dumps(doc, indent=1) + "\n")
     if a.markdown:
         a.markdown.write_text(markdown(docs, recs, a.command))
+    if a.stacks:
+        svg = a.folded.with_suffix(".svg")
+        said = profile_stacks.write(docs, a.folded, svg, f"Lock waits: {shlex.join(a.command)}")
+        print(stacks_line(said, a.folded, svg))
+    if a.timeline:
+        said = profile_timeline.write(docs, recs, a.timeline, a.command)
+        lost = f"; {said['lost']} more did not fit in the buffer" if said["lost"] else ""
+        print(f"timeline: {said['events']} waits and holds of {said['threads']} thread(s) -> "
+              f"{a.timeline} (chrome://tracing, ui.perfetto.dev){lost}")
+
+
+def stacks_line(said: dict, folded: Path, svg: Path) -> str:
+    """What --stacks wrote, and what the stack tables had no room for."""
+    line = (f"contended stacks: {said['stacks']} stack(s), {said['waits']} wait(s), "
+            f"{fmt_ns(said['wait_ns'])} waited -> {folded}, flame graph {svg}")
+    if said["lost"]:
+        line += (f"; {said['lost']} wait(s) ({fmt_ns(said['lost_wait_ns'])}) found no room in "
+                 "the stack table")
+    return line
 
 
 # ---- the command -------------------------------------------------------------------------------
@@ -577,7 +505,7 @@ def profile(a) -> int:
     name_sites(recs)
     print_table(docs, recs, a)
     try:
-        write_outputs(docs, recs, a, code)
+        write_outputs(docs, recs, a, code, lib)
     except OSError as e:
         raise FailedError(f"cannot write the output: {e}") from None
     if not ended_well(code, forwarded):

@@ -11,8 +11,14 @@ import os
 import stat
 from pathlib import Path
 
-MAX_BYTES = 32 << 20     # lockprof's table holds at most a few thousand records of < 2 KiB
+# lockprof's table holds at most a few thousand records of < 2 KiB; the timeline at most
+# 262144 intervals of < 80 bytes; the stack table 4096 stacks of at most 64 frames
+MAX_BYTES = 64 << 20
 MAX_TEXT = 4096          # a site, a program path or an implementation name
+MAX_FRAMES = 64          # the most return addresses a stack keeps (kStackMax)
+CALLS = {f"pthread_{f}" for f in ("mutex_lock", "mutex_timedlock", "mutex_clocklock",
+                                  "rwlock_rdlock", "rwlock_timedrdlock", "rwlock_clockrdlock",
+                                  "rwlock_wrlock", "rwlock_timedwrlock", "rwlock_clockwrlock")}
 KINDS = {"mutex": ("mutex",), "rwlock": ("read", "write"),
          "cond": ("wait", "signal", "broadcast")}
 
@@ -117,3 +123,63 @@ def check(doc) -> None:
         raise BadDumpError("locks is not a list")
     for i, r in enumerate(doc["locks"]):
         check_lock(r, i)
+    if "stacks" in doc:
+        check_stacks(doc["stacks"], doc.get("objects"))
+    if "timeline" in doc:
+        check_timeline(doc["timeline"])
+
+
+def _hex(v, what: str) -> int:
+    try:
+        n = int(_text(v, what), 16) if isinstance(v, str) and v.isalnum() else -1
+    except ValueError:
+        n = -1
+    if not 0 <= n < 1 << 64:
+        raise BadDumpError(f"{what} is not a hexadecimal address")
+    return n
+
+
+def _list(v, what: str) -> list:
+    if not isinstance(v, list):
+        raise BadDumpError(f"{what} is not a list")
+    return v
+
+
+def check_stacks(stacks, objects) -> None:
+    """The contended stacks (--stacks) and the loaded objects their frames are named by."""
+    _fields(stacks, "stacks", ("depth", "lost", "lost_wait_ns", "list"))
+    for key in ("depth", "lost", "lost_wait_ns"):
+        _count(stacks[key], f"stacks {key}")
+    for i, s in enumerate(_list(stacks["list"], "stacks list")):
+        what = f"stack {i}"
+        _fields(s, what, ("call", "count", "wait_ns", "frames"))
+        if s["call"] not in CALLS:
+            raise BadDumpError(f"{what}: call is not a pthread function that waits")
+        _count(s["count"], f"{what}: count")
+        _count(s["wait_ns"], f"{what}: wait_ns")
+        if len(_list(s["frames"], f"{what}: frames")) > MAX_FRAMES:
+            raise BadDumpError(f"{what}: frames are more than {MAX_FRAMES}")
+        for frame in s["frames"]:
+            _hex(frame, f"{what}: a frame")
+    for i, o in enumerate(_list(objects, "objects")):
+        _fields(o, f"object {i}", ("path", "base", "text"))
+        _text(o["path"], f"object {i}: path")
+        _hex(o["base"], f"object {i}: base")
+        for seg in _list(o["text"], f"object {i}: text"):
+            if not isinstance(seg, list) or len(seg) != 2:
+                raise BadDumpError(f"object {i}: text is not a list of [start, end] pairs")
+            _hex(seg[0], f"object {i}: text start"), _hex(seg[1], f"object {i}: text end")
+
+
+def check_timeline(timeline) -> None:
+    """The timeline (--timeline): [what, mode, lock, tid, start ns, duration ns] each."""
+    _fields(timeline, "timeline", ("lost", "events"))
+    _count(timeline["lost"], "timeline lost")
+    for i, e in enumerate(_list(timeline["events"], "timeline events")):
+        if (not isinstance(e, list) or len(e) != 6 or e[0] not in ("h", "w")
+                or e[1] not in ("m", "r", "w")):
+            raise BadDumpError(f"timeline event {i} is not [h|w, m|r|w, lock, tid, start, "
+                               "duration]")
+        _hex(e[2], f"timeline event {i}: lock")
+        for v, name in zip(e[3:], ("tid", "start", "duration")):
+            _count(v, f"timeline event {i}: {name}")

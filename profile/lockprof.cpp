@@ -22,8 +22,8 @@
 // on a swapped mutex release our lock, sleep on a futex sequence counter of the condition
 // variable's record, and take it back.
 //
-// Tracer. With $LOCKTRACE_FD or $LOCKTRACE_FILE it records which lock objects each request of
-// a kit-style server touched (lockprof_trace.cpp). It combines with the other two.
+// Tracer. With $LOCKPROF_TRACE_FD or $LOCKPROF_TRACE_FILE it records which lock objects each
+// request of a kit-style server touched (lockprof_trace.cpp). It combines with the other two.
 //
 // It runs inside someone else's program, so on the lock path it never allocates (records
 // in a static open-addressing table, inserted by compare-and-swap on the key; per-thread
@@ -101,6 +101,10 @@ uint64_t ClockNs() {
 // point, set once by Calibrate() before any time is taken.
 constinit int g_use_tsc;
 constinit uint64_t g_tick_mult = 1ull << 32;
+namespace {
+// A TSC reading and the CLOCK_MONOTONIC time at that moment, from the calibration.
+constinit uint64_t g_tick_origin, g_ns_origin;
+}  // namespace
 
 uint64_t Now() {
 #if defined(__x86_64__)
@@ -111,6 +115,12 @@ uint64_t Now() {
 
 uint64_t ToNs(uint64_t ticks) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * g_tick_mult) >> 32);
+}
+
+uint64_t MonotonicNs(uint64_t ticks) {
+  if (!g_use_tsc) return ticks;
+  return ticks >= g_tick_origin ? g_ns_origin + ToNs(ticks - g_tick_origin)
+                                : g_ns_origin - ToNs(g_tick_origin - ticks);
 }
 
 void Say(const char* a, const char* b) {
@@ -238,7 +248,9 @@ LOCKPROF_INLINE Rec* HoldEnd(const void* o, int kind, bool keep) {
   Held* const h = HeldOf(o, kind);
   if (h == nullptr) return nullptr;  // taken before we knew, by another thread, or too deep
   Rec* const r = h->r;
-  HistAdd(&r->hold, ToNs(Now() - h->t0), h->weight, kind == kMutex || h->exclusive);
+  const uint64_t t1 = Now();
+  HistAdd(&r->hold, ToNs(t1 - h->t0), h->weight, kind == kMutex || h->exclusive);
+  if (g_timeline) TimelineAdd('h', kind == kMutex ? 'm' : h->exclusive ? 'w' : 'r', o, h->t0, t1);
   const int n = t_nheld;
   if (!keep && n > 0 && n <= kHeldMax) *h = t_held[n - 1], t_nheld = n - 1;
   return r;
@@ -292,11 +304,30 @@ void Calibrate() {
   while (n1 - n0 < 1000000);
   if (t1 <= t0) return;
   g_tick_mult = static_cast<uint64_t>((static_cast<unsigned __int128>(n1 - n0) << 32) / (t1 - t0));
+  g_tick_origin = t1, g_ns_origin = n1;
   g_use_tsc = 1;
 }
 #else
 void Calibrate() {}
 #endif
+
+// $LOCKPROF_STACKS (return addresses per contended acquisition, 1 to kStackMax) and
+// $LOCKPROF_TIMELINE (1: every wait and hold, which times every hold), read when profiling.
+void ReadSeeing() {
+  if (const char* n = getenv("LOCKPROF_STACKS"); n != nullptr && *n != 0) {
+    char* end = nullptr;
+    const long v = strtol(n, &end, 10);
+    if (*end == 0 && v >= 1 && v <= kStackMax) {
+      g_stack_depth = static_cast<int>(v);
+    } else {
+      Say("lockprof: LOCKPROF_STACKS", ": not a whole number from 1 to 64; no stacks taken\n");
+    }
+  }
+  if (const char* t = getenv("LOCKPROF_TIMELINE"); t != nullptr && strcmp(t, "1") == 0) {
+    g_timeline = 1;
+    g_hold_sample = 1;
+  }
+}
 
 void ReadConfig() {
   const char* f = getenv("LOCKPROF_FILE");
@@ -316,6 +347,7 @@ void ReadConfig() {
       Say("lockprof: LOCKPROF_HOLD_SAMPLE", ": not a whole number from 1 to 1024; kept 8\n");
     }
   }
+  if (g_profiling) ReadSeeing();
   const SwapOps* ops = SwapNamed(m, "lockprof: LOCKPROF_SWAP");
   if (ops != nullptr && ops->info->rwlock_only) {
     g_rw_swap = ops;  // a rwlock swap alone: mutexes stay pthread's
@@ -555,25 +587,41 @@ LOCKPROF_INLINE void Acquired(Rec* r, const Req q, const SwapOps* ops, uint64_t 
   Bump(&r->acq[q.mode], 1, exclusive);
 }
 
+// A contended acquisition's wait, the clock read around the blocking call (into *t1, the
+// acquisition's time, never 0, and *waited): out of line, and the only step that takes the
+// call stack (--stacks) and notes the wait's interval (--timeline), so that neither touches
+// an uncontended acquisition.
+__attribute__((noinline)) int Wait(const Req q, Rec* r, const SwapOps* ops, uint64_t* t1,
+                                   uint64_t* waited) {
+  const int saved = errno;
+  uintptr_t pc[kStackMax];
+  const int depth = g_stack_depth != 0 ? TakeStack(pc) : 0;
+  const uint64_t t0 = Now();
+  int rc = 0;
+  if (ops == nullptr) {
+    rc = RealBlock(q);
+  } else {
+    rc = q.op == kTimedOp ? SwapTimed(ops, r, q) : ops->lock(r, q.o, q.mode);
+  }
+  uint64_t t = Now();
+  t += t == 0;  // 0 means "not read"
+  *t1 = t, *waited = ToNs(t - t0);
+  if (rc == 0 || rc == EOWNERDEAD) {
+    if (depth > 0) StackAdd(pc, depth, CallIndex(q.kind, q.mode, q.op, q.clocked), *waited);
+    if (g_timeline)
+      TimelineAdd('w', q.kind == kMutex ? 'm' : q.mode == kRead ? 'r' : 'w', q.o, t0, t);
+  }
+  errno = saved;
+  return rc;
+}
+
 // Profiling: a try first; only when it fails is the clock read, around the blocking call.
 LOCKPROF_INLINE int AcquireCounted(const Req q) {
   Rec* const r = FindRec(q.o, q.kind);
   const SwapOps* const ops = SwapFor(q.o, q.kind, r);
   int rc = ops != nullptr ? ops->try_lock(r, q.o, q.mode) : RealTry(q);
   uint64_t t1 = 0, waited = 0;
-  if (rc == EBUSY && q.op != kTryOp) {
-    const int saved = errno;
-    const uint64_t t0 = Now();
-    if (ops == nullptr) {
-      rc = RealBlock(q);
-    } else {
-      rc = q.op == kTimedOp ? SwapTimed(ops, r, q) : ops->lock(r, q.o, q.mode);
-    }
-    t1 = Now();
-    t1 += t1 == 0;  // 0 means "not read"
-    waited = ToNs(t1 - t0);
-    errno = saved;
-  }
+  if (rc == EBUSY && q.op != kTryOp) rc = Wait(q, r, ops, &t1, &waited);
   if (rc == 0 || rc == EOWNERDEAD) {
     Acquired(r, q, ops, t1, waited);
   } else if (rc == EBUSY && r != nullptr) {
@@ -931,6 +979,7 @@ __attribute__((constructor)) static void LockprofInit() {
   lockprof::StartSwaps();
   lockprof::ChooseFastPaths();
   if (!lockprof::g_profiling) return;
+  lockprof::StacksStart();
   lockprof::InstallSignalHandlers();
   pthread_atfork(nullptr, nullptr, lockprof::ChildAfterFork);
 }

@@ -179,10 +179,36 @@ void ChildAfterFork();
 
 // The grader's per-request trace (lockprof_trace.cpp).
 extern constinit int g_trace_fd;  // >= 0: trace mode, set once by the constructor
+
+// Contended call stacks and the timeline of waits and holds (lockprof_stacks.cpp), set by
+// Configure when profiling: the return addresses a waiting acquisition keeps (0: none), and
+// whether every wait and hold is recorded with its thread and times.
+inline constexpr int kStackMax = 64;
+extern constinit int g_stack_depth;
+extern constinit int g_timeline;
 // NOLINTEND(bugprone-dynamic-static-initializers)
 void TraceInit();
 void TraceNote(const void* o, char kind, bool count_held);
 void TraceReleased();
+
+void StacksStart();            // the unwinder loaded and run once (the constructor)
+int TakeStack(uintptr_t* pc);  // up to g_stack_depth return addresses of the caller's stack
+uint32_t CallIndex(int kind, int mode, int op, bool clocked);  // the pthread function waited in
+void StackAdd(const uintptr_t* pc, int depth, uint32_t call, uint64_t ns);
+void TimelineAdd(char what, char mode, const void* o, uint64_t t0, uint64_t t1);
+void StacksAfterFork();
+// Now()'s ticks as CLOCK_MONOTONIC nanoseconds.
+uint64_t MonotonicNs(uint64_t ticks);
+
+// The dump's writer (lockprof_dump.cpp): text into its buffer, a number, a JSON string, a
+// key; the program's path. The sections of lockprof_stacks.cpp, written only when asked for.
+void Put(const char* s);
+void PutNum(uint64_t v, unsigned base);
+void PutStr(const char* s);
+void PutKey(const char* k);
+const char* ExePath();
+void PutStacks();
+void PutTimeline();
 
 }  // namespace lockprof
 

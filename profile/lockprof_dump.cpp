@@ -1,6 +1,7 @@
-// The profile's dump: one JSON document per process, written once, at exit (a destructor)
-// or on SIGINT/SIGTERM (a handler of ours, installed only where the program left the
-// default action; it dumps, then the signal kills as it would have), to $LOCKPROF_FILE
+// The profile's dump: one JSON document per process (the lock records; the contended stacks
+// and the timeline when asked for, lockprof_stacks.cpp), written once, at exit (a
+// destructor) or on SIGINT/SIGTERM (a handler of ours, installed only where the program left
+// the default action; it dumps, then the signal kills as it would have), to $LOCKPROF_FILE
 // ("%p" there becomes the pid: a forked child writes its own) under a temporary name, then
 // renamed, so a reader sees all of it or nothing. Through a static buffer and raw writes:
 // the dump may run in a signal handler, where malloc and stdio are off limits.
@@ -30,14 +31,9 @@ struct Out {
 };
 Out g_out;
 
-void Flush() {
-  for (size_t at = 0; at < g_out.n;) {
-    const long w = syscall(SYS_write, g_out.fd, g_out.buf + at, g_out.n - at);
-    if (w <= 0 && errno != EINTR) break;
-    if (w > 0) at += static_cast<size_t>(w);
-  }
-  g_out.n = 0;
-}
+void Flush();
+
+}  // namespace
 
 void Put(const char* s) {
   for (; *s != 0; s++) {
@@ -70,6 +66,17 @@ void PutStr(const char* s) {  // a JSON string
 void PutKey(const char* k) {
   PutStr(k);
   Put(": ");
+}
+
+namespace {
+
+void Flush() {
+  for (size_t at = 0; at < g_out.n;) {
+    const long w = syscall(SYS_write, g_out.fd, g_out.buf + at, g_out.n - at);
+    if (w <= 0 && errno != EINTR) break;
+    if (w > 0) at += static_cast<size_t>(w);
+  }
+  g_out.n = 0;
 }
 
 // The upper edge of the log2 bucket that holds the p-th permille sample (so within a factor
@@ -115,6 +122,12 @@ void PutHist(const char* name, const Hist* h, uint64_t zeros) {
 }
 
 char g_exe[PATH_MAX];
+
+}  // namespace
+
+const char* ExePath() { return g_exe; }
+
+namespace {
 
 const char* BaseName(const char* p) {
   const char* s = strrchr(p, '/');
@@ -258,7 +271,10 @@ void WriteDump(const char* reason) {
     const uintptr_t key = __atomic_load_n(&g_keys[i], __ATOMIC_ACQUIRE);
     if (key != 0 && Active(&g_recs[i])) PutRecord(key, &g_recs[i], first), first = false;
   }
-  Put("\n]}\n");
+  Put("\n]");
+  PutStacks();
+  PutTimeline();
+  Put("}\n");
   Flush();
   syscall(SYS_close, g_out.fd);
   syscall(SYS_rename, tmp, final_path);
@@ -329,6 +345,7 @@ void ChildAfterFork() {
     memset(&r->hold, 0, sizeof r->hold);
   }
   g_untracked_ops = g_holds_lost = 0;
+  StacksAfterFork();
   g_dump_state = 0;
 }
 

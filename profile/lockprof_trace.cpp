@@ -3,8 +3,8 @@
 // same thread writes to that socket (write, send): one thread per connection and one
 // request per connection, as in the kit. In between, pthread mutex, rwlock and condition
 // variable calls are noted in a fixed per-thread table; at the reply one line is appended to
-// the descriptor $LOCKTRACE_FD or the file $LOCKTRACE_FILE (at most $LOCKTRACE_MAX lines,
-// default 20000):
+// the descriptor $LOCKPROF_TRACE_FD or the file $LOCKPROF_TRACE_FILE (at most $LOCKPROF_TRACE_MAX
+// lines, default 20000):
 //
 //   R <request's first bytes, up to 24, sanitised> <n> <addr>:<kind>[count] ... [+]
 //
@@ -61,13 +61,13 @@ LOCKPROF_REAL(write, nullptr)
 LOCKPROF_REAL(send, nullptr)
 LOCKPROF_REAL(close, nullptr)
 
-// $LOCKTRACE_FD, a descriptor the grader opened on a file in a folder the program cannot
-// write (so it cannot delete the file or put another in its place), else $LOCKTRACE_FILE.
+// $LOCKPROF_TRACE_FD, a descriptor the grader opened on a file in a folder the program cannot
+// write (so it cannot delete the file or put another in its place), else $LOCKPROF_TRACE_FILE.
 // Either must be a regular file open for writing; it is closed on exec, so a program that
 // re-executes itself without the tracer leaves no trace rather than another one's.
 int TraceOpen() {
-  const char* fdtext = getenv("LOCKTRACE_FD");
-  const char* path = getenv("LOCKTRACE_FILE");
+  const char* fdtext = getenv("LOCKPROF_TRACE_FD");
+  const char* path = getenv("LOCKPROF_TRACE_FILE");
   if (fdtext != nullptr && *fdtext != 0) {
     char* end = nullptr;
     const long v = strtol(fdtext, &end, 10);
@@ -129,10 +129,25 @@ void TraceReplied(int fd) {
   TraceEmit();
 }
 
+// LOCKTRACE_*, the trace's variables outside the LOCKPROF_ family: ignored, with the new name
+// said on stderr, so that a caller who still sets one learns why nothing is traced.
+void RefuseOldNames() {
+  static constexpr const char* kRenamed[][2] = {{"LOCKTRACE_FD", "LOCKPROF_TRACE_FD"},
+                                                {"LOCKTRACE_FILE", "LOCKPROF_TRACE_FILE"},
+                                                {"LOCKTRACE_MAX", "LOCKPROF_TRACE_MAX"}};
+  for (const auto& names : kRenamed) {
+    if (const char* v = getenv(names[0]); v != nullptr && *v != 0) {
+      Say("lockprof: ", names[0]);
+      Say(" is now called ", names[1]), Say("; ignored", "\n");
+    }
+  }
+}
+
 }  // namespace
 
 void TraceInit() {
-  const char* m = getenv("LOCKTRACE_MAX");
+  RefuseOldNames();
+  const char* m = getenv("LOCKPROF_TRACE_MAX");
   if (m != nullptr && *m != 0) g_trace_max = strtol(m, nullptr, 10);
   const int fd = TraceOpen();
   struct stat sb;

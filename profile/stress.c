@@ -66,6 +66,38 @@ static void mutexes(void) {
         "mutex: no lost update");
 }
 
+/* A known contended call path, for the profiler's stacks (--stacks): every thread takes `hot`
+ * through contended_worker -> contended_outer -> contended_inner and holds it 1 ms asleep,
+ * so the others wait there far longer than anywhere else in this program. Neither function
+ * is inlined or cloned, and neither call is a tail call, so each keeps a frame of its own. */
+#define HOT_ROUNDS 25
+static pthread_mutex_t hot = PTHREAD_MUTEX_INITIALIZER;
+static long hot_count;
+
+__attribute__((noinline, noclone)) static void contended_inner(void) {
+  pthread_mutex_lock(&hot);
+  struct timespec t = {0, 1000000};
+  nanosleep(&t, NULL);
+  hot_count++;
+  pthread_mutex_unlock(&hot);
+}
+
+__attribute__((noinline, noclone)) static void contended_outer(void) {
+  contended_inner();
+  __asm__ volatile("" ::: "memory"); /* after the call: not a tail call */
+}
+
+static void *contended_worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < HOT_ROUNDS; i++) contended_outer();
+  return NULL;
+}
+
+static void contended(void) {
+  run(contended_worker);
+  check(hot_count == (long)threads * HOT_ROUNDS, "mutex: the known contended path");
+}
+
 /* Readers never see a writer half done; try and timed locks keep their promises. */
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static long a, b, torn, writes, refused;
@@ -310,6 +342,7 @@ int main(int argc, char **argv) {
   if (threads < 2 || threads > 64 || iters < 1) return 2;
   setvbuf(stdout, NULL, _IOLBF, 0);
   mutexes();
+  contended();
   rwlocks();
   read_mostly();
   conds();

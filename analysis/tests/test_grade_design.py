@@ -21,7 +21,7 @@ from analysis.tests.helpers import RELEASE, built_fixture, preload_library
 
 pytestmark = [pytest.mark.slow]
 
-LIB = RELEASE / "liblockprof.so"  # its trace mode: $LOCKTRACE_FD or $LOCKTRACE_FILE
+LIB = RELEASE / "liblockprof.so"  # its trace mode: $LOCKPROF_TRACE_FD or $LOCKPROF_TRACE_FILE
 N = 1000
 FRESH = itertools.count(10_000)  # a new lock object each time
 BASE = 0x55D4C8A0C040    # a plausible heap address
@@ -250,7 +250,7 @@ class TracedServer:
     preloaded; stop() ends it (call it in a finally)."""
 
     def __init__(self, binary: Path, trace_file: Path, env_extra=None, pass_fds=()):
-        env = {"LD_PRELOAD": str(LIB), "LOCKTRACE_FILE": str(trace_file), **(env_extra or {})}
+        env = {"LD_PRELOAD": str(LIB), "LOCKPROF_TRACE_FILE": str(trace_file), **(env_extra or {})}
         spec = SS.ServerSpec(binary.name, "kit", binary, env=tuple(env.items()))
         place = SS.Place(binary.parent, kit_work=binary.parent, ready_timeout=10,
                          pass_fds=tuple(pass_fds))
@@ -316,13 +316,13 @@ def test_trace_mode_combines_with_the_lock_swapper(swap, lib, tmp_path):
 
 
 def test_tracer_writes_to_an_inherited_descriptor_and_closes_it_on_exec(lib, tmp_path):
-    """$LOCKTRACE_FD: the lines go to the descriptor the grader handed in (the program
+    """$LOCKPROF_TRACE_FD: the lines go to the descriptor the grader handed in (the program
     cannot reach the file by name), which is closed on exec; a descriptor open only for
     reading is not used."""
     d = built_fixture("correct", tmp_path)
     trace = tmp_path / "handed.trace"
     fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    server = TracedServer(d / "main2", tmp_path / "unused.trace", {"LOCKTRACE_FD": str(fd)},
+    server = TracedServer(d / "main2", tmp_path / "unused.trace", {"LOCKPROF_TRACE_FD": str(fd)},
                           pass_fds=(fd,))
     try:
         flags = next(ln for ln in Path(f"/proc/{server.proc.pid}/fdinfo/{fd}").read_text()
@@ -334,11 +334,11 @@ def test_tracer_writes_to_an_inherited_descriptor_and_closes_it_on_exec(lib, tmp
     assert int(flags.split()[1], 8) & os.O_CLOEXEC, flags
     assert len(done) == 50 and all(r.ok for r in done)
     assert len(D.parse(trace.read_text())) == 50
-    assert not (tmp_path / "unused.trace").exists()  # $LOCKTRACE_FD wins
+    assert not (tmp_path / "unused.trace").exists()  # $LOCKPROF_TRACE_FD wins
     reading = tmp_path / "read-only.trace"
     reading.write_text("")
     fd = os.open(reading, os.O_RDONLY)
-    server = TracedServer(d / "main2", tmp_path / "unused.trace", {"LOCKTRACE_FD": str(fd)},
+    server = TracedServer(d / "main2", tmp_path / "unused.trace", {"LOCKPROF_TRACE_FD": str(fd)},
                           pass_fds=(fd,))
     try:
         done, _ = kitload.drive(server.port, plan(6)[:2], timeout=5.0)
@@ -349,11 +349,11 @@ def test_tracer_writes_to_an_inherited_descriptor_and_closes_it_on_exec(lib, tmp
 
 
 def test_tracer_cap_and_refusals(lib, tmp_path):
-    """LOCKTRACE_MAX caps the lines; a trace path that is a symbolic link is not followed
+    """LOCKPROF_TRACE_MAX caps the lines; a trace path that is a symbolic link is not followed
     (nothing is written through it) and the server serves as usual."""
     d = built_fixture("correct", tmp_path)
     capped = tmp_path / "capped.trace"
-    server = TracedServer(d / "main2", capped, {"LOCKTRACE_MAX": "7"})
+    server = TracedServer(d / "main2", capped, {"LOCKPROF_TRACE_MAX": "7"})
     try:
         done, _ = kitload.drive(server.port, plan(3)[:5], timeout=5.0)
     finally:

@@ -49,11 +49,12 @@ def children(pid: int) -> list:
 
 @pytest.fixture
 def serve(tmp_path):
-    """start(server, *options) -> a Profiled server, killed at the end whatever happened."""
+    """start(server, *options, env=()) -> a Profiled server, killed at the end whatever
+    happened."""
     started = []
 
-    def start(server, *options):
-        started.append(Profiled(server, tmp_path, *options))
+    def start(server, *options, env=()):
+        started.append(Profiled(server, tmp_path, *options, env=env))
         return started[-1]
     yield start
     for s in started:
@@ -66,13 +67,14 @@ def profile_cmd(*options) -> list:
 
 class Profiled:
     """`lockbench profile OPTIONS -- SERVER N 127.0.0.1 PORT` started through the one
-    launcher (the profiler as the server's wrapper) and listening; stop() sends SIGTERM to
-    the profiler (it forwards it) and returns (exit status, output, the --json document)."""
+    launcher (the profiler as the server's wrapper, `env` added to its environment) and
+    listening; stop() sends SIGTERM to the profiler (it forwards it) and returns (exit
+    status, output, the --json document)."""
 
-    def __init__(self, server: Path, tmp: Path, *options):
+    def __init__(self, server: Path, tmp: Path, *options, env: tuple = ()):
         self.json = tmp / f"profile-{time.monotonic_ns()}.json"
         self.out = self.json.with_suffix(".out")
-        spec = SS.ServerSpec(server.name, "kit", server, env=(("PYTHONPATH", str(REPO)),),
+        spec = SS.ServerSpec(server.name, "kit", server, env=(("PYTHONPATH", str(REPO)), *env),
                              wrap=(*profile_cmd("--json", self.json, *options), "--"))
         for _ in range(5):  # a port taken between the check and the bind: another one
             self.srv = SS.launch(spec, N, pick_port(), SS.Place(tmp, kit_work=tmp),
@@ -251,7 +253,7 @@ STRESS_SWAPS = {  # every swap lock as a mutex, and as a rwlock, at least once
 }
 
 
-STRESS_CHECKS = 8  # the lines stress.c prints, one per section
+STRESS_CHECKS = 9  # the lines stress.c prints, one per section
 
 
 def kill_session(sid: int) -> None:
@@ -307,7 +309,7 @@ def test_stress_program_keeps_every_lock_promise_swapped_without_profiling(lib, 
     """Swapping without profiling or tracing, the entry points jump straight into the swap
     lock's own fast path (the command always profiles, so the preload is set up by hand): the
     same promises there."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCKPROF_", "LOCKTRACE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCKPROF_")}
     env["LD_PRELOAD"] = str(lib)
     env.update({SWAP_ENV[flag]: name for flag, name in zip(options[::2], options[1::2])})
     p = run_whole([str(stress), "4", "5000"], timeout=300, env=env)
@@ -359,6 +361,11 @@ def test_bad_inputs_get_one_line_and_exit_2_before_starting(lib, static_main1, t
         ("--swap-rwlock", "flat-combining", "--", "true"): "flat combining cannot replace",
         ("--top", "1e3", "--", "true"): "--top",
         ("--json", "/nonexistent/dir/p.json", "--", "true"): "does not exist",
+        ("--stacks", "0", "--", "true"): "--stacks",
+        ("--stacks", "65", "--", "true"): "--stacks",
+        ("--folded", "s.folded", "--", "true"): "--folded needs --stacks N",
+        ("--stacks", "8", "--folded", "/nonexistent/dir/s.folded", "--", "true"): "does not exist",
+        ("--timeline", "/nonexistent/dir/t.json", "--", "true"): "does not exist",
     }
     for args, said in cases.items():
         p = run_profile(*args)  # its timeout only stops a hang: how fast is not asserted

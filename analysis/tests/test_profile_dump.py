@@ -8,10 +8,11 @@ import copy
 import json
 import os
 import subprocess
+import xml.etree.ElementTree as ET
 
 import pytest
 
-from analysis import profile, profile_dump
+from analysis import profile, profile_dump, profile_stacks, profile_symbols, profile_timeline
 from analysis.profile_dump import BadDumpError
 
 GOOD = {"tool": "lockprof", "version": 1, "pid": 4242, "program": "/usr/bin/x",
@@ -115,7 +116,7 @@ def test_load_keeps_the_good_dumps_and_gives_one_line_per_bad_one(tmp_path):
 
 def test_symbols_of_an_object_that_is_not_a_file_are_none_at_once(tmp_path):
     os.mkfifo(tmp_path / "fifo")
-    syms = profile.Symbols()  # reading /dev/zero would fill the memory, the FIFO block
+    syms = profile_symbols.Symbols()  # reading /dev/zero would fill the memory, the FIFO block
     for path in ("/dev/zero", str(tmp_path / "fifo"), str(tmp_path / "missing")):
         assert syms.table(path) == ([], [])
 
@@ -153,5 +154,89 @@ def test_a_stripped_program_is_named_from_its_debug_file_or_said_to_be_stripped(
         "bump+0x10 (full)", "bump+0x10 (linked)",
         f"0x{bump + 16:x} (bare, stripped; no debug symbols installed)"]
     (tmp_path / "linked.debug").write_bytes(b"\x7fELF not the one the link's CRC names")
-    assert profile.debug_file(str(tmp_path / "linked"),
-                              (tmp_path / "linked").read_bytes()) is None
+    assert profile_symbols.debug_file(str(tmp_path / "linked"),
+                                      (tmp_path / "linked").read_bytes()) is None
+
+
+SEEING = {**GOOD, "stacks": {"depth": 8, "lost": 1, "lost_wait_ns": 70, "list": [
+              {"call": "pthread_mutex_lock", "count": 2, "wait_ns": 600,
+               "frames": ["1010", "2020"]}]},
+          "objects": [{"path": "/usr/bin/x", "base": "0", "text": [["1000", "3000"]]}],
+          "timeline": {"capacity": 262144, "lost": 0, "events": [
+              ["w", "m", "7f00", 7, 5000, 2000], ["h", "m", "7f00", 7, 7000, 1500]]}}
+
+
+def test_the_stacks_and_the_timeline_as_lockprof_writes_them_are_read(tmp_path):
+    assert profile_dump.read(write(tmp_path, "lockprof.1.json", SEEING)) == SEEING
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({"stacks": {"depth": 8}}, "stacks has no lost"),
+    ({"stacks": {**SEEING["stacks"], "list": [{**SEEING["stacks"]["list"][0], "call": "f"}]}},
+     "stack 0: call is not a pthread function that waits"),
+    ({"stacks": {**SEEING["stacks"], "list": [{**SEEING["stacks"]["list"][0],
+                                               "frames": ["zz"]}]}},
+     "stack 0: a frame is not a hexadecimal address"),
+    ({"stacks": {**SEEING["stacks"], "list": [{**SEEING["stacks"]["list"][0],
+                                               "frames": ["10"] * 65}]}},
+     "stack 0: frames are more than 64"),
+    ({"objects": [{"path": "/x", "base": "0", "text": [["1"]]}]}, "object 0: text is not"),
+    ({"objects": None}, "objects is not a list"),
+    ({"timeline": {"lost": 0, "events": [["x", "m", "7f00", 1, 2, 3]]}},
+     "timeline event 0 is not"),
+    ({"timeline": {"lost": 0, "events": [["h", "m", "7f00", 1, 2, -3]]}},
+     "timeline event 0: duration is not a count"),
+])
+def test_forged_stacks_and_timelines_are_named(tmp_path, change, reason):
+    with pytest.raises(BadDumpError, match=reason):
+        profile_dump.read(write(tmp_path, "lockprof.1.json", {**SEEING, **change}))
+
+
+def build_named_and_bare(tmp_path) -> int:
+    """`full` (symbols) and `bare` (stripped) of STRIPPED_SOURCE; bump's address in both."""
+    (tmp_path / "s.c").write_text(STRIPPED_SOURCE)
+    for step in (["gcc", "-O1", "-pthread", "-o", "full", "s.c"], ["cp", "full", "bare"],
+                 ["strip", "--strip-all", "bare"]):
+        subprocess.run(step, cwd=tmp_path, check=True, capture_output=True)
+    nm = subprocess.run(["nm", "full"], cwd=tmp_path, capture_output=True, text=True).stdout
+    return int(next(line.split()[0] for line in nm.splitlines() if line.endswith(" bump")), 16)
+
+
+def test_frames_are_named_as_sites_or_by_offset_where_stripped_and_the_same_stacks_add(
+        tmp_path):
+    """Two processes, the same stack: a frame of the program with symbols (named, the offset
+    dropped so that a function is one frame), its caller in a stripped copy loaded at
+    another base (object+0xoffset), an address in no object; the weights add up."""
+    bump = build_named_and_bare(tmp_path)
+    objects = [{"path": str(tmp_path / "full"), "base": "100000",
+                "text": [["100000", "200000"]]},
+               {"path": str(tmp_path / "bare"), "base": "400000",
+                "text": [["400000", "500000"]]}]
+    stack = {"call": "pthread_mutex_timedlock", "count": 1, "wait_ns": 500,
+             "frames": [f"{0x100000 + bump + 16:x}", f"{0x400000 + bump + 16:x}", "9"]}
+    docs = [{"pid": pid, "objects": objects,
+             "stacks": {"depth": 8, "lost": 0, "lost_wait_ns": 0, "list": [stack]}}
+            for pid in (1, 2)]
+    stacks = profile_stacks.folded(docs)
+    assert stacks == {f"0x9;bare+0x{bump + 16:x};bump;pthread_mutex_timedlock": 1000}
+    assert profile_stacks.folded_text(stacks).endswith(" 1000\n")
+    svg = ET.fromstring(profile_stacks.flame_svg(stacks, "waits <&>"))
+    titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
+    assert titles[0] == "all (1,000 ns waited, 100.00%)" and len(titles) == 5, titles
+    assert profile_stacks.totals(docs)["waits"] == 2
+    empty = ET.fromstring(profile_stacks.flame_svg({}, "waits"))  # nothing waited: said
+    assert [t.text for t in empty.iter("{http://www.w3.org/2000/svg}text")] == [
+        "waits: no acquisition waited"]
+
+
+def test_the_timeline_is_in_microseconds_from_the_first_interval_named_by_site():
+    docs = [{"pid": 1, "program": "/bin/a", "locks": [],
+             "timeline": {"lost": 3, "events": [["h", "w", "7f00", 11, 9000, 1500]]}},
+            {"pid": 2, "program": "/bin/b", "locks": [],
+             "timeline": {"lost": 0, "events": [["w", "m", "50", 12, 4000, 2000]]}}]
+    recs = [{"pid": 1, "addr": "7f00", "kind": "rwlock", "site": "f+0x1 (a)"}]
+    evs = profile_timeline.events(docs, profile_timeline.lock_names(recs))
+    assert [(e["pid"], e["tid"], e["ts"], e["dur"], e["cat"], e["name"]) for e in evs] == [
+        (2, 12, 0.0, 2.0, "wait", "mutex 0x50"), (1, 11, 5.0, 1.5, "hold", "f+0x1 (a)")]
+    assert evs[1]["args"] == {"lock": "0x7f00", "kind": "rwlock", "mode": "write"}
+    assert profile_timeline.totals(docs, evs) == {"events": 2, "threads": 2, "lost": 3}

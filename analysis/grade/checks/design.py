@@ -15,7 +15,7 @@ from analysis.grade.trust import sandbox as S
 
 # The lock tracer: the preload of `./lockbench profile` in its trace mode
 # (profile/lockprof_trace.cpp), which the launcher turns on by handing the server a
-# descriptor in $LOCKTRACE_FD.
+# descriptor in $LOCKPROF_TRACE_FD.
 TRACER = Path(S.REFERENCE) / "liblockprof.so"
 TRACE_CAP = 8 << 20
 DESIGN_THREADS = 30   # of the kit client's 100, ten requests each

@@ -262,7 +262,7 @@ class Launcher:
 
     def op_spawn(self, msg, fds) -> dict:
         """An inner sandbox; with "trace": NAME, the program inherits a descriptor on a new
-        traces/NAME, its number in $LOCKTRACE_FD."""
+        traces/NAME, its number in $LOCKPROF_TRACE_FD."""
         ro = {self._inside(k): v for k, v in msg["ro"].items()}
         rw = {self._inside(k): v for k, v in msg["rw"].items()}
         limits = S.Limits(**msg.get("limits", {}))
@@ -270,7 +270,7 @@ class Launcher:
         out, err = (fds + [subprocess.DEVNULL] * 2)[:2]
         keep = (self._trace(str(msg["trace"])),) if msg.get("trace") else ()
         if keep:
-            env["LOCKTRACE_FD"] = str(keep[0])
+            env["LOCKPROF_TRACE_FD"] = str(keep[0])
         try:
             if self.cfg.get("sandbox") == "container":
                 cmd, cwd, env = S.direct(ro, rw, msg["chdir"], msg["argv"], limits, self.uid,
