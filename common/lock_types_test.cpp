@@ -202,8 +202,9 @@ TEST(ClhLockTest, EveryNodeGoesBackToItsSource) {
   EXPECT_EQ(FixedClhNodes::used.load(), 0u) << "a node is still out of the pool";
   // every node comes back at rest, flagged, so its reuse stores nothing before the swap
   for (int i = 0; i < FixedClhNodes::kNodes; ++i) {
-    if (FixedClhNodes::ever.load() >> i & 1)
+    if ((FixedClhNodes::ever.load() >> i & 1) != 0) {
       EXPECT_TRUE(FixedClhNodes::nodes[i].locked.load()) << i;
+    }
   }
 }
 
