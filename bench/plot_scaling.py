@@ -42,13 +42,18 @@ def points(doc: dict, read: int = 70) -> dict:
 def draw(pts: dict, cpu: str, out: Path) -> None:
     fig = Figure(figsize=(11, 7), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True)
+    names = sorted({name for _, name in pts})
+    colors = matplotlib.colormaps["tab20"].colors
+    style = {name: (colors[(2 * i) % 20 + (2 * i) // 20], "osD^v<>ph*X"[i % 11])
+             for i, name in enumerate(names)}   # a colour and marker each, 11 and more
     for col, n in enumerate((1000, 1)):
         for (pn, name), per in sorted(pts.items()):
             if pn != n:
                 continue
             ts = list(per)
-            axes[0][col].plot(ts, [per[t][0] for t in ts], marker="o", label=name)
-            axes[1][col].plot(ts, [per[t][1] for t in ts], marker="o", label=name)
+            c, m = style[name]
+            axes[0][col].plot(ts, [per[t][0] for t in ts], marker=m, color=c, label=name)
+            axes[1][col].plot(ts, [per[t][1] for t in ts], marker=m, color=c, label=name)
         axes[0][col].set_title(f"n = {n}" + (" (one hot string)" if n == 1 else ""))
         axes[0][col].set_yscale("log")
         axes[1][col].set_ylim(0, 1.05)
