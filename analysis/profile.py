@@ -427,8 +427,11 @@ def note(docs: list) -> str:
     """How to read the times, and which clock took them."""
     clock = docs[0].get("clock") if docs else None
     by = "the TSC, calibrated against CLOCK_MONOTONIC" if clock == "tsc" else "CLOCK_MONOTONIC"
+    sample = docs[0].get("hold_sample") if docs else None
+    held = (f"; holds: every contended one timed, and one uncontended in {sample} (each "
+            f"counting for {sample})" if isinstance(sample, int) and sample > 1 else "")
     return ("wait and hold: upper edges of log2 buckets of nanoseconds (within a factor of 2), "
-            f"timed by {by}; wait is 0 for an acquisition whose trylock succeeded")
+            f"timed by {by}; wait is 0 for an acquisition whose trylock succeeded{held}")
 
 
 def print_table(docs: list, recs: list, a) -> None:

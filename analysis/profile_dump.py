@@ -113,7 +113,7 @@ def check(doc) -> None:
     swap = _fields(doc["swap"], "swap", ("mutex", "rwlock"))
     _text(swap["mutex"], "swap mutex")
     _text(swap["rwlock"], "swap rwlock")
-    for key in ("untracked_ops", "holds_lost"):
+    for key in ("untracked_ops", "holds_lost", "hold_sample"):
         if key in doc:
             _count(doc[key], key)
     for key in ("clock", "program", "reason"):

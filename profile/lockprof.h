@@ -120,6 +120,8 @@ void Configure();
 
 // The clock of every wait and hold (TSC or CLOCK_MONOTONIC) and its rate.
 extern constinit int g_use_tsc;
+// One uncontended hold in this many is timed (every contended one is): the dump says so.
+uint32_t HoldSample();
 extern constinit uint64_t g_tick_mult;
 uint64_t Now();
 uint64_t ToNs(uint64_t ticks);

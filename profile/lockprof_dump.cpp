@@ -224,6 +224,7 @@ void PutHeader(const char* reason) {
   Put(", \"clock\": "), PutStr(g_use_tsc ? "tsc" : "CLOCK_MONOTONIC");
   Put(", \"tsc_ps_per_tick\": "), PutNum(g_use_tsc ? (g_tick_mult * 1000) >> 32 : 0, 10);
   Put(", \"table_size\": "), PutNum(kTableSize, 10);
+  Put(", \"hold_sample\": "), PutNum(HoldSample(), 10);
   Put(", \"swap\": {\"mutex\": "), PutStr(MutexSwapName());
   Put(", \"rwlock\": "), PutStr(RwlockSwapName());
   Put("}, \"untracked_ops\": "), PutNum(AtomicLoad(&g_untracked_ops), 10);
