@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from analysis.grade import checks, labs
+from analysis.grade import labs, records
 from analysis.grade.pages import bundle, dashboard, render, score
 from analysis.grade.trust import handin, isolation, names, outer, sandbox
 from analysis.numbers import float_above, float_in, int_in, list_of
@@ -55,13 +55,13 @@ def _layout(t):
 
 
 def _skip(t):
-    """--skip CHECK,...: checks the grader leaves out (checks.SKIPPABLE), distinct."""
+    """--skip CHECK,...: checks the grader leaves out (records.SKIPPABLE), distinct."""
     out = []
     for part in t.split(","):
         cid = part.strip()
-        if cid not in checks.SKIPPABLE:
+        if cid not in records.SKIPPABLE:
             raise argparse.ArgumentTypeError(
-                f"{cid!r} cannot be skipped (one of: {', '.join(checks.SKIPPABLE)})")
+                f"{cid!r} cannot be skipped (one of: {', '.join(records.SKIPPABLE)})")
         if cid not in out:
             out.append(cid)
     return out
@@ -155,7 +155,7 @@ def _what_options(ap) -> None:
                          "or the servers)")
     ap.add_argument("--skip", type=_skip, metavar="CHECK,...",
                     help="leave these checks out, each undetermined and not scored: "
-                         f"{', '.join(checks.SKIPPABLE)} (probe: the timing lines are judged "
+                         f"{', '.join(records.SKIPPABLE)} (probe: the timing lines are judged "
                          "without the grader's clock probe; pause: the workload without its "
                          "idle pause); for a faster look, never for final grades")
     ap.add_argument("--race", action="store_true",

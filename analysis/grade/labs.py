@@ -21,7 +21,7 @@ the kit from the submission's own common.h. `--lab NAME` names the servers inste
 import re
 from dataclasses import dataclass, replace
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
 from analysis.grade.measure import design as D
 
 FOUR = ("main1", "main2", "main3", "main4")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import checks
+from analysis.grade import records as checks
 from analysis.grade.pages import fmt
 from analysis.grade.pages import similarity as S
 from analysis.grade.trust import isolation, sandbox

@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade import checks, labs
+from analysis.grade import labs
+from analysis.grade import records as checks
 from analysis.grade.checks import concurrency
 from analysis.grade.pages import dashboard, fmt, gradescope, markdown, render, score
 from analysis.grade.pages import html as H

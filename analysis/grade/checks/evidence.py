@@ -13,7 +13,7 @@ judged item (for every server it judges) a PASS is not a pass:
 The page says how much each check judged, whatever its verdict.
 """
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
 
 
 def total(judged) -> int:

@@ -10,8 +10,8 @@ import html
 import math
 import re
 
-from analysis.grade import checks as C
 from analysis.grade import labs
+from analysis.grade import records as C
 from analysis.grade.trust import names as N
 
 
@@ -146,19 +146,8 @@ def status_note(check: dict) -> str:
 
 
 def fixes(check: dict) -> list:
-    """What to fix for a check that did not pass: its own `fix` (a text or a list of texts,
-    the worker's specific diagnosis) when it has one, else its record's default fix
-    (checks.py); [] for a passed check or one the grader did not run. The texts may quote a
-    student's: show them escaped."""
-    if check.get("status") == "pass" or check.get("not_run") is True:
-        return []
-    own = check.get("fix")
-    own = [own] if isinstance(own, str) else own if isinstance(own, list) else []
-    own = [str(x) for x in own if isinstance(x, str) and x.strip()]
-    if own:
-        return own
-    record = C.BY_ID.get(check.get("id"))
-    return [record.fix] if record and record.fix else []
+    """What to fix for a check that did not pass (records.fixes, the one fix rule)."""
+    return C.fixes(check)
 
 
 def _code_parts(text) -> list:

@@ -14,8 +14,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10 (Gradescope's Ubuntu 22.04): Debian's python3-tomli
     import tomli as tomllib
 
-from analysis.grade import checks as C
 from analysis.grade import labs
+from analysis.grade import records as C
 from analysis.grade.pages import fmt as F
 from analysis.grade.trust import names as N
 
