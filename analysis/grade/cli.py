@@ -14,8 +14,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from analysis.grade import labs, records
-from analysis.grade.pages import bundle, dashboard, render, score
+from analysis.grade import labs, records, score
+from analysis.grade.pages import dashboard, render
+from analysis.grade.platforms import bundle
 from analysis.grade.trust import handin, isolation, names, outer, sandbox
 from analysis.numbers import float_above, float_in, int_in, list_of
 from analysis.progress import Progress
@@ -333,13 +334,15 @@ def _similarity(a, out: Path, out_names: list) -> dict | None:
     """The similarity check over the class (its flags per submission), or None."""
     if not a.similarity:
         return None
-    from analysis.grade.pages import similarity
+    # copydetect and numpy: imported only when asked for (the grader alone is stdlib only)
+    from analysis.grade.pages import similarity as page
+    from analysis.grade.similarity import compare as similarity
 
     print(f"comparing the submissions' sources (similarity: at most "
           f"{similarity.PER_SUBMISSION_S:.0f} s a submission, {similarity.PHASE_S:.0f} s in all)",
           file=sys.stderr)
     result = similarity.compare(dict(zip(out_names, a.submissions)), a.boilerplate)
-    similarity.write(out, result)
+    page.write(out, result)
     return similarity.flagged(result)
 
 

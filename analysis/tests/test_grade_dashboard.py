@@ -10,7 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade.pages import dashboard, render, score
+from analysis.grade import score
+from analysis.grade.pages import dashboard, render
 from analysis.grade.trust import names
 from analysis.tests.test_grade_render import CHROMIUM, chromium_dom, hrefs, relative
 

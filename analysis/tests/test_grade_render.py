@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade import labs
+from analysis.grade import labs, score
 from analysis.grade import records as checks
 from analysis.grade.checks import concurrency
-from analysis.grade.pages import dashboard, fmt, gradescope, markdown, render, score
+from analysis.grade.pages import dashboard, fmt, gradescope, markdown, render
 from analysis.grade.pages import html as H
 from analysis.grade.trust import names
 from analysis.tests.helpers import Shown, gfm, md_tags

@@ -19,9 +19,9 @@ import re
 from pathlib import PurePath
 
 from analysis.grade import labs
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
 from analysis.grade.pages import render as R
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 GRADESCOPE_CSV = "gradescope_scores.csv"

@@ -6,8 +6,8 @@ Every line that may carry a student's text goes through names.visible()."""
 
 import math
 
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 

@@ -7,9 +7,9 @@ names.visible() and html.escape()."""
 import html
 
 from analysis.grade import labs
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
 from analysis.grade.pages import markdown as M
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 

@@ -9,11 +9,11 @@ import csv
 import json
 from pathlib import Path
 
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
 from analysis.grade.pages import gradescope as G
 from analysis.grade.pages import html as H
 from analysis.grade.pages import markdown as M
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 

@@ -19,7 +19,7 @@ from analysis.grade import records as C
 from analysis.grade.pages import fmt as F
 from analysis.grade.trust import names as N
 
-DEFAULT_WEIGHTS = Path(__file__).resolve().parents[2] / "grade_weights.toml"
+DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "grade_weights.toml"
 
 
 class WeightsError(Exception):
