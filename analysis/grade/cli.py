@@ -254,12 +254,12 @@ def release_version(path: Path) -> str:
     return f"{parts[0]} (released {parts[1]})"
 
 
-def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dict:
+def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> tuple:
+    """(evidence, its Score): the submission graded, its pages written from one Score."""
     ev = outer.run_worker(cfg, out, submission=sub)
     ev["grader"] = {**cfg["grader"], "date": time.strftime("%Y-%m-%d %H:%M %Z")}
     (out / "evidence.json").write_text(json.dumps(ev, indent=1))
-    render.write_pages(out, out.name, ev, ref, weights)
-    return ev
+    return ev, render.write_pages(out, out.name, ev, ref, weights)
 
 
 def reference(cfg, out: Path, a) -> dict | None:
@@ -385,7 +385,7 @@ def _checked(ap, argv) -> argparse.Namespace:
 
 def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     """Grades one submission into --out/NAME, or keeps an earlier grading of the same
-    settings (resuming); (name, evidence, what happened)."""
+    settings (resuming); (name, evidence, its Score, what happened)."""
     sdir = a.out / name
     stamp = sdir / "grade-key.json"
     key = {k: cfg[k] for k in ("runs", "sizes", "race", "memory", "idle_pause_s", "layout",
@@ -393,11 +393,11 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
             and json.loads(stamp.read_text()) == key):
         ev = json.loads((sdir / "evidence.json").read_text())
-        render.write_pages(sdir, name, ev, ref, weights)
-        return name, ev, "kept from an earlier run"
-    ev = grade_one(cfg, sub, sdir, ref, weights)
+        sc = render.write_pages(sdir, name, ev, ref, weights)
+        return name, ev, sc, "kept from an earlier run"
+    ev, sc = grade_one(cfg, sub, sdir, ref, weights)
     stamp.write_text(json.dumps(key))
-    return name, ev, score.verdict(ev)[0]
+    return name, ev, sc, sc.verdict
 
 
 def _grade_all(a, cfg, weights) -> list:
@@ -414,8 +414,8 @@ def _grade_all(a, cfg, weights) -> list:
                    for s, n in zip(a.submissions, out_names)]
         try:
             for f in as_completed(futures):
-                name, ev, what = f.result()
-                rows[name] = render.summary_row(name, source[name], ev, weights)
+                name, ev, sc, what = f.result()
+                rows[name] = render.summary_row(name, source[name], ev, sc)
                 prog.advance(per, f"{name}: {what}")
         except KeyboardInterrupt:
             for f in futures:
