@@ -1,4 +1,4 @@
-"""A verdict only from evidence (analysis/grade/evidence.py): every check's record says what
+"""A verdict only from evidence (analysis/grade/checks/evidence.py): every check's record says what
 it counts as judged, every runner reports how much it judged, and a check passes only on
 something judged: FAIL when the submission answered nothing, UNDETERMINED when the grader
 lost its own measurement. The rule is checked check by check here, and end to end: an

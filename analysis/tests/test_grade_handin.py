@@ -207,7 +207,7 @@ def test_similarity_reads_a_zip_as_the_grader_unpacks_it(tmp_path):
     assert read_sources(tmp_path / "c.zip")[1][0].startswith("not a readable zip")
 
 
-# ---- the folder to build in (trust/folder.py, --folder) ------------------------------------
+# ---- the folder to build in (grade/trust/folder.py, --folder) ------------------------------------
 
 def course_layout(root: Path, code: tuple = ("Code",)) -> Path:
     """The course's hand-in as unpacked: the members file, Report/report.pdf, and each of

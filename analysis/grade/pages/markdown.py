@@ -2,7 +2,7 @@
 made, and Tables 1 and 2 beside the reference.
 
 Every string of the evidence may carry a student's text: it goes into the page only as a
-code span, a fence or through names.md_text (analysis.grade.names)."""
+code span, a fence or through names.md_text (analysis.grade.trust.names)."""
 
 from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
