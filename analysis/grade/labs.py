@@ -35,7 +35,7 @@ class Lab:
     delay: bool             # the kit's usleep(ART_DELAY) in every access
     timing: str             # what a timing line holds: "mean" or "sum" of 1000 latencies
     designs: dict           # server -> the lock designs that earn the design check
-    checks: tuple           # its checks' ids (checks.py), in page order
+    checks: tuple           # its checks' ids (records.py), in page order
     what: str               # one line for the page
     place: tuple = ()       # (server, built name): a server the submission built under
                             # another name (`main` as main1), linked as --layout would

@@ -1,6 +1,6 @@
 """The evidence rule every verdict goes through: a check passes only on what it judged.
 
-Each check's record (checks.py) says what it counts as judged (`judges`: requests answered,
+Each check's record (records.py) says what it counts as judged (`judges`: requests answered,
 operations checked, lines compared, probes run) and its runner reports how many
 (`judged`: a number, or {server: number} for a check that judges each server). Below one
 judged item (for every server it judges) a PASS is not a pass:
