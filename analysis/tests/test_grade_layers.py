@@ -1,6 +1,6 @@
 """The grader's layers (docs/architecture.md, "The grader's parts"): each module of
 analysis/grade imports only the layers below its own, the records at the bottom importing
-nothing of the grader (as may any module that imports nothing of it, measure/design.py's
+nothing of the grader (as may any module that imports nothing of it, grade/measure/design.py's
 names of the lock designs, say: it sits at the bottom too)."""
 
 import ast
@@ -19,7 +19,7 @@ def pure(module: str) -> bool:
 
 
 def layer(module: str) -> int:
-    """The layer of analysis.grade.X..."""
+    """The layer of a module of the grader (analysis.grade.worker: the worker's)."""
     if pure(module):
         return 0
     head = module.split(".")[2] if module.count(".") >= 2 else ""
