@@ -1,6 +1,7 @@
 // lockprof: an LD_PRELOAD lock profiler, lock swapper and per-request lock tracer for any
 // dynamically linked program (./lockbench profile; the command is analysis/profile.py, the
-// story docs/profile.md; the tracer is the grader's design check, analysis/grade/design.py).
+// story docs/profile.md; the tracer is the grader's design check,
+// analysis/grade/measure/design.py).
 //
 // Profiler. Every pthread mutex, rwlock and condition variable call is forwarded and noted
 // in a record per lock object (by address and kind): acquisitions per mode, contended

@@ -1,4 +1,5 @@
-// The per-request trace, for the grader's design check (analysis/grade/design.py reads it).
+// The per-request trace, for the grader's design check (analysis/grade/measure/design.py
+// reads it).
 // A request starts when a thread reads bytes from a socket (read, recv) and ends when the
 // same thread writes to that socket (write, send): one thread per connection and one
 // request per connection, as in the kit. In between, pthread mutex, rwlock and condition

@@ -14,8 +14,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from analysis.grade import checks, labs
-from analysis.grade.pages import bundle, dashboard, render, score
+from analysis.grade import labs, records, score
+from analysis.grade.pages import dashboard, render
+from analysis.grade.platforms import bundle
 from analysis.grade.trust import handin, isolation, names, outer, sandbox
 from analysis.numbers import float_above, float_in, int_in, list_of
 from analysis.progress import Progress
@@ -55,13 +56,13 @@ def _layout(t):
 
 
 def _skip(t):
-    """--skip CHECK,...: checks the grader leaves out (checks.SKIPPABLE), distinct."""
+    """--skip CHECK,...: checks the grader leaves out (records.SKIPPABLE), distinct."""
     out = []
     for part in t.split(","):
         cid = part.strip()
-        if cid not in checks.SKIPPABLE:
+        if cid not in records.SKIPPABLE:
             raise argparse.ArgumentTypeError(
-                f"{cid!r} cannot be skipped (one of: {', '.join(checks.SKIPPABLE)})")
+                f"{cid!r} cannot be skipped (one of: {', '.join(records.SKIPPABLE)})")
         if cid not in out:
             out.append(cid)
     return out
@@ -155,7 +156,7 @@ def _what_options(ap) -> None:
                          "or the servers)")
     ap.add_argument("--skip", type=_skip, metavar="CHECK,...",
                     help="leave these checks out, each undetermined and not scored: "
-                         f"{', '.join(checks.SKIPPABLE)} (probe: the timing lines are judged "
+                         f"{', '.join(records.SKIPPABLE)} (probe: the timing lines are judged "
                          "without the grader's clock probe; pause: the workload without its "
                          "idle pause); for a faster look, never for final grades")
     ap.add_argument("--race", action="store_true",
@@ -253,12 +254,12 @@ def release_version(path: Path) -> str:
     return f"{parts[0]} (released {parts[1]})"
 
 
-def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> dict:
+def grade_one(cfg, sub: Path, out: Path, ref: dict | None, weights: dict) -> tuple:
+    """(evidence, its Score): the submission graded, its pages written from one Score."""
     ev = outer.run_worker(cfg, out, submission=sub)
     ev["grader"] = {**cfg["grader"], "date": time.strftime("%Y-%m-%d %H:%M %Z")}
     (out / "evidence.json").write_text(json.dumps(ev, indent=1))
-    render.write_pages(out, out.name, ev, ref, weights)
-    return ev
+    return ev, render.write_pages(out, out.name, ev, ref, weights)
 
 
 def reference(cfg, out: Path, a) -> dict | None:
@@ -333,13 +334,15 @@ def _similarity(a, out: Path, out_names: list) -> dict | None:
     """The similarity check over the class (its flags per submission), or None."""
     if not a.similarity:
         return None
-    from analysis.grade.pages import similarity
+    # copydetect and numpy: imported only when asked for (the grader alone is stdlib only)
+    from analysis.grade.pages import similarity as page
+    from analysis.grade.similarity import compare as similarity
 
     print(f"comparing the submissions' sources (similarity: at most "
           f"{similarity.PER_SUBMISSION_S:.0f} s a submission, {similarity.PHASE_S:.0f} s in all)",
           file=sys.stderr)
     result = similarity.compare(dict(zip(out_names, a.submissions)), a.boilerplate)
-    similarity.write(out, result)
+    page.write(out, result)
     return similarity.flagged(result)
 
 
@@ -382,7 +385,7 @@ def _checked(ap, argv) -> argparse.Namespace:
 
 def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     """Grades one submission into --out/NAME, or keeps an earlier grading of the same
-    settings (resuming); (name, evidence, what happened)."""
+    settings (resuming); (name, evidence, its Score, what happened)."""
     sdir = a.out / name
     stamp = sdir / "grade-key.json"
     key = {k: cfg[k] for k in ("runs", "sizes", "race", "memory", "idle_pause_s", "layout",
@@ -390,11 +393,11 @@ def _one(a, cfg, ref, weights, sub: Path, name: str) -> tuple:
     if ((sdir / "results.json").is_file() and stamp.is_file() and not a.force
             and json.loads(stamp.read_text()) == key):
         ev = json.loads((sdir / "evidence.json").read_text())
-        render.write_pages(sdir, name, ev, ref, weights)
-        return name, ev, "kept from an earlier run"
-    ev = grade_one(cfg, sub, sdir, ref, weights)
+        sc = render.write_pages(sdir, name, ev, ref, weights)
+        return name, ev, sc, "kept from an earlier run"
+    ev, sc = grade_one(cfg, sub, sdir, ref, weights)
     stamp.write_text(json.dumps(key))
-    return name, ev, score.verdict(ev)[0]
+    return name, ev, sc, sc.verdict
 
 
 def _grade_all(a, cfg, weights) -> list:
@@ -411,8 +414,8 @@ def _grade_all(a, cfg, weights) -> list:
                    for s, n in zip(a.submissions, out_names)]
         try:
             for f in as_completed(futures):
-                name, ev, what = f.result()
-                rows[name] = render.summary_row(name, source[name], ev, weights)
+                name, ev, sc, what = f.result()
+                rows[name] = render.summary_row(name, source[name], ev, sc)
                 prog.advance(per, f"{name}: {what}")
         except KeyboardInterrupt:
             for f in futures:

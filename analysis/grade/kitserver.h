@@ -4,8 +4,8 @@
  * server_output_time_aggregated. As it stands it serves correctly:
  *   VARIANT 1 one mutex, 2 a mutex per string, 3 one rwlock, 4 an rwlock per string.
  * It is the grader's own reference servers (kitref.c, what a one-server lab's `main` is
- * timed against) and every test fixture under tests/fixtures/ (its common/kitserver.h is a
- * link to this file), so a student's server is compared with, and the tests are made of,
+ * timed against) and every test fixture under tests/fixtures/ (tests/fixtures/common/kitserver.h
+ * is a link to this file), so a student's server is compared with, and the tests are made of,
  * one server of the shape the lab asks for.
  *
  * A fixture's main.c holds only what makes it that fixture. Before including this file it

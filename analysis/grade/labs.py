@@ -21,7 +21,7 @@ the kit from the submission's own common.h. `--lab NAME` names the servers inste
 import re
 from dataclasses import dataclass, replace
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
 from analysis.grade.measure import design as D
 
 FOUR = ("main1", "main2", "main3", "main4")
@@ -35,7 +35,7 @@ class Lab:
     delay: bool             # the kit's usleep(ART_DELAY) in every access
     timing: str             # what a timing line holds: "mean" or "sum" of 1000 latencies
     designs: dict           # server -> the lock designs that earn the design check
-    checks: tuple           # its checks' ids (checks.py), in page order
+    checks: tuple           # its checks' ids (records.py), in page order
     what: str               # one line for the page
     place: tuple = ()       # (server, built name): a server the submission built under
                             # another name (`main` as main1), linked as --layout would

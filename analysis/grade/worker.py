@@ -1,18 +1,19 @@
 """The grading worker: runs inside the outer sandbox (its own loopback), builds the
 submission and runs every check against it in inner sandboxes, and hands its evidence
-back. This module orchestrates: the stages of checks.STAGES in order, each after the
-measurement it stands on (the idle pause and the kit workload, the clock probe), and in
-each stage every check of the lab's by its record (checks.py), under the time budget; each
-check's runner is in the module of its kind, on the grading's context and servers
-(sandboxed). Nothing here calls a check by name.
+back. This module orchestrates, from the records alone (records.py): the stages of
+records.STAGES in order, in each the measurements of the stage first (the idle pause and
+the kit workload, the clock probe), then every check of the lab's by its record, under the
+time budget; each runner is resolved from its record's "module:function". Nothing here
+calls a check or a measurement by name.
 
     python -m analysis.grade.worker      (its configuration in $LOCKBENCH_GRADE)
 
 Every check yields {"id", "title", "status": pass|fail|skip, "evidence": text lines,
-...data}; points are added later from the weights (pages/score.py). A crash or hang ends only the
+...data}; points are added later from the weights (score.py). A crash or hang ends only the
 step it happened in; grading carries on with the next one.
 """
 
+import importlib
 import json
 import os
 import signal
@@ -21,26 +22,20 @@ import threading
 import time
 from pathlib import Path
 
-from analysis.grade import checks as C
 from analysis.grade import labs
+from analysis.grade import records as C
 from analysis.grade.checks import evidence as E
-from analysis.grade.checks.concurrency import post_or_withhold
-from analysis.grade.checks.timing import check_timing, clock_probe, lost_in_noise, tables
-from analysis.grade.measure import pause as P
+from analysis.grade.checks.timing import tables
+from analysis.grade.context import HAND_IN_SHARE, SKIPPED, Ctx, check, over_budget
 from analysis.grade.measure.kitrun import workload
-from analysis.grade.measure.sandboxed import HAND_IN_SHARE, Ctx, check
 from analysis.grade.trust import launcher as LA
 from analysis.grade.trust import sandbox as S
 
 
-def one_server_fixes(checks: list, lab) -> None:
-    """A one-server lab's own fix for a check that did not pass and has none of its own."""
-    if len(lab.servers) != 1:
-        return
-    for c in checks:
-        own = C.BY_ID[c["id"]].fix_one if c["id"] in C.BY_ID else ""
-        if c["status"] != "pass" and not c.get("fix") and own:
-            c["fix"] = [own]
+def runner(spec: str):
+    """The function a record names, "module:function" under analysis.grade."""
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(f"analysis.grade.{module}"), name)
 
 
 def charge_missing(checks: list, missing: list, lab) -> None:
@@ -69,20 +64,6 @@ def charge_missing(checks: list, missing: list, lab) -> None:
                                 "which is missing", fraction=0.0))
 
 
-def _over_budget(ctx: Ctx, cid: str) -> str:
-    """'' when what `cid` is expected to cost fits in what is left of the time budget,
-    else why not."""
-    need, left = ctx.cost(cid), ctx.left()
-    if left >= need:
-        return ""
-    ctx.log(f"{cid}: skipped, {left:.0f} s of the time budget left, about {need:.0f} s needed")
-    return (f"the grader's time budget ({ctx.budget_s:g} s) had {max(left, 0):.0f} s left "
-            f"and this check takes about {need:.0f} s here")
-
-
-SKIPPED = "the grading command left it out (--skip)"
-
-
 def within_budget(ctx: Ctx, cid: str, run) -> dict:
     """run() when the check's expected cost fits in what is left of the time budget, else
     the check undetermined (not scored): the grader's budget never costs a point. A check
@@ -91,32 +72,12 @@ def within_budget(ctx: Ctx, cid: str, run) -> dict:
         ctx.log(f"{cid}: left out (--skip)")
         return check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not checked: {SKIPPED}; not scored", not_run=True)
-    why = _over_budget(ctx, cid)
+    why = over_budget(ctx, cid)
     if why:
         return check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not checked: {why}; not scored", not_run=True)
     ctx.log(cid)
     return run()
-
-
-def probe_within_budget(ctx: Ctx, bin_dir, present) -> dict:
-    """The clock probe when it fits in what is left of the time budget; else why not (the
-    timing lines are then judged without it)."""
-    if "probe" in ctx.cfg.get("skip", ()):
-        return {"why": SKIPPED, "judged": ctx.lab.first}
-    why = _over_budget(ctx, "timing")
-    if why:
-        return {"why": why, "judged": ctx.lab.first}
-    ctx.log("clock probe")
-    first = clock_probe(ctx, bin_dir, present)
-    # Lock waiting hidden in some batch by a busy machine leaves the clock unjudged; a
-    # second round, when it fits, is judged on its own (every batch must stand out again).
-    if not lost_in_noise(first) or ctx.left() < ctx.cost("timing"):
-        return first
-    ctx.log("clock probe: a second round, no lock waiting stood out in every batch")
-    again = clock_probe(ctx, bin_dir, present, round_=2)
-    again["strays"] += first["strays"]
-    return again
 
 
 def records(ctx: Ctx) -> list:
@@ -126,21 +87,37 @@ def records(ctx: Ctx) -> list:
     return [C.BY_ID[cid] for cid in ids]
 
 
-def _measure(ctx: Ctx, stage: str) -> None:
-    """What the checks of `stage` stand on, measured once before them: the idle pause
-    begun and the kit workload (workload); the clock probe (probe)."""
-    cfg = ctx.cfg
-    if stage == "workload":
-        ctx.paused = P.begin(ctx, ctx.bin_dir, ctx.present)
-        ctx.log(f"kit workload: {cfg['runs']} runs x n={cfg['sizes']}")
-        ctx.wl = workload(ctx, ctx.bin_dir, ctx.present, cfg["sizes"], cfg["runs"])
-    elif stage == "probe":
-        ctx.probe = probe_within_budget(ctx, ctx.bin_dir, ctx.present)
+def of_stage(ctx: Ctx, stage: str) -> tuple:
+    """(measurements, checks) of `stage` in this grading, in table order. Before the lab
+    is known (the first stage) only those of every lab that no option switches on."""
+    rs = [r for r in C.RECORDS if r.stage == stage]
+    if ctx.lab is None:
+        rs = [r for r in rs if not r.labs and not r.option]
+    else:
+        mine = {r.id for r in records(ctx)}
+        rs = [r for r in rs if r.id in mine or (r.kind == C.MEASUREMENT and (
+            not r.labs or ctx.lab.name in r.labs))]
+    return ([r for r in rs if r.kind == C.MEASUREMENT],
+            [r for r in rs if r.kind == C.CHECK])
+
+
+def _end_measurements(ctx: Ctx) -> None:
+    """Every measurement still running ended (its record's `ends`), in the order begun."""
+    while ctx.running:
+        runner(ctx.running.pop(0).ends)(ctx)
+
+
+def _measure(ctx: Ctx, rec) -> None:
+    """One measurement by its record; one left running is ended before what reads it."""
+    runner(rec.runner)(ctx, ctx.bin_dir, ctx.present)
+    if rec.ends:
+        ctx.running.append(rec)
 
 
 def _run_order(rec) -> int:
-    """Within a stage: what times nothing first, then (the idle pause finished) what reads
-    the pause, then what times the servers, with nothing of the submission beside it."""
+    """Within a stage: what times nothing first, then (the measurements left running
+    ended) what reads them, then what times the servers, with nothing of the submission
+    beside it."""
     return 2 if rec.quiet else 1 if rec.after_pause else 0
 
 
@@ -149,45 +126,49 @@ def _run(ctx: Ctx, rec) -> dict | None:
     fails it), under the time budget where it costs kit runs or may be left out."""
     if any(m not in ctx.present for m in rec.needed(ctx.lab)):
         return None
-    if _run_order(rec) and ctx.paused is not None:   # nothing idle beside it any more
-        ctx.pause, ctx.paused = P.finish(ctx.paused), None
-    run = lambda: rec.run(ctx, ctx.bin_dir, ctx.present)  # noqa: E731
-    if rec.stage in ("workload", "option") and (rec.cost_in_runs or rec.id in C.SKIPPABLE):
+    if _run_order(rec):   # nothing idle beside it any more
+        _end_measurements(ctx)
+    run = lambda: runner(rec.runner)(ctx, ctx.bin_dir, ctx.present)  # noqa: E731
+    if rec.cost_in_runs or rec.skippable:
         return within_budget(ctx, rec.id, run)
-    if rec.stage != "build":
-        ctx.log(rec.id)
+    ctx.log(rec.id)
     return run()
 
 
+def after_grading(checks: list) -> None:
+    """The records' hooks on the graded checks, once the evidence rule has applied (the
+    leaderboard's rule)."""
+    for rec in C.RECORDS:
+        if rec.after:
+            runner(rec.after)(checks)
+
+
 def grade(ctx: Ctx) -> dict:
-    """Every check of the grading, stage by stage (checks.STAGES), each stage after what
-    it stands on; the evidence in page order, under the evidence rule."""
+    """Every check of the grading, stage by stage (records.STAGES), each stage after its
+    measurements; the evidence in page order, under the evidence rule."""
     cfg, t0 = ctx.cfg, time.monotonic()
     ev: dict = {"checks": [],
                 "config": {k: cfg.get(k) for k in ("runs", "sizes", "quick", "budget_s",
                                                    "cpus", "skip")}}
-    ctx.ev, ctx.paused = ev, None
-    ctx.log("build")
+    ctx.ev = ev
     for stage in C.STAGES:
-        recs = [C.BY_ID[cid] for cid in ("build", "binaries")] if stage == "build" else \
-            [r for r in records(ctx) if r.stage == stage]
-        if stage != "build" and not ctx.present:
+        if stage != C.STAGES[0] and not ctx.present:   # nothing built, nothing to run
             break
-        _measure(ctx, stage)
+        measurements, recs = of_stage(ctx, stage)
+        for rec in measurements:
+            _measure(ctx, rec)
         for rec in sorted(recs, key=_run_order):
             out = _run(ctx, rec)
             ev["checks"] += [out] if out else []
-        if stage == "build":
+        if ctx.lab is not None and "lab" not in ev:
             lab = ctx.lab
             ev["lab"] = {"name": lab.name, "servers": list(lab.servers), "what": lab.what,
                          "why": ctx.lab_why}
-    if ctx.paused is not None:
-        ctx.pause = P.finish(ctx.paused)
+    _end_measurements(ctx)
     checks = in_page_order(ev["checks"], ctx)
     charge_missing(checks, [m for m in ctx.lab.servers if m not in ctx.present], ctx.lab)
     checks = in_page_order(E.apply_all(checks, ctx.wl), ctx)
-    post_or_withhold(checks)
-    one_server_fixes(checks, ctx.lab)
+    after_grading(checks)
     ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - t0)
     return ev
 
@@ -224,15 +205,16 @@ def out_of_time(ctx: Ctx) -> None:
     ev = dict(ctx.ev)
     checks = list(ev.get("checks", []))
     have = {c["id"] for c in checks}
-    if "timing" not in have and ctx.wl:
-        checks.append(check_timing(ctx.wl, ctx.cfg["runs"], ctx.probe, ctx.lab))
-        have.add("timing")
+    for rec in records(ctx) if ctx.lab and ctx.wl else ():
+        if rec.late and rec.id not in have:
+            checks.append(runner(rec.runner)(ctx, ctx.bin_dir, ctx.present))
+            have.add(rec.id)
     left = [r.id for r in records(ctx)] if ctx.lab else list(C.ORDER)
     checks += [check(cid, C.title(cid, ctx.lab), "undetermined",
                      f"not finished within the grader's time budget ({ctx.budget_s:g} s); "
                      "not scored", not_run=True) for cid in left if cid not in have]
     checks = in_page_order(E.apply_all(checks, ctx.wl), ctx)
-    post_or_withhold(checks)
+    after_grading(checks)
     ev.update(checks=checks, tables=tables(ctx.wl, ctx.lab), seconds=time.monotonic() - ctx.t0)
     ctx.log(f"time budget: handed in with {len(left)} check(s) unfinished")
     if hand_in(ctx, ev):

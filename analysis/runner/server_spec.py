@@ -16,7 +16,7 @@ here, on a --server-host or in the grader's sandbox (Place.sandbox: the launcher
 requests for one server; the sandbox gives its own server class, ready by the same wait
 on the sandbox's socket table, stopped by SIGKILL).
 Every server launch() returns is a ServerUnderTest. The runner, `lockbench demo`
-(runner/demo.py), bench/perf.py, bench/soak.py, the grader (grade/sandboxed.py) and the
+(runner/demo.py), bench/perf.py, bench/soak.py, the grader (grade/measure/sandboxed.py) and the
 tests all start servers through launch().
 """
 

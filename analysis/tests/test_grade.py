@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import checks as C
-from analysis.grade import labs
+from analysis.grade import labs, score
+from analysis.grade import records as C
 from analysis.grade.measure import design as D
 from analysis.grade.pages import html as H
-from analysis.grade.pages import score
 from analysis.grade.trust import sandbox
 from analysis.tests.helpers import (
     assert_hostile_zip_unpacked_inside,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import checks
+from analysis.grade import records as checks
 from analysis.grade.pages import fmt
-from analysis.grade.pages import similarity as S
+from analysis.grade.similarity import compare as S
 from analysis.grade.trust import isolation, sandbox
 from analysis.tests.helpers import kit_fixture
 from analysis.tests.test_grade_similarity import tokenizer_bomb

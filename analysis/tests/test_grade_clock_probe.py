@@ -17,7 +17,6 @@ from types import SimpleNamespace
 import pytest
 
 from analysis import kernel_sockets as ks
-from analysis.grade import worker as W
 from analysis.grade.checks import timing as T
 from analysis.grade.measure import kitload as K
 from analysis.runner.procs import pick_port
@@ -206,9 +205,9 @@ def test_a_server_that_does_not_answer_ends_the_probe_with_one_line(close_them, 
 
 
 def test_a_probe_lost_in_noise_takes_one_second_round_when_it_fits(monkeypatch):
-    """The worker's rule, the probe itself scripted: a first round where some of main1's
-    batches stood out and some did not is followed by one more (round 2, its stray count
-    added), judged alone; no second round when the first was clear, or did not fit."""
+    """The clock probe's rule, the probe itself scripted: a first round where some of
+    main1's batches stood out and some did not is followed by one more (round 2, its stray
+    count added), judged alone; no second round when the first was clear, or did not fit."""
     ref = {"client": [2e-4] * 3, "lines": ["1e-4"] * 3, "unaccepted": 0, "why": ""}
     mixed = {"n": N, "strays": 1, "main2": ref,
              "main1": dict(ref, client=[0.01, 2.5e-4, 0.012], lines=["1e-2"] * 3)}
@@ -221,10 +220,11 @@ def test_a_probe_lost_in_noise_takes_one_second_round_when_it_fits(monkeypatch):
         def probe(ctx, bin_dir, present, round_=1, first=first, calls=calls):
             calls.append(round_)
             return dict(first if round_ == 1 else clear, round=round_)
-        monkeypatch.setattr(W, "clock_probe", probe)
+        monkeypatch.setattr(T, "clock_probe", probe)
         ctx = SimpleNamespace(cfg={}, left=lambda lefts=lefts: next(lefts),
-                              cost=lambda cid: 10.0, log=lambda msg: None)
-        got = W.probe_within_budget(ctx, Path("."), ["main1", "main2"])
+                              cost=lambda cid: 10.0, log=lambda msg: None, probe=None)
+        T.probe(ctx, Path("."), ["main1", "main2"])
+        got = ctx.probe
         assert calls == rounds
         assert got["round"] == rounds[-1]
         if rounds == [1, 2]:

@@ -10,7 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade.pages import dashboard, render, score
+from analysis.grade import score
+from analysis.grade.pages import dashboard, render
 from analysis.grade.trust import names
 from analysis.tests.test_grade_render import CHROMIUM, chromium_dom, hrefs, relative
 
@@ -286,8 +287,8 @@ def test_summary_csv_has_each_checks_points_after_the_first_columns(tmp_path):
         {"id": "build", "title": "Build", "status": "pass", "evidence": []},
         {"id": "speed", "title": "Speed", "status": "undetermined", "evidence": []},
         {"id": "=timing", "title": "T", "status": "fail", "fraction": 0.5, "evidence": []}]}
-    r = render.summary_row("alice", "/c/alice", e, {**W, "points": {**W["points"],
-                                                                    "=timing": 4}})
+    r = render.summary_row("alice", "/c/alice", e, score.of(e, {**W, "points": {**W["points"],
+                                                                    "=timing": 4}}))
     assert r["checks"]["=timing"] == {"title": "T", "status": "fail", "points": 2.0,
                                       "max_points": 4.0}
     dashboard.write_class(tmp_path, [r, row("bob", checks={})])

@@ -1,8 +1,8 @@
-"""Design conformance: the lock trace's parser and classifier (analysis/grade/design.py) on
-made-up traces, then liblockprof.so (profile/lockprof_trace.cpp) in trace mode preloaded into the
-student-like fixtures (tests/fixtures/correct, design_swap, handmade_rwlock, no_lock,
-clocked_locks),
-each server driven with kit-like requests and its design classified."""
+"""Design conformance: the lock trace's parser and classifier
+(analysis/grade/measure/design.py) on made-up traces, then liblockprof.so
+(profile/lockprof_trace.cpp) in trace mode preloaded into the student-like fixtures
+(tests/fixtures/correct, design_swap, handmade_rwlock, no_lock, clocked_locks), each server
+driven with kit-like requests and its design classified."""
 
 import itertools
 import os

@@ -1,5 +1,5 @@
-"""The design check's judgement (analysis/grade/design.py): a trace read strictly (one line
-the tracer does not write and none of it is believed), the grader's measured findings, and
+"""The design check's judgement (analysis/grade/measure/design.py): a trace read strictly
+(one line the tracer does not write and none of it is believed), the grader's measured findings, and
 `judge`, which passes a server only when its trace and the measurement agree. No server
 runs here; the grading tests run the forgers (tests/fixtures/hostile/trace_*)."""
 

@@ -1,4 +1,4 @@
-"""A verdict only from evidence (analysis/grade/evidence.py): every check's record says what
+"""A verdict only from evidence (analysis/grade/checks/evidence.py): every check's record says what
 it counts as judged, every runner reports how much it judged, and a check passes only on
 something judged: FAIL when the submission answered nothing, UNDETERMINED when the grader
 lost its own measurement. The rule is checked check by check here, and end to end: an
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import checks as C
 from analysis.grade import labs
+from analysis.grade import records as C
+from analysis.grade import worker as W
 from analysis.grade.checks import evidence as E
 from analysis.grade.checks.timing import check_timing
 from analysis.grade.trust import sandbox
@@ -26,9 +27,13 @@ JUDGING = [c.id for c in C.CHECKS]
 def test_every_check_says_what_it_judges_and_has_a_runner_and_a_stage():
     for c in C.CHECKS:
         assert c.judges and c.stage in C.STAGES, c.id
-        module, _, name = c.runner.partition(":")
-        mod = __import__(f"analysis.grade.checks.{module}", fromlist=[name])
-        assert callable(getattr(mod, name)), c.runner
+    for r in C.RECORDS:   # every function a record names resolves, as the worker resolves it
+        assert r.stage in C.STAGES and r.kind in (C.CHECK, C.MEASUREMENT), r.id
+        for spec in filter(None, (r.runner, r.ends, r.after)):
+            assert callable(W.runner(spec)), spec
+    assert all(r.runner for r in C.RECORDS)
+    assert set(C.SKIPPABLE) == {r.id for r in C.RECORDS if r.skippable}
+    assert not set(C.SKIPPABLE) & set(C.ORDER[:4]), "what everything stands on is never skipped"
     # the lab versions' checks come from the records, in page order
     assert labs.by_name("2019-2023").checks == C.for_lab("2019-2023")[:-2]
     assert "speed" not in labs.by_name("2024+").checks

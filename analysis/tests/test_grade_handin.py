@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from analysis.grade import cli
-from analysis.grade.pages.sources import read_sources
 from analysis.grade.trust import handin, launcher, sandbox
+from analysis.grade.trust.sources import read_sources
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -207,7 +207,7 @@ def test_similarity_reads_a_zip_as_the_grader_unpacks_it(tmp_path):
     assert read_sources(tmp_path / "c.zip")[1][0].startswith("not a readable zip")
 
 
-# ---- the folder to build in (trust/folder.py, --folder) ------------------------------------
+# ---- the folder to build in (grade/trust/folder.py, --folder) ------------------------------------
 
 def course_layout(root: Path, code: tuple = ("Code",)) -> Path:
     """The course's hand-in as unpacked: the members file, Report/report.pdf, and each of
@@ -352,7 +352,7 @@ def _honest(name: str, c: dict) -> None:
 @pytest.mark.sandbox
 @pytest.mark.parametrize("name", ["course_flat", "course_top"])
 def test_the_course_layout_is_built_in_code_and_passes_every_check(layouts, name):
-    from analysis.grade.pages import score
+    from analysis.grade import score
     ev, c = _checks(layouts, name)
     lines = "\n".join(c["build"]["evidence"])
     assert ev["lab"]["name"] == "2019-2023", ev["lab"]
@@ -392,7 +392,7 @@ def test_a_folder_of_binaries_in_a_subfolder_is_graded_there(layouts):
 @pytest.mark.slow
 @pytest.mark.sandbox
 def test_main_with_extras_is_the_one_server_lab_and_each_extra_is_named(layouts):
-    from analysis.grade.pages import score
+    from analysis.grade import score
     ev, c = _checks(layouts, "lab2018_extras")
     assert ev["lab"]["name"] == "2018" and ev["lab"]["servers"] == ["main"], ev["lab"]
     assert "main1, main2 and main3 beside it" in ev["lab"]["why"]
@@ -411,7 +411,8 @@ def test_main_with_extras_is_the_one_server_lab_and_each_extra_is_named(layouts)
 @pytest.mark.slow
 @pytest.mark.sandbox
 def test_the_2017_lab_is_not_gradable_by_the_kit_on_every_page(layouts):
-    from analysis.grade.pages import hosted, score
+    from analysis.grade import score
+    from analysis.grade.platforms import hosted
     ev, c = _checks(layouts, "lab2017_own")
     assert ev["lab"]["name"] == "2017" and set(c) == {"build", "binaries"}, c
     assert all(x["status"] == "undetermined" for x in c.values()), c

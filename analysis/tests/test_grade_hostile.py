@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
 from analysis.grade.trust import sandbox
 from analysis.tests.helpers import (
     assert_hostile_zip_unpacked_inside,

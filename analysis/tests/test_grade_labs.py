@@ -125,7 +125,7 @@ def test_the_2017_lab_and_unknown_names_are_refused_with_one_line(name):
 
 
 def test_a_build_failure_is_not_charged_on_a_platform_for_either_lab():
-    from analysis.grade.pages import hosted
+    from analysis.grade.platforms import hosted
     for servers in (["main1", "main2", "main3", "main4"], ["main"]):
         ev = {"lab": {"servers": servers},
               "checks": [{"id": "build", "status": "fail", "evidence": []},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
 from analysis.grade.trust import sandbox
 from analysis.tests.helpers import honest_statuses_problems, kit_fixture
 

@@ -13,9 +13,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from analysis.grade import checks, labs
+from analysis.grade import labs, score
+from analysis.grade import records as checks
 from analysis.grade.checks import concurrency
-from analysis.grade.pages import dashboard, fmt, gradescope, markdown, render, score
+from analysis.grade.pages import dashboard, fmt, gradescope, markdown, render
 from analysis.grade.pages import html as H
 from analysis.grade.trust import names
 from analysis.tests.helpers import Shown, gfm, md_tags
@@ -47,7 +48,7 @@ def test_verdict_words():
 
 
 def test_html_is_self_contained_and_escapes_evidence():
-    page = H.html_page("a<b", ev(build="pass"), None, W)
+    page = H.html_page("a<b", ev(build="pass"), None, score.of(ev(build="pass"), W))
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "a&lt;b" in page and "<svg" in page
     for external in ("<link", "src=", "url(", "@import"):
@@ -55,14 +56,15 @@ def test_html_is_self_contained_and_escapes_evidence():
 
 
 def test_gradescope_json_has_one_test_per_check():
-    g = gradescope.gradescope(ev(build="pass", timing="fail"), W)
+    e = ev(build="pass", timing="fail")
+    g = gradescope.gradescope(e, score.of(e, W))
     json.dumps(g)
     assert g["score"] == 5 and g["max_score"] == 9
     assert [t["status"] for t in g["tests"]] == ["passed", "failed"]
 
 
 def test_markdown_has_both_tables_and_the_ranking():
-    md = markdown.markdown("x", ev(build="pass"), {"tables": {}}, W)
+    md = markdown.markdown("x", ev(build="pass"), {"tables": {}}, score.of(ev(build="pass"), W))
     assert "## Table 1: Mean" in md and "## Table 2: Median" in md
     assert "n=10: submission main1" in md
 
@@ -74,11 +76,11 @@ def test_a_one_server_lab_shows_main_beside_the_reference_designs_and_names_the_
                 "why": "one server main built"}
     ref = {"tables": {s: {"10": {"mean": 1e-3 * k, "median": 1e-3, "client": 2e-3}}
                       for k, s in enumerate(labs.FOUR, 1)}}
-    md = markdown.markdown("x", e, ref, W)
+    md = markdown.markdown("x", e, ref, score.of(e, W))
     rows = [ln.split(" | ")[0] for ln in md.splitlines() if ln.startswith("| main")]
     assert rows[:5] == ["| main", "| main1", "| main2", "| main3", "| main4"], rows
     assert "Lab: graded as the 2024+ lab" in md
-    page = H.html_page("x", e, ref, W)
+    page = H.html_page("x", e, ref, score.of(e, W))
     assert "Lab: graded as the 2024+ lab: one server main (one server main built)" in page
     assert fmt.lab_text({"lab": "not a record"}) == "" and fmt.lab_text({}) == ""
 
@@ -152,7 +154,7 @@ def outside_code(md: str) -> str:
 
 
 def test_student_text_in_markdown_is_only_inside_code():
-    md = markdown.markdown("`x` <h1>PASS</h1>", hostile_ev(), None, W)
+    md = markdown.markdown("`x` <h1>PASS</h1>", hostile_ev(), None, score.of(hostile_ev(), W))
     rest = outside_code(md)
     for bad in ("<h1>", "<b>", "# Verdict", "|pipe|", "tick", "\x1b", "\u202e"):
         assert bad not in rest.replace(" ", ""), (bad, rest)
@@ -164,7 +166,7 @@ def test_student_text_in_markdown_is_only_inside_code():
 def test_a_table_row_keeps_its_cells_whatever_a_title_holds():
     e = ev(build="pass")
     e["checks"][0]["title"] = "a | b \\| c <h1>"
-    row = next(line for line in markdown.markdown("x", e, None, W).splitlines()
+    row = next(line for line in markdown.markdown("x", e, None, score.of(e, W)).splitlines()
                if line.startswith("| ") and "PASS" in line)
     unescaped = [m for m in re.finditer(r"(\\*)\|", row) if len(m.group(1)) % 2 == 0]
     assert len(unescaped) == 4, row
@@ -175,14 +177,14 @@ def test_html_shows_controls_escaped_and_keeps_check_ids_out_of_markup():
     e = hostile_ev()
     e["checks"][0]["id"] = "x' onmouseover='alert(1)"
     e["checks"][0]["status"] = "fail' onclick='alert(1)"
-    page = H.html_page("a\u202eb\nc", e, None, W)
+    page = H.html_page("a\u202eb\nc", e, None, score.of(e, W))
     assert "<h1>Verdict" not in page and "\x1b" not in page and "\u202e" not in page
     assert "onmouseover='" not in page and "onclick='" not in page
     assert "a\\u202eb\\nc" in page and "UNKNOWN" in page
 
 
 def test_results_json_has_no_terminal_control_characters():
-    g = gradescope.gradescope(hostile_ev(), W)
+    g = gradescope.gradescope(hostile_ev(), score.of(hostile_ev(), W))
     text = json.dumps(g, ensure_ascii=False)
     assert "\x1b" not in "".join(t["output"] for t in g["tests"])
     assert "\u202e" not in text and "\\u001b" not in json.dumps(g)
@@ -262,7 +264,8 @@ def test_console_lines_are_one_line_each():
 
 
 def test_summary_row_carries_the_source_and_the_scores():
-    r = render.summary_row("alice", Path("/c/alice"), ev(build="pass", timing="fail"), W)
+    e = ev(build="pass", timing="fail")
+    r = render.summary_row("alice", Path("/c/alice"), e, score.of(e, W))
     assert r == {"submission": "alice", "source": "/c/alice", "verdict": "FAIL", "score": 5,
                  "max_score": 9, "failed": "timing", "seconds": 1.0, "similarity": "",
                  "checks": {"build": {"title": "Build", "status": "pass", "points": 5,
@@ -277,12 +280,12 @@ def test_the_leaderboard_is_the_concurrency_checks_speed_and_only_a_number():
     e = ev(build="pass")
     e["checks"].append({"id": "concurrency", "title": "C", "status": "pass", "evidence": [],
                         "leaderboard": board})
-    assert gradescope.gradescope(e, W)["leaderboard"] == [
+    assert gradescope.gradescope(e, score.of(e, W))["leaderboard"] == [
         {"name": fmt.LEADERBOARD, "value": 1.23, "order": "desc"}]
-    assert render.summary_row("a", Path("/c/a"), e, W)["speed"] == 1.23
+    assert render.summary_row("a", Path("/c/a"), e, score.of(e, W))["speed"] == 1.23
     for bad in ("1.5", float("nan"), True, None):
         e["checks"][-1]["leaderboard"] = {**board, "speed": bad}
-        assert "leaderboard" not in gradescope.gradescope(e, W), bad
+        assert "leaderboard" not in gradescope.gradescope(e, score.of(e, W)), bad
     e["checks"][-1] = "not a check"
     assert fmt.leaderboard_speed(e) is None
 
@@ -307,7 +310,8 @@ def test_a_speed_is_ranked_only_when_every_check_it_rests_on_passed(tmp_path):
                          robustness="fail")
     concurrency.post_or_withhold(gamed)
     e = {"checks": gamed}
-    assert fmt.leaderboard_speed(e) is None and "leaderboard" not in gradescope.gradescope(e, W)
+    assert fmt.leaderboard_speed(e) is None
+    assert "leaderboard" not in gradescope.gradescope(e, score.of(e, W))
     assert fmt.leaderboard_withheld(e) == "design FAIL, timing FAIL"   # robustness: no part
     con = next(c for c in gamed if c["id"] == "concurrency")
     assert con["leaderboard"]["speed"] == 1.12   # kept as evidence, not ranked
@@ -324,8 +328,8 @@ def test_a_speed_is_ranked_only_when_every_check_it_rests_on_passed(tmp_path):
     concurrency.post_or_withhold(skipped)
     assert fmt.leaderboard_speed({"checks": skipped}) == 1.12
     # the class page says why an entry is withheld, in its Speed column
-    rows = [render.summary_row(n, Path(f"/c/{n}"), {"checks": c, "seconds": 1.0}, W)
-            for n, c in (("honest", honest), ("gamed", gamed))]
+    evs = {n: {"checks": c, "seconds": 1.0} for n, c in (("honest", honest), ("gamed", gamed))}
+    rows = [render.summary_row(n, Path(f"/c/{n}"), e, score.of(e, W)) for n, e in evs.items()]
     assert rows[1]["speed"] is None and rows[1]["withheld"] == "design FAIL, timing FAIL"
     dashboard.write_class(tmp_path, rows)
     page = (tmp_path / "index.html").read_text()
@@ -386,18 +390,18 @@ def test_every_check_id_has_a_default_fix_shown_when_it_did_not_pass(cid):
     default = checks.BY_ID[cid].fix
     assert len(default) > 40
     for status in ("fail", "skip", "undetermined"):
-        assert fmt.fixes(check(cid, status)) == [default]
-    assert fmt.fixes(check(cid, "pass")) == []
+        assert checks.fixes(check(cid, status)) == [default]
+    assert checks.fixes(check(cid, "pass")) == []
 
 
 def test_the_checks_own_fix_replaces_the_default_and_may_be_a_list():
     own = "your clock starts after pthread_mutex_lock: start it when the request has been read"
-    assert fmt.fixes(check("timing", "fail", fix=own)) == [own]
-    assert fmt.fixes(check("timing", "fail", fix=[own, "print with %e"])) == [
+    assert checks.fixes(check("timing", "fail", fix=own)) == [own]
+    assert checks.fixes(check("timing", "fail", fix=[own, "print with %e"])) == [
         own, "print with %e"]
-    assert fmt.fixes(check("timing", "fail", fix=[])) == [checks.BY_ID["timing"].fix]
-    assert fmt.fixes(check("timing", "pass", fix=own)) == []
-    assert fmt.fixes(check("unknown-id", "fail")) == []
+    assert checks.fixes(check("timing", "fail", fix=[])) == [checks.BY_ID["timing"].fix]
+    assert checks.fixes(check("timing", "pass", fix=own)) == []
+    assert checks.fixes(check("unknown-id", "fail")) == []
 
 
 def test_the_default_diagnoses_say_what_the_lab_asks():
@@ -421,7 +425,7 @@ def failing_ev() -> dict:
 
 
 def test_what_to_fix_is_on_the_markdown_page_per_check_and_at_the_top():
-    md = markdown.markdown("x", failing_ev(), None, FULL_W)
+    md = markdown.markdown("x", failing_ev(), None, score.of(failing_ev(), FULL_W))
     assert "## What to fix" in md
     idle = md.split("## Idle: FAIL")[1].split("\n## ")[0]
     assert "**What to fix:** " + fmt.rich_md(checks.BY_ID["idle"].fix) in idle
@@ -435,10 +439,10 @@ def test_what_to_fix_is_on_the_markdown_page_per_check_and_at_the_top():
 
 def test_what_to_fix_is_on_the_html_page_and_in_results_json():
     e = failing_ev()
-    page = H.html_page("x", e, None, FULL_W)
+    page = H.html_page("x", e, None, score.of(e, FULL_W))
     assert "<strong>What to fix:</strong> print one line per batch with %e" in page
     assert "id='what-to-fix'" in page and "href='#check-idle'" in page
-    g = gradescope.gradescope(e, FULL_W)
+    g = gradescope.gradescope(e, score.of(e, FULL_W))
     out = {t["name"]: t["output"] for t in g["tests"]}
     assert "What to fix:\n- print one line per batch with %e" in out["Timing"]
     assert "- " + checks.BY_ID["idle"].fix in out["Idle"].split("\n")
@@ -469,7 +473,7 @@ def student_headings(md: str) -> list:
 
 def test_a_fix_quoting_a_student_is_escaped_in_markdown():
     e = teaching_ev(check("timing", "fail", fix=HOSTILE_FIX))
-    md = markdown.markdown("x", e, None, FULL_W)
+    md = markdown.markdown("x", e, None, score.of(e, FULL_W))
     assert "\x1b" not in md and "\u202e" not in md
     tags = [tag for tag, _ in md_tags(md)]
     assert "script" not in tags and "b" not in tags, tags
@@ -482,11 +486,11 @@ def test_a_fix_quoting_a_student_is_escaped_in_markdown():
 
 def test_a_fix_quoting_a_student_is_escaped_in_html_and_json():
     e = teaching_ev(check("timing", "fail", fix=HOSTILE_FIX))
-    page = H.html_page("x", e, None, FULL_W)
+    page = H.html_page("x", e, None, score.of(e, FULL_W))
     assert "<script>" not in page and "&lt;script&gt;alert(1)" in page
     assert "<code>&lt;script&gt;x&lt;/script&gt;</code>" in page
     assert "\x1b" not in page and "\u202e" not in page
-    g = gradescope.gradescope(e, FULL_W)
+    g = gradescope.gradescope(e, score.of(e, FULL_W))
     outputs = [g["output"], *(t["output"] for t in g["tests"])]
     for text in outputs:
         assert "\x1b" not in text and "\u202e" not in text
@@ -498,9 +502,9 @@ def test_a_grader_record_with_markup_is_escaped():
     e = teaching_ev(check("build", "pass"),
                     grader={"version": "<script>v</script>", "date": "# today\n",
                             "weights": "/w/`x`.toml"})
-    md = markdown.markdown("x", e, None, FULL_W)
+    md = markdown.markdown("x", e, None, score.of(e, FULL_W))
     assert "script" not in [tag for tag, _ in md_tags(md)] and student_headings(md) == []
-    assert "<script>" not in H.html_page("x", e, None, FULL_W)
+    assert "<script>" not in H.html_page("x", e, None, score.of(e, FULL_W))
 
 
 def partial_ev(**top) -> dict:
@@ -512,7 +516,7 @@ def partial_ev(**top) -> dict:
 
 
 def test_how_the_score_was_made_lists_weight_share_points_and_rule():
-    rows = {r[0]: r[1:] for r in score.how_rows(partial_ev(), FULL_W)}
+    rows = {r[0]: r[1:] for r in score.how_rows(score.of(partial_ev(), FULL_W))}
     assert rows["Build"] == ("FAIL", "5", "3/4 (75 %)", "3.75 / 5", checks.BY_ID["build"].partial)
     assert rows["Workload"][:4] == ("FAIL", "25", "5/6 (83 %)", "20.83 / 25")
     assert "(server, n) settings" in rows["Workload"][4]
@@ -520,7 +524,8 @@ def test_how_the_score_was_made_lists_weight_share_points_and_rule():
     assert rows["Robustness"][2:] == ("5/7 (71 %)", "3.57 / 5", checks.BY_ID["robustness"].partial)
     assert "probes" in rows["Robustness"][4] and "could not run costs nothing" in \
         rows["Robustness"][4]
-    design = score.how_rows(teaching_ev(check("design", "fail", fraction=2 / 3)), FULL_W)[0]
+    e = teaching_ev(check("design", "fail", fraction=2 / 3))
+    design = score.how_rows(score.of(e, FULL_W))[0]
     assert design[3:] == ("2/3 (67 %)", "0 / 0", checks.BY_ID["design"].partial
                           + "; each missing server costs its quarter")
     assert rows["Speed"] == ("UNDETERMINED", "10", "not scored", "0 (not scored)",
@@ -533,7 +538,7 @@ def test_how_the_score_was_made_lists_weight_share_points_and_rule():
 
 def test_the_how_section_is_on_both_pages_with_the_verdict_rule_and_weights_file():
     e = partial_ev()
-    md = markdown.markdown("x", e, None, FULL_W)
+    md = markdown.markdown("x", e, None, score.of(e, FULL_W))
     how = md.split("## How the score was made")[1]
     assert "| Robustness | FAIL | 5 | 5/7 (71 %) | 3.57 / 5 |" in how
     assert "Not scored (undetermined): Speed; their 10 points are left out" in how
@@ -541,7 +546,7 @@ def test_the_how_section_is_on_both_pages_with_the_verdict_rule_and_weights_file
     assert "Verdict: FAIL because build, workload, cmdline failed (and robustness, a " \
            "finding)" in how
     assert "Weights: `/w/weights.toml`" in how
-    page = H.html_page("x", e, None, FULL_W)
+    page = H.html_page("x", e, None, score.of(e, FULL_W))
     assert "<h2 id='how'>How the score was made</h2>" in page and "href='#how'" in page
     assert "<td class='num'>5/7 (71 %)</td><td class='num'>3.57 / 5</td>" in page
     assert html.escape(score.VERDICT_RULE) in page
@@ -574,16 +579,17 @@ def test_a_check_the_grader_did_not_run_has_no_fix_and_says_it_was_left_out():
                  evidence=["not checked: the grading command left it out (--skip); not scored"])
     e = teaching_ev(check("build", "pass"), left, check("speed", "undetermined"))
     e["config"]["skip"] = ["design", "<b>x</b>", "probe"]
-    assert fmt.fixes(left) == [] and fmt.fixes(e["checks"][2])  # speed: measured
+    assert checks.fixes(left) == [] and checks.fixes(e["checks"][2])  # speed: measured
     assert fmt.status_note(left) == fmt.NOT_RUN_NOTE
     assert score.totals(score.score(e, FULL_W)) == (5, 5)
-    page, md = H.html_page("s", e, None, FULL_W), markdown.markdown("s", e, None, FULL_W)
+    sc = score.of(e, FULL_W)
+    page, md = H.html_page("s", e, None, sc), markdown.markdown("s", e, None, sc)
     # only the ids the grader knows, in its order: never a word the evidence brought along
     assert "left out: design, probe" in md and "left out: design, probe" in page
     assert "&lt;b&gt;" not in page and "<b>x" not in page
     assert fmt.NOT_RUN_NOTE in md and "What to fix" in md  # speed's, not design's
     assert "Design**" not in md.split("## What to fix")[1].split("##")[0]
-    g = gradescope.gradescope(e, FULL_W)
+    g = gradescope.gradescope(e, score.of(e, FULL_W))
     fix = g["output"].split("What to fix:")[1].split("How the score was made")[0]
     assert "Design" not in fix and "Speed" in fix
     assert "- Design: UNDETERMINED, weight 0, not scored: the grader did not run it" in g["output"]
@@ -603,14 +609,14 @@ def test_settings_date_and_grader_version_are_on_every_page():
     e = partial_ev(grader={"version": "1.4.2", "date": "2026-11-25 10:00 UTC",
                            "weights": "/course/w.toml"})
     settings = "3 kit runs per server and n = 10, 1000 (quick)"
-    md = markdown.markdown("x", e, None, FULL_W)
-    page = H.html_page("x", e, None, FULL_W)
-    out = gradescope.gradescope(e, FULL_W)["output"]
+    md = markdown.markdown("x", e, None, score.of(e, FULL_W))
+    page = H.html_page("x", e, None, score.of(e, FULL_W))
+    out = gradescope.gradescope(e, score.of(e, FULL_W))["output"]
     for text, esc in ((md, names.md_text), (page, lambda s: s), (out, lambda s: s)):
         assert settings in text
         assert esc("graded 2026-11-25 10:00 UTC by the lockbench grader 1.4.2") in text
         assert esc("/course/w.toml") in text
-    bare = markdown.markdown("x", partial_ev(), None, FULL_W)
+    bare = markdown.markdown("x", partial_ev(), None, score.of(partial_ev(), FULL_W))
     assert names.md_text("the lockbench grader (version and date not recorded); weights "
                             "from /w/weights.toml") in bare
     e["grader"] = {"version": "1.4.2"}
@@ -619,7 +625,7 @@ def test_settings_date_and_grader_version_are_on_every_page():
 
 def test_gradescope_statuses_max_scores_and_why_a_check_was_not_scored():
     e = partial_ev()
-    g = gradescope.gradescope(e, FULL_W)
+    g = gradescope.gradescope(e, score.of(e, FULL_W))
     tests = {t["name"]: t for t in g["tests"]}
     assert {t["status"] for t in g["tests"]} <= {"passed", "failed"}
     speed, races = tests["Speed"], tests["Races"]
@@ -628,7 +634,8 @@ def test_gradescope_statuses_max_scores_and_why_a_check_was_not_scored():
     assert fmt.STATUS_NOTE["undetermined"] in speed["output"]
     assert (races["score"], races["max_score"], races["status"]) == (0, 0, "failed")
     assert fmt.STATUS_NOTE["skip"] in races["output"]
-    skipped_build = gradescope.gradescope(teaching_ev(check("build", "skip")), FULL_W)["tests"][0]
+    e = teaching_ev(check("build", "skip"))
+    skipped_build = gradescope.gradescope(e, score.of(e, FULL_W))["tests"][0]
     assert (skipped_build["score"], skipped_build["max_score"]) == (0, 5)
     assert tests["Robustness"]["output"].startswith(
         "FAIL: 3.57 of 5 points; counted: the share of the probes")
@@ -636,7 +643,7 @@ def test_gradescope_statuses_max_scores_and_why_a_check_was_not_scored():
 
 
 def test_gradescope_top_level_output_gives_the_verdict_and_how_it_was_made():
-    out = gradescope.gradescope(partial_ev(), FULL_W)["output"].split("\n")
+    out = gradescope.gradescope(partial_ev(), score.of(partial_ev(), FULL_W))["output"].split("\n")
     assert out[0] == "Verdict: FAIL; score 40.65 / 50"
     assert out[1].startswith("Why: FAIL because build, workload, cmdline failed")
     assert "- Robustness: FAIL, 5 x 5/7 (71 %) = 3.57 / 5; the share of the probes the " \
@@ -652,7 +659,7 @@ def test_execution_time_only_for_a_number_of_seconds(seconds):
         del e["seconds"]
     else:
         e["seconds"] = seconds
-    assert "execution_time" not in gradescope.gradescope(e, FULL_W)
+    assert "execution_time" not in gradescope.gradescope(e, score.of(e, FULL_W))
 
 
 def class_page(tmp_path, rows, meta=None) -> str:
@@ -725,7 +732,8 @@ def test_visibility_from_the_weights_reaches_results_json(tmp_path):
     w.write_text('[points]\nbuild = 5\ntiming = 4\n[visibility]\ntiming = "after_due_date"\n'
                  'results = "after_published"\n')
     weights = score.load_weights(w)
-    res = gradescope.gradescope(ev(build="pass", timing="fail"), weights)
+    e = ev(build="pass", timing="fail")
+    res = gradescope.gradescope(e, score.of(e, weights))
     vis = {t["name"]: t["visibility"] for t in res["tests"]}
     assert vis == {"Build": "visible", "Timing": "after_due_date"}
     assert res["visibility"] == "after_published"
@@ -741,7 +749,7 @@ def test_an_unknown_visibility_is_refused_with_one_line(tmp_path):
 
 def test_a_page_reads_raw_without_backslashes_before_ordinary_punctuation():
     for e in (failing_ev(), partial_ev()):
-        md = markdown.markdown("x", e, None, FULL_W)
+        md = markdown.markdown("x", e, None, score.of(e, FULL_W))
         assert not re.findall(r"\\[-:/.,()';%]", md), re.findall(r".{20}\\[-:/.,()';%].{20}", md)
 
 
@@ -755,7 +763,7 @@ def test_a_version_table_changes_its_points_and_no_other_versions(tmp_path):
             e["lab"] = {"name": lab}
         assert {c["id"]: c["max_points"] for c in score.score(e, weights)} == \
             {"design": design_max, "build": 5}, lab
-        assert f"| {design_max:g} |" in markdown.markdown("x", e, None, weights)
+        assert f"| {design_max:g} |" in markdown.markdown("x", e, None, score.of(e, weights))
 
 
 def test_the_shipped_weights_give_main_any_of_the_four_designs():

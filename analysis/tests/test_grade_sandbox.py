@@ -1,6 +1,6 @@
 """What keeps a submission's files out of the grader's own processes
-(analysis/grade/sandbox.py): the isolated Python the launcher and the worker start with, and
-in container mode the submission's own /tmp. Each test plants what a hostile submission
+(analysis/grade/trust/sandbox.py): the isolated Python the launcher and the worker start
+with, and in container mode the submission's own /tmp. Each test plants what a hostile submission
 would and checks it is never run or never reaches the shared place."""
 
 import os

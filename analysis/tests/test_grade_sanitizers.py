@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
 from analysis.grade.checks import memory, races
 from analysis.grade.measure import symbols
 from analysis.grade.trust import sandbox

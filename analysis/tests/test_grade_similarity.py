@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.grade.pages import similarity as S
-from analysis.grade.pages import sources as SRC
+from analysis.grade.pages import similarity as report
+from analysis.grade.similarity import compare as S
+from analysis.grade.trust import sources as SRC
 
 FIX = Path(__file__).parent / "fixtures" / "similarity"
 KIT = FIX / "kit"
@@ -64,7 +65,7 @@ def world(tmp_path_factory):
     subs["empty"] = _empty(root)
     result = S.compare(subs, boilerplate=KIT)
     out = root / "out"
-    S.write(out, result)
+    report.write(out, result)
     return result, out
 
 
@@ -211,9 +212,9 @@ def test_html_highlights_the_copied_code_side_by_side(world):
 
 def test_html_stays_bounded(world, monkeypatch):
     result, out = world
-    monkeypatch.setattr(S, "SHOWN_PAIRS", 1)
-    monkeypatch.setattr(S, "SHOWN_CHARS", 300)
-    S.write(out / "small", result)
+    monkeypatch.setattr(report, "SHOWN_PAIRS", 1)
+    monkeypatch.setattr(report, "SHOWN_CHARS", 300)
+    report.write(out / "small", result)
     page = (out / "small" / "similarity.html").read_text(encoding="utf-8")
     assert page.count('id="pair-') == 1
     assert "Only the first 1 flagged pairs" in page
@@ -257,7 +258,7 @@ def test_no_or_one_submission(tmp_path):
     for subs in ({}, {"alice": FIX / "alice"}):
         result = S.compare(subs)
         assert result.pairs == [] and S.flagged(result) == {}
-        S.write(tmp_path / str(len(subs)), result)
+        report.write(tmp_path / str(len(subs)), result)
         assert (tmp_path / str(len(subs)) / "similarity.csv").read_text().count("\n") == 1
 
 

@@ -1,8 +1,9 @@
-"""`lockbench profile` (analysis/profile.py with liblockprof.so preloaded) on real
-programs: the kit-style fixture servers driven by the kit's workload (analysis/grade/kitload)
-and stopped by SIGTERM, our own main3, a thread-per-request server through 3000 threads,
-profile/stress.c under every swap lock, and the inputs refused before anything starts.
-Every server listens below 32768 (on a port's byte-swapped twin too); every wait is bounded."""
+"""`lockbench profile` (analysis/profile.py with liblockprof.so preloaded) on real programs:
+the kit-style fixture servers driven by the kit's workload
+(analysis/grade/measure/kitload.py) and stopped by SIGTERM, our own main3, a
+thread-per-request server through 3000 threads, profile/stress.c under every swap lock, and
+the inputs refused before anything starts. Every server listens below 32768 (on a port's
+byte-swapped twin too); every wait is bounded."""
 
 import contextlib
 import json

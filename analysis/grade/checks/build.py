@@ -7,9 +7,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from analysis.grade import checks as C
 from analysis.grade import labs
-from analysis.grade.measure.sandboxed import Ctx, check, spawn
+from analysis.grade import records as C
+from analysis.grade.context import Ctx, check
+from analysis.grade.measure.sandboxed import spawn
 from analysis.grade.trust import folder as F
 from analysis.grade.trust import packaging as P
 from analysis.grade.trust import safeio

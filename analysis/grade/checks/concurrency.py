@@ -4,10 +4,11 @@ kit-style servers in turns (measure/bursts.py), and the leaderboard."""
 import os
 from pathlib import Path
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
+from analysis.grade.context import check
 from analysis.grade.measure import bursts as B
 from analysis.grade.measure import design as D
-from analysis.grade.measure.sandboxed import check, spread
+from analysis.grade.measure.sandboxed import spread
 from analysis.grade.trust import sandbox as S
 
 ONE_LOCK = (D.ONE_MUTEX, D.ONE_RWLOCK)

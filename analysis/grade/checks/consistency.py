@@ -3,14 +3,12 @@ with what it wrote; then attacker-shaped load and the first kit run of each sett
 recorded, each slot checked for linearizability (measure/linearize.py)."""
 
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
+from analysis.grade.context import check
 from analysis.grade.measure import kitload as K
 from analysis.grade.measure import linearize as L
 from analysis.grade.measure.kitrun import describe_failure
-from analysis.grade.measure.sandboxed import (
-    check,
-    start,
-)
+from analysis.grade.measure.sandboxed import start
 
 
 def _attack(ctx, s, n: int) -> tuple:

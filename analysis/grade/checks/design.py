@@ -5,11 +5,12 @@ own bursts (measure/bursts.py)."""
 import time
 from pathlib import Path
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
+from analysis.grade.context import check
 from analysis.grade.measure import bursts as B
 from analysis.grade.measure import design as D
 from analysis.grade.measure import kitload as K
-from analysis.grade.measure.sandboxed import Server, check, spread, start
+from analysis.grade.measure.sandboxed import Server, spread, start
 from analysis.grade.trust import safeio
 from analysis.grade.trust import sandbox as S
 

@@ -1,6 +1,6 @@
 """The evidence rule every verdict goes through: a check passes only on what it judged.
 
-Each check's record (checks.py) says what it counts as judged (`judges`: requests answered,
+Each check's record (records.py) says what it counts as judged (`judges`: requests answered,
 operations checked, lines compared, probes run) and its runner reports how many
 (`judged`: a number, or {server: number} for a check that judges each server). Below one
 judged item (for every server it judges) a PASS is not a pass:
@@ -13,7 +13,7 @@ judged item (for every server it judges) a PASS is not a pass:
 The page says how much each check judged, whatever its verdict.
 """
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
 
 
 def total(judged) -> int:

@@ -4,13 +4,10 @@ pause as one setting more; replies shorter than the kit's frame named once)."""
 
 
 from analysis import ports
-from analysis.grade import checks as C
+from analysis.grade import records as C
+from analysis.grade.context import check, initial_value
 from analysis.grade.measure import kitload as K
-from analysis.grade.measure.sandboxed import (
-    check,
-    initial_value,
-    start,
-)
+from analysis.grade.measure.sandboxed import start
 
 
 def check_cmdline(ctx, bin_dir, servers) -> dict:

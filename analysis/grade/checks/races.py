@@ -7,11 +7,12 @@ import os
 import subprocess
 import time
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
 from analysis.grade.checks.build import build, built
+from analysis.grade.context import check
 from analysis.grade.measure import kitload as K
 from analysis.grade.measure import symbols
-from analysis.grade.measure.sandboxed import check, spawn, start
+from analysis.grade.measure.sandboxed import spawn, start
 
 # The runtimes read a binary's compiled-in defaults first and the environment after: every
 # option the verdict relies on is set here, so no default of the program's survives. Reports

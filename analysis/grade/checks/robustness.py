@@ -6,9 +6,10 @@ import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
+from analysis.grade.context import check
 from analysis.grade.measure import kitload as K
-from analysis.grade.measure.sandboxed import check, start
+from analysis.grade.measure.sandboxed import start
 
 MALFORMED = [
     ("empty connection (connect, send nothing, close)", None),

@@ -4,9 +4,10 @@ grader times itself (measure/bursts.py)."""
 import os
 import statistics
 
-from analysis.grade import checks as C
+from analysis.grade import records as C
+from analysis.grade.context import check
 from analysis.grade.measure import bursts as B
-from analysis.grade.measure.sandboxed import check, spread, start_all
+from analysis.grade.measure.sandboxed import spread, start_all
 
 
 def _judge_speed(ctx, spans: dict, k: int, floor: float) -> tuple:

@@ -8,14 +8,9 @@ import random
 import statistics
 import time
 
-from analysis.grade import checks as C
+from analysis.grade.context import MIN_RUNS
 from analysis.grade.measure import kitload as K
-from analysis.grade.measure.sandboxed import (
-    MIN_RUNS,
-    Server,
-    await_lines,
-    start,
-)
+from analysis.grade.measure.sandboxed import Server, await_lines, start
 
 
 def describe_failure(s: Server, failed: list) -> str:
@@ -90,7 +85,7 @@ def _slot_end(ctx, sizes_left: int) -> float:
     still to run; infinite without a budget."""
     if not ctx.budget_s:
         return math.inf
-    later = sum(ctx.cost(c.id) for c in C.CHECKS if c.cost_in_runs)
+    later = ctx.later_cost()
     now = time.monotonic()
     return now + max(0.0, ctx.left() - later) / sizes_left
 
@@ -131,3 +126,10 @@ def workload(ctx, bin_dir, servers, sizes, runs, tag_prefix="") -> dict:
         for s, entry, tag in live.values():
             _finish(ctx, s, entry, tag, runs)
     return res
+
+
+def kit_workload(ctx, bin_dir, present: list) -> None:
+    """The kit workload's measurement (its record in records.py): every present server at
+    every n of the grading, its results left in ctx.wl for the checks after it."""
+    ctx.log(f"kit workload: {ctx.cfg['runs']} runs x n={ctx.cfg['sizes']}")
+    ctx.wl = workload(ctx, bin_dir, present, ctx.cfg["sizes"], ctx.cfg["runs"])

@@ -108,3 +108,16 @@ def finish(paused: list) -> dict:
     for t in threads:
         t.join()
     return res
+
+
+def begin_pause(ctx, bin_dir, present: list) -> None:
+    """The idle pause's measurement (its record in records.py): begun here, left running
+    in ctx.paused while the kit workload runs, ended by end_pause."""
+    ctx.paused = begin(ctx, bin_dir, present)
+
+
+def end_pause(ctx) -> None:
+    """The idle pause ended (each server idle long enough, then run again): its results in
+    ctx.pause, read by the workload check."""
+    if ctx.paused is not None:
+        ctx.pause, ctx.paused = finish(ctx.paused), None

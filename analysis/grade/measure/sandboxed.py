@@ -1,22 +1,16 @@
-"""The grading's context and its sandboxed servers, what every check is made of: Ctx (the
-configuration, the launcher, the ports, the time budget), Server (one submission's server,
-or one of the grader's own, in an inner sandbox with the kit command line), check() (one
-check's record of evidence), and the steps the checks share (start, start_all,
-await_lines, spread)."""
+"""The grading's sandboxed servers, what every check is made of: Server (one submission's
+server, or one of the grader's own, in an inner sandbox with the kit command line) and the
+steps the checks share (start, start_all, await_lines, spread); the grading's context and
+check() are in analysis/grade/context.py."""
 
 import contextlib
-import math
 import os
-import statistics
-import sys
-import threading
 import time
 from pathlib import Path
 
 from analysis import kernel_sockets as ks
 from analysis import ports
-from analysis.grade import checks as C
-from analysis.grade import labs
+from analysis.grade.context import Ctx
 from analysis.grade.trust import launcher as LA
 from analysis.grade.trust import safeio
 from analysis.grade.trust import sandbox as S
@@ -25,76 +19,6 @@ from analysis.runner.procs import StartError
 
 TIMING = "server_output_time_aggregated"
 SERVER_OUTPUT_KEEP = 16 << 10
-
-
-# What each check after the workload costs is its record's cost_in_runs (checks.py): under
-# a time budget the kit workload leaves room for them, and a check that still does not fit
-# is skipped rather than letting the whole grading run out of time.
-MIN_RUNS = 3           # runs per setting a time budget never cuts below
-PLAN_SHARE = 0.85      # of a time budget the checks plan for; the rest copies, cleans up and
-                       # writes the pages
-HAND_IN_SHARE = 0.93   # of a time budget: the worker hands in what it has, whatever runs
-# Every check of a grading is in checks.ORDER: one not finished when the budget runs out
-# is handed in as undetermined (not scored).
-
-
-def initial_value(i: int) -> str:
-    return f"String {i}: the initial value"
-
-
-class Ctx:
-    def __init__(self, cfg: dict, launcher):
-        self.cfg = cfg
-        self.launcher = launcher
-        self.limits = dict(cfg.get("limits", {}))
-        self._ports = ports.sequence(cfg.get("port_group", 0) % ports.GROUPS, ports.GROUPS)
-        self.port_lock = threading.Lock()
-        self.log_lines: list = []
-        self.t0 = time.monotonic()
-        self.budget_s = cfg.get("budget_s")  # the submission's time budget (s), or None
-        self.run_s: list = []                # seconds of each kit run so far
-        self.ev: dict = {"checks": []}       # the evidence so far (handed in on time)
-        self.wl: dict = {}                   # the kit workload's results, once run
-        self.pause: dict = {}                # the idle pause's results (pause.py), once run
-        self.bin_dir: Path | None = None     # the folder the build check built in
-        self.present: list = []              # the lab's servers built there
-        self.probe: dict | None = None       # the clock probe's results, once run
-        self.traced: dict = {}               # server -> the design its lock trace showed
-        self.skips_delay: dict = {}          # server -> its hold times, when far under the
-                                             # kit's usleep(10) (the design check's bursts)
-        self.usleep_s: float | None = None   # the shortest usleep(10) here, once measured
-        self.out_lock = threading.Lock()
-        self.handed_in = False
-        # the lab version: --lab's, else told apart after the first make (labs.detect)
-        self.lab = labs.by_name(cfg["lab"]) if cfg.get("lab") else None
-        self.lab_why = f"--lab {cfg['lab']}" if cfg.get("lab") else ""
-        self.kit_told = False                # the kit told apart from common.h (build.py)
-
-    def next_port(self) -> int:
-        """The next port of ports() whose twin is also free: in container mode the
-        loopback is shared with whatever else the container runs, so a port already
-        taken is never handed to a submission (its failing to bind would be ours)."""
-        with self.port_lock:
-            taken = ks.listening_ports()
-            for p in self._ports:
-                if p not in taken and ports.twin(p) not in taken:
-                    return p
-            raise OSError("no free port pair left")
-
-    def left(self) -> float:
-        """Seconds left of the time budget (infinite without one)."""
-        if not self.budget_s:
-            return math.inf
-        return self.t0 + PLAN_SHARE * self.budget_s - time.monotonic()
-
-    def cost(self, cid: str) -> float:
-        """What the check `cid` is expected to take here, from this machine's kit runs."""
-        per_run = statistics.median(self.run_s) if self.run_s else 0.3
-        return (C.BY_ID[cid].cost_in_runs if cid in C.BY_ID else 0) * per_run
-
-    def log(self, msg: str) -> None:
-        self.log_lines.append(f"{time.strftime('%H:%M:%S')} {msg}")
-        print(msg, file=sys.stderr, flush=True)
 
 
 def spawn(ctx: Ctx, argv, ro: dict, rw: dict, chdir: str, limits: dict, keep: int,
@@ -233,11 +157,6 @@ class Server:
         lines = text.splitlines()
         return lines, (f"only the first {safeio.READ_CAP} bytes read ({cut} more)" if cut
                        else "")
-
-
-def check(cid, title, status, evidence, **data) -> dict:
-    return {"id": cid, "title": title, "status": status,
-            "evidence": evidence if isinstance(evidence, list) else [evidence], **data}
 
 
 def start(ctx, bin_dir, name, n, tag, *, env=(), wrap=(), extra_ro=None,

@@ -19,9 +19,9 @@ import re
 from pathlib import PurePath
 
 from analysis.grade import labs
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
 from analysis.grade.pages import render as R
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 GRADESCOPE_CSV = "gradescope_scores.csv"
@@ -236,7 +236,7 @@ def _check_cell(c) -> str:
         return "<td class='num'></td>"
     status = c.get("status")
     status = status if isinstance(status, str) and status in STATUS_CLASSES else "unknown"
-    word = F.STATUS_WORDS.get(status, "UNKNOWN")
+    word = S.STATUS_WORDS.get(status, "UNKNOWN")
     pts, mx = c.get("points"), c.get("max_points")
     if status == "undetermined" or not F.is_number(pts):
         return f"<td class='num {status}' title='{word}, not scored'>—</td>"

@@ -1,7 +1,6 @@
 """The formatting every verdict page and the class dashboard share: numbers, the verdict
 words, the settings, lab, sandbox and grader lines, the tables' cells and rankings, the
-status notes and "What to fix" (the check's own `fix`, the worker's specific diagnosis, else
-its record's default (checks.py)), grader prose with code spans, and the leaderboard's number.
+status notes, grader prose with code spans, and the leaderboard's number.
 
 The texts may carry a student's (titles, ids, fixes that quote them): each page escapes them
 for its own markup (names.md_*, html.escape), as the docstrings say."""
@@ -10,8 +9,9 @@ import html
 import math
 import re
 
-from analysis.grade import checks as C
 from analysis.grade import labs
+from analysis.grade import records as C
+from analysis.grade import score as S
 from analysis.grade.trust import names as N
 
 
@@ -48,16 +48,6 @@ def sizes_of(evidence: dict) -> list:
     """The sizes n of the evidence's settings: integers only, as they go into page markup."""
     return [n for n in evidence.get("config", {}).get("sizes", [])
             if isinstance(n, int) and not isinstance(n, bool)]
-
-
-STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
-                "undetermined": "UNDETERMINED"}
-
-
-def status_word(check: dict) -> str:
-    """PASS, FAIL, SKIP, or UNKNOWN for a status that is none of those."""
-    status = check.get("status")
-    return STATUS_WORDS.get(status, "UNKNOWN") if isinstance(status, str) else "UNKNOWN"
 
 
 def num(v, spec: str = "g") -> str:
@@ -129,7 +119,7 @@ STATUS_NOTE = {
 
 def word_scored(c: dict) -> str:
     """The check's verdict word, with ', not scored' when undetermined."""
-    return status_word(c) + (", not scored" if c["status"] == "undetermined" else "")
+    return S.status_word(c) + (", not scored" if c["status"] == "undetermined" else "")
 
 
 # Said of a check the grader did not run (its time budget, or the command's --skip).
@@ -143,22 +133,6 @@ def status_note(check: dict) -> str:
         return NOT_RUN_NOTE
     status = check.get("status")
     return STATUS_NOTE.get(status, "") if isinstance(status, str) else ""
-
-
-def fixes(check: dict) -> list:
-    """What to fix for a check that did not pass: its own `fix` (a text or a list of texts,
-    the worker's specific diagnosis) when it has one, else its record's default fix
-    (checks.py); [] for a passed check or one the grader did not run. The texts may quote a
-    student's: show them escaped."""
-    if check.get("status") == "pass" or check.get("not_run") is True:
-        return []
-    own = check.get("fix")
-    own = [own] if isinstance(own, str) else own if isinstance(own, list) else []
-    own = [str(x) for x in own if isinstance(x, str) and x.strip()]
-    if own:
-        return own
-    record = C.BY_ID.get(check.get("id"))
-    return [record.fix] if record and record.fix else []
 
 
 def _code_parts(text) -> list:

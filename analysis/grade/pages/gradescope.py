@@ -6,8 +6,8 @@ Every line that may carry a student's text goes through names.visible()."""
 
 import math
 
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 
@@ -15,9 +15,9 @@ def _gs_test_output(c: dict) -> str:
     """One Gradescope test's output: its verdict and points, the evidence, a status note
     (skipped, undetermined) and what to fix, each line through names.visible."""
     if c["status"] == "undetermined":
-        head = f"{F.status_word(c)}: not scored (0 of 0 points): {S.not_scored_why(c)}"
+        head = f"{S.status_word(c)}: not scored (0 of 0 points): {S.not_scored_why(c)}"
     else:
-        head = (f"{F.status_word(c)}: {c['points']:g} of {c['max_points']:g} points; "
+        head = (f"{S.status_word(c)}: {c['points']:g} of {c['max_points']:g} points; "
                 f"counted: {S.score_rule(c)}")
     lines = [head, "",
              *map(N.visible, c["evidence"]),
@@ -25,22 +25,20 @@ def _gs_test_output(c: dict) -> str:
                                                                   *F.lines(ex)])]
     if F.status_note(c):
         lines += ["", F.status_note(c)]
-    items = F.fixes(c)
+    items = c["fixes"]
     if items:
         lines += ["", "What to fix:", *(f"- {N.visible(x)}" for x in items)]
     return "\n".join(lines)
 
 
-def gradescope_output(evidence: dict, weights: dict, scored: list) -> str:
+def gradescope_output(evidence: dict, sc: S.Score) -> str:
     """The submission's output on Gradescope: verdict, score, what to fix, how the score
     was made, the settings and the grader."""
-    word, _ = S.verdict(evidence)
-    got, mx = S.totals(scored)
-    out = [f"Verdict: {word}; score {got:g} / {mx:g}",
-           f"Why: {S.verdict_reason(evidence)}."]
+    out = [f"Verdict: {sc.verdict}; score {sc.total:g} / {sc.maximum:g}",
+           f"Why: {sc.reason}."]
     if evidence.get("error"):
         out.append(f"Grading error: {N.visible(evidence['error'])}")
-    todo = [(c, F.fixes(c)) for c in scored if c["status"] != "pass"]
+    todo = [(c, c["fixes"]) for c in sc.checks if c["status"] != "pass"]
     todo = [(c, f) for c, f in todo if f]
     if todo:
         out += ["", "What to fix:"]
@@ -50,32 +48,32 @@ def gradescope_output(evidence: dict, weights: dict, scored: list) -> str:
                 "how it is counted):"]
     out += [f"- {N.visible(t)}: {w}, weight {wt}, {rule}" if sh == "not scored"
             else f"- {N.visible(t)}: {w}, {wt} x {sh} = {pts}; {rule}"
-            for t, w, wt, sh, pts, rule in S.how_rows(evidence, weights)]
-    out += [S.score_sums(evidence, weights, scored), f"Verdict rule: {S.VERDICT_RULE}", "",
+            for t, w, wt, sh, pts, rule in S.how_rows(sc)]
+    out += [S.score_sums(sc), f"Verdict rule: {S.VERDICT_RULE}", "",
             f"Settings: {F.settings_text(evidence)}; grading took "
             f"{F.num(evidence.get('seconds', 0), '.0f')} s.",
             f"Sandbox: {F.sandbox_text(evidence)}.",
             *([f"Lab: {N.visible(F.lab_text(evidence))}."] if F.lab_text(evidence) else []),
-            f"Grader: {N.visible(F.grader_text(evidence, weights))}."]
+            f"Grader: {N.visible(F.grader_text(evidence, sc.weights))}."]
     return "\n".join(out)
 
 
-def gradescope(evidence: dict, weights: dict) -> dict:
+def gradescope(evidence: dict, sc: S.Score) -> dict:
     """results.json in Gradescope's format: one test per check, status 'passed' or 'failed'
     only (an undetermined check, not scored, counts as passed: 0 of 0 points, as Gradescope
-    would infer; its output says it was not scored and why)."""
-    scored = S.score(evidence, weights)
-    got, mx = S.totals(scored)
-    seen = weights.get("visibility", {})
-    out = {"score": got, "max_score": mx, "visibility": seen.get("results", "visible"),
-           "output": gradescope_output(evidence, weights, scored),
+    would infer; its output says it was not scored and why). sc: the grading's Score
+    (score.of)."""
+    seen = sc.weights.get("visibility", {})
+    out = {"score": sc.total, "max_score": sc.maximum,
+           "visibility": seen.get("results", "visible"),
+           "output": gradescope_output(evidence, sc),
            "tests": [{"name": N.visible(c["title"]), "number": str(i + 1),
                       "score": c["points"], "max_score": c["max_points"],
                       "status": "passed" if c["status"] in ("pass", "undetermined")
                       else "failed",
                       "visibility": seen.get(c["id"], "visible"),
                       "output": _gs_test_output(c)}
-                     for i, c in enumerate(scored)]}
+                     for i, c in enumerate(sc.checks)]}
     secs = evidence.get("seconds")
     if isinstance(secs, (int, float)) and not isinstance(secs, bool) and math.isfinite(secs):
         out["execution_time"] = max(0, round(secs))

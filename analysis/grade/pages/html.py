@@ -7,9 +7,9 @@ names.visible() and html.escape()."""
 import html
 
 from analysis.grade import labs
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
 from analysis.grade.pages import markdown as M
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 
@@ -53,7 +53,7 @@ def _html_fix(items: list) -> str:
 
 def html_teach(c: dict) -> str:
     """A check's status note (skipped, undetermined) and 'What to fix', as one block."""
-    items = F.fixes(c)
+    items = c["fixes"]
     note = F.status_note(c)
     if not items and not note:
         return ""
@@ -65,7 +65,7 @@ def html_teach(c: dict) -> str:
 
 def html_fix_summary(scored: list) -> list:
     """'What to fix' near the top: each check that did not pass, linked to its section."""
-    todo = [(c, F.fixes(c)) for c in scored if c["status"] != "pass"]
+    todo = [(c, c["fixes"]) for c in scored if c["status"] != "pass"]
     todo = [(c, f) for c, f in todo if f]
     if not todo:
         return []
@@ -83,13 +83,13 @@ def html_checks(scored: list) -> list:
     e = html.escape
     b = ["<table><tr><th>Check</th><th>Verdict</th><th>Points</th></tr>"]
     for c in scored:
-        word = F.status_word(c)
+        word = S.status_word(c)
         b.append(f"<tr><td><a href='#{F.anchor(c['id'])}'>{e(N.visible(c['title']))}</a></td>"
                  f"<td class='{word.lower()}'>{word}</td>"
                  f"<td>{c['points']:g} / {c['max_points']:g}</td></tr>")
     b.append("</table>")
     for c in scored:
-        word = F.status_word(c)
+        word = S.status_word(c)
         b.append(f"<h2 id='{F.anchor(c['id'])}'>{e(N.visible(c['title']))}: "
                  f"<span class='{word.lower()}'>{word}</span></h2><ul>")
         b += [f"<li>{e(N.visible(line))}</li>" for line in c["evidence"]]
@@ -100,20 +100,20 @@ def html_checks(scored: list) -> list:
     return b
 
 
-def html_how(evidence: dict, weights: dict, scored: list) -> list:
+def html_how(evidence: dict, sc: S.Score) -> list:
     """'How the score was made': weights, shares earned, points, the verdict rule."""
     e = html.escape
     b = ["<h2 id='how'>How the score was made</h2><table><tr><th>Check</th><th>Verdict</th>"
          "<th>Weight</th><th>Earned</th><th>Points</th><th>How it is counted</th></tr>"]
-    for title, word, weight, share, pts, rule in S.how_rows(evidence, weights):
+    for title, word, weight, share, pts, rule in S.how_rows(sc):
         b.append(f"<tr><td>{e(N.visible(title))}</td><td class='{word.lower()}'>{word}</td>"
                  f"<td class='num'>{weight}</td><td class='num'>{share}</td>"
                  f"<td class='num'>{pts}</td><td>{F.rich_html(rule)}</td>"
                  "</tr>")
     b.append("</table>")
-    b += [f"<p>{e(S.score_sums(evidence, weights, scored))}</p>",
-          f"<p>Verdict: {e(S.verdict_reason(evidence))}. The rule: {e(S.VERDICT_RULE)}</p>",
-          f"<p>Weights: <code>{e(N.visible(F.weights_file(evidence, weights)))}</code> (points "
+    b += [f"<p>{e(S.score_sums(sc))}</p>",
+          f"<p>Verdict: {e(sc.reason)}. The rule: {e(S.VERDICT_RULE)}</p>",
+          f"<p>Weights: <code>{e(N.visible(F.weights_file(evidence, sc.weights)))}</code> (points "
           "per check; a course edits it or passes its own with <code>--weights FILE</code>)."
           "</p>"]
     return b
@@ -149,13 +149,12 @@ PAGE_STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:60em}"
               "margin:.5em 0}code{background:#f4f4f4;padding:0 .2em}.num{white-space:nowrap}")
 
 
-def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
+def html_page(name: str, evidence: dict, ref: dict | None, sc: S.Score) -> str:
     """verdict.html, one self-contained page: the verdict banner, what to fix, each check's
-    evidence, how the score was made, the tables and figures."""
+    evidence, how the score was made, the tables and figures; sc: the grading's Score
+    (score.of)."""
     e = html.escape
-    scored = S.score(evidence, weights)
-    word, failed = S.verdict(evidence)
-    got, mx = S.totals(scored)
+    word, failed, got, mx = sc.verdict, sc.failed, sc.total, sc.maximum
     colour = {"PASS": PASS_COLOUR, "FAIL": FAIL_COLOUR,
               labs.NOT_GRADABLE: NOT_GRADABLE_COLOUR}.get(word, FINDINGS_COLOUR)
     b = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -168,14 +167,14 @@ def html_page(name: str, evidence: dict, ref: dict | None, weights: dict) -> str
         b.append(f"<p>Failed: {e(', '.join(map(N.visible, failed)))}</p>")
     b.append(f"<p>{e(F.settings_text(evidence))}; grading took "
              f"{F.num(evidence.get('seconds', 0), '.0f')} s.</p>"
-             f"<p>Grader: {e(N.visible(F.grader_text(evidence, weights)))}. "
+             f"<p>Grader: {e(N.visible(F.grader_text(evidence, sc.weights)))}. "
              "<a href='#how'>How the score was made</a>.</p>"
              f"<p>Sandbox: {e(N.visible(F.sandbox_text(evidence)))}</p>")
     if F.lab_text(evidence):
         b.append(f"<p>Lab: {e(N.visible(F.lab_text(evidence)))}</p>")
     if evidence.get("error"):
         b.append(f"<p class='fail'>Grading error: {e(N.visible(evidence['error']))}</p>")
-    b += html_fix_summary(scored) + html_checks(scored) + html_how(evidence, weights, scored)
+    b += html_fix_summary(sc.checks) + html_checks(sc.checks) + html_how(evidence, sc)
     b += html_tables(evidence, ref)
     b.append("</body></html>")
     return "\n".join(b)

@@ -2,31 +2,30 @@
 made, and Tables 1 and 2 beside the reference.
 
 Every string of the evidence may carry a student's text: it goes into the page only as a
-code span, a fence or through names.md_text (analysis.grade.names)."""
+code span, a fence or through names.md_text (analysis.grade.trust.names)."""
 
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 
-def _md_head(name: str, evidence: dict, weights: dict, scored: list) -> list:
-    word, failed = S.verdict(evidence)
-    got, mx = S.totals(scored)
+def _md_head(name: str, evidence: dict, sc: S.Score) -> list:
+    word, failed, got, mx = sc.verdict, sc.failed, sc.total, sc.maximum
     failed_md = ", ".join(map(N.md_code, failed))
     out = [f"# Lab 2 grade: {N.md_code(name)}", "",
            f"**Verdict: {word}**" + (f" (failed: {failed_md})" if failed else ""),
            f"**Score: {got:g} / {mx:g}**", "",
            f"Settings: {F.settings_text(evidence)}; grading took "
            f"{F.num(evidence.get('seconds', 0), '.0f')} s.", "",
-           f"Grader: {N.md_text(F.grader_text(evidence, weights))}.", "",
+           f"Grader: {N.md_text(F.grader_text(evidence, sc.weights))}.", "",
            f"Sandbox: {N.md_text(F.sandbox_text(evidence))}", ""]
     if F.lab_text(evidence):
         out += [f"Lab: {N.md_text(F.lab_text(evidence))}", ""]
     if evidence.get("error"):
         out += [f"Grading error: {N.md_code(evidence['error'])}", ""]
     out += ["| Check | Verdict | Points |", "|---|---|---|"]
-    for c in scored:
-        out.append(f"| {N.md_text(c['title'])} | {F.status_word(c)} | "
+    for c in sc.checks:
+        out.append(f"| {N.md_text(c['title'])} | {S.status_word(c)} | "
                    f"{c['points']:g} / {c['max_points']:g} |")
     return [*out, ""]
 
@@ -37,7 +36,7 @@ def _md_fix_list(items: list, indent: str = "") -> list:
 
 def _md_fix_summary(scored: list) -> list:
     """'## What to fix': every check that did not pass, with what to change."""
-    todo = [(c, F.fixes(c)) for c in scored if c["status"] != "pass"]
+    todo = [(c, c["fixes"]) for c in scored if c["status"] != "pass"]
     todo = [(c, f) for c, f in todo if f]
     if not todo:
         return []
@@ -52,7 +51,7 @@ def _md_fix_summary(scored: list) -> list:
 def _md_teach(c: dict) -> list:
     """A check's status note (skipped, undetermined) and its 'What to fix' line."""
     out = [N.md_text(F.status_note(c)), ""] if F.status_note(c) else []
-    items = F.fixes(c)
+    items = c["fixes"]
     if len(items) == 1:
         out += [f"**What to fix:** {F.rich_md(items[0])}", ""]
     elif items:
@@ -63,7 +62,7 @@ def _md_teach(c: dict) -> list:
 def _md_check_sections(scored: list) -> list:
     out = []
     for c in scored:
-        out += [f"## {N.md_text(c['title'])}: {F.status_word(c)}", ""]
+        out += [f"## {N.md_text(c['title'])}: {S.status_word(c)}", ""]
         out += [f"- {N.md_code(line)}" for line in c["evidence"]]
         for ex in c.get("counterexamples", []):
             out += ["", "Counterexample:", "", N.md_fence(ex)]
@@ -72,18 +71,18 @@ def _md_check_sections(scored: list) -> list:
     return out
 
 
-def _md_how(evidence: dict, weights: dict, scored: list) -> list:
+def _md_how(evidence: dict, sc: S.Score) -> list:
     """'## How the score was made': weights, shares earned, points, the verdict rule."""
     out = ["## How the score was made", "",
            "| Check | Verdict | Weight | Earned | Points | How it is counted |",
            "|---|---|---|---|---|---|"]
-    for title, word, weight, share, pts, rule in S.how_rows(evidence, weights):
+    for title, word, weight, share, pts, rule in S.how_rows(sc):
         out.append(f"| {N.md_text(title)} | {word} | {weight} | {share} | {pts} | "
                    f"{F.rich_md(rule, cell=True)} |")
-    return [*out, "", N.md_text(S.score_sums(evidence, weights, scored)), "",
-            f"Verdict: {N.md_text(S.verdict_reason(evidence))}. The rule: "
+    return [*out, "", N.md_text(S.score_sums(sc)), "",
+            f"Verdict: {N.md_text(sc.reason)}. The rule: "
             f"{N.md_text(S.VERDICT_RULE)}", "",
-            f"Weights: {N.md_code(F.weights_file(evidence, weights))} (points per check; a "
+            f"Weights: {N.md_code(F.weights_file(evidence, sc.weights))} (points per check; a "
             "course edits it or passes its own with `--weights FILE`).", ""]
 
 
@@ -115,11 +114,10 @@ def _md_tables(evidence: dict, ref: dict | None) -> list:
     return [*out, ""]
 
 
-def markdown(name: str, evidence: dict, ref: dict | None, weights: dict) -> str:
+def markdown(name: str, evidence: dict, ref: dict | None, sc: S.Score) -> str:
     """verdict.md: the verdict and score, what to fix, each check's evidence, how the score
-    was made, Tables 1 and 2 beside the reference."""
-    scored = S.score(evidence, weights)
-    out = _md_head(name, evidence, weights, scored) + _md_fix_summary(scored)
-    out += _md_check_sections(scored) + _md_how(evidence, weights, scored)
+    was made, Tables 1 and 2 beside the reference; sc: the grading's Score (score.of)."""
+    out = _md_head(name, evidence, sc) + _md_fix_summary(sc.checks)
+    out += _md_check_sections(sc.checks) + _md_how(evidence, sc)
     out += _md_tables(evidence, ref)
     return "\n".join(out)

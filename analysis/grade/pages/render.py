@@ -1,26 +1,32 @@
 """What writes the grader's files: one submission's pages (verdict.md, verdict.html,
 results.json), the class's summary.csv, and the console lines.
 
-The pages themselves are made by markdown, html and gradescope from (evidence, weights),
-scored by score; every cell of summary.csv goes through names.csv_cell() and every console
-line through names.console(), as any text may be a student's."""
+The grading's score is computed once (score.of) and handed to every page: markdown, html,
+gradescope and the class's summary row; every cell of summary.csv goes through
+names.csv_cell() and every console line through names.console(), as any text may be a
+student's."""
 
 import csv
 import json
 from pathlib import Path
 
+from analysis.grade import score as S
 from analysis.grade.pages import fmt as F
 from analysis.grade.pages import gradescope as G
 from analysis.grade.pages import html as H
 from analysis.grade.pages import markdown as M
-from analysis.grade.pages import score as S
 from analysis.grade.trust import names as N
 
 
-def write_pages(out: Path, name: str, evidence: dict, ref: dict | None, weights: dict) -> None:
-    (out / "verdict.md").write_text(M.markdown(name, evidence, ref, weights))
-    (out / "verdict.html").write_text(H.html_page(name, evidence, ref, weights))
-    (out / "results.json").write_text(json.dumps(G.gradescope(evidence, weights), indent=1))
+def write_pages(out: Path, name: str, evidence: dict, ref: dict | None,
+                weights: dict) -> S.Score:
+    """verdict.md, verdict.html and results.json from one Score of the grading, which it
+    returns (the class's summary row is made from it too)."""
+    sc = S.of(evidence, weights)
+    (out / "verdict.md").write_text(M.markdown(name, evidence, ref, sc))
+    (out / "verdict.html").write_text(H.html_page(name, evidence, ref, sc))
+    (out / "results.json").write_text(json.dumps(G.gradescope(evidence, sc), indent=1))
+    return sc
 
 
 # ---- the class: summary.csv, console lines ---------------------------------------------
@@ -31,21 +37,20 @@ SUMMARY_FIELDS = ("submission", "source", "verdict", "score", "max_score", "fail
                   "similarity")
 
 
-def summary_row(name: str, source, evidence: dict, weights: dict) -> dict:
+def summary_row(name: str, source, evidence: dict, sc: S.Score) -> dict:
     """One submission's row of the class summary: `name` its output folder (an
     names.assign() name), `source` the folder it was graded from; SUMMARY_FIELDS, with
     'similarity' empty (write_class() fills it from the similarity check's flags), then
     'checks', each check's points and maximum (check_points()), and 'speed', the
     leaderboard's number (leaderboard_speed(); None when not measured or withheld), and
-    'withheld', why a measured speed is not ranked ('' when it is, or none was measured)."""
-    scored = S.score(evidence, weights)
-    got, mx = S.totals(scored)
-    word, failed = S.verdict(evidence)
+    'withheld', why a measured speed is not ranked ('' when it is, or none was measured);
+    sc: the grading's Score (score.of)."""
+    got, mx, word, failed = sc.total, sc.maximum, sc.verdict, sc.failed
     secs = evidence.get("seconds", 0)
     return {"submission": name, "source": str(source), "verdict": word, "score": got,
             "max_score": mx, "failed": " ".join(map(str, failed)),
             "seconds": round(secs, 1) if F.is_number(secs) else 0.0, "similarity": "",
-            "checks": S.check_points(scored), "speed": F.leaderboard_speed(evidence),
+            "checks": S.check_points(sc.checks), "speed": F.leaderboard_speed(evidence),
             "withheld": F.leaderboard_withheld(evidence)}
 
 

@@ -22,7 +22,7 @@ import stat
 import zipfile
 from pathlib import Path
 
-from analysis.grade.pages import score
+from analysis.grade import score
 from analysis.grade.trust import outer
 
 REPO = Path(__file__).resolve().parents[3]
@@ -67,7 +67,7 @@ RUN = """#!/usr/bin/env bash
 # %(platform)s runs this for every submission; it always writes the results file.
 # %(root_var)s moves the root (default %(root)s), for trying it on a fake one.
 code="%(code)s"
-cd "$code" && PYTHONPATH="$code" exec python3 -m analysis.grade.pages.hosted %(platform_arg)s
+cd "$code" && PYTHONPATH="$code" exec python3 -m analysis.grade.platforms.hosted %(platform_arg)s
 """
 
 DOCKERFILE = """# The external grader image for PrairieLearn: build and push it, then name it in the

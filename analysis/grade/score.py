@@ -1,11 +1,15 @@
 """The score of a submission: the weights file (points per check, thresholds, Gradescope
 visibility, per-version tables), each check's points and share earned, the verdict and why,
-and the words that say how each check's points were counted ("How the score was made").
+what to fix (records.fixes), and the words that say how each check's points were counted
+("How the score was made").
 
-Pure functions of (evidence, weights); the words they return may name a student's check ids
-and titles: the pages show them through analysis.grade.names."""
+of(evidence, weights) computes a grading's Score once; every page (render, Markdown, HTML,
+Gradescope's results, the class page's row) is handed that one Score. Pure functions of
+(evidence, weights); the words they return may name a student's check ids and titles: the
+pages show them through trust/names.py."""
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -14,27 +18,47 @@ try:
 except ModuleNotFoundError:  # Python 3.10 (Gradescope's Ubuntu 22.04): Debian's python3-tomli
     import tomli as tomllib
 
-from analysis.grade import checks as C
 from analysis.grade import labs
-from analysis.grade.pages import fmt as F
+from analysis.grade import records as C
 from analysis.grade.trust import names as N
 
-DEFAULT_WEIGHTS = Path(__file__).resolve().parents[2] / "grade_weights.toml"
+DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "grade_weights.toml"
 
 
 class WeightsError(Exception):
     pass
 
 
+# What a weights file may hold: its tables, the thresholds the checks read (cli.config), and
+# in [points] and [visibility] the checks' ids (records.CHECKS). A key that is none of them
+# (a misspelt check would silently score nothing) is refused.
+TABLES = ("points", "thresholds", "lab", "visibility")
+THRESHOLDS = ("speed_ratio", "speed_ratio_serial")
+
+
+def _known(path, where: str, keys, allowed) -> None:
+    """WeightsError naming the first key of `keys` that is not in `allowed`."""
+    for k in keys:
+        if k not in allowed:
+            raise WeightsError(f"weights {path}: {where}{k} is not known (one of: "
+                               f"{', '.join(allowed)})")
+
+
 def load_weights(path: Path) -> dict:
     """{'points': {check: float}, 'thresholds': {...}, 'visibility': {...}, 'labs': {version:
-    {'points': {...}, 'designs': [...]}}}; WeightsError with one line if bad."""
+    {'points': {...}, 'designs': [...]}}}; WeightsError with one line if bad, or if it
+    names a table, threshold or check that does not exist."""
     try:
         data = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise WeightsError(f"cannot read weights {path}: {e}") from None
+    _known(path, "", data, TABLES)
     points = _points(path, "points", data.get("points", {}))
     seen = data.get("visibility", {})
+    if not isinstance(seen, dict) or not isinstance(data.get("thresholds", {}), dict):
+        raise WeightsError(f"weights {path}: visibility and thresholds must be tables")
+    _known(path, "visibility.", seen, (*(c.id for c in C.CHECKS), "results"))
+    _known(path, "thresholds.", data.get("thresholds", {}), THRESHOLDS)
     for k, v in seen.items():
         if v not in VISIBILITY:
             raise WeightsError(f"weights {path}: visibility.{k} must be one of "
@@ -46,6 +70,7 @@ def load_weights(path: Path) -> dict:
 def _points(path, where: str, points) -> dict:
     if not isinstance(points, dict):
         raise WeightsError(f"weights {path}: {where} must be a table of points per check")
+    _known(path, f"{where}.", points, tuple(c.id for c in C.CHECKS))
     for k, v in points.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
             raise WeightsError(f"weights {path}: {where}.{k} must be a number >= 0, got {v!r}")
@@ -93,6 +118,8 @@ def score(evidence: dict, weights: dict) -> list:
     scored at all: the grader's limits never cost a point."""
     out, points = [], points_of(evidence, weights)
     for c in evidence.get("checks", []):
+        if c["id"] not in points:   # said on the page, never silently nothing
+            c = {**c, "unweighted": True}
         mx = float(points.get(c["id"], 0))
         if c["status"] == "undetermined":
             out.append({**c, "points": 0.0, "max_points": 0.0})
@@ -154,6 +181,8 @@ def score_rule(check: dict) -> str:
         return f"not scored: {not_scored_why(check)}"
     if status == "skip":
         return "skipped: earns nothing"
+    if check.get("unweighted"):
+        return "no line of points in the weights file: worth nothing"
     if "fraction" not in check:
         return "all or nothing"
     cid = check.get("id")
@@ -205,28 +234,25 @@ def verdict_reason(evidence: dict) -> str:
             + (f" (and {', '.join(findings)}, a finding)" if findings else ""))
 
 
-def how_rows(evidence: dict, weights: dict) -> list:
+def how_rows(sc: "Score") -> list:
     """One row per check for 'How the score was made': (title, verdict word, weight, share
     earned, points, rule); the title as it is (escape it), the rest the grader's words."""
     rows = []
-    points = points_of(evidence, weights)
-    for c in score(evidence, weights):
-        weight = float(points.get(c["id"], 0))
+    for c in sc.checks:
+        weight = float(sc.points.get(c["id"], 0))
         pts = ("0 (not scored)" if c["status"] == "undetermined"
                else f"{c['points']:g} / {c['max_points']:g}")
-        rows.append((c["title"], F.status_word(c), f"{weight:g}", share_text(c), pts,
+        rows.append((c["title"], status_word(c), f"{weight:g}", share_text(c), pts,
                      score_rule(c)))
     return rows
 
 
-def score_sums(evidence: dict, weights: dict, scored: list) -> str:
+def score_sums(sc: "Score") -> str:
     """'Score: the sum of the points, G of M.' and what undetermined checks left out."""
-    got, mx = totals(scored)
-    left = [c for c in scored if c["status"] == "undetermined"]
-    text = f"Score: the sum of the points earned, {got:g} of {mx:g}."
+    left = [c for c in sc.checks if c["status"] == "undetermined"]
+    text = f"Score: the sum of the points earned, {sc.total:g} of {sc.maximum:g}."
     if left:
-        points = points_of(evidence, weights)
-        pts = sum(float(points.get(c["id"], 0)) for c in left)
+        pts = sum(float(sc.points.get(c["id"], 0)) for c in left)
         text += (f" Not scored (undetermined): {', '.join(N.visible(c['title']) for c in left)}"
                  f"; their {pts:g} points are left out of the maximum.")
     return text
@@ -244,3 +270,44 @@ def check_points(scored: list) -> dict:
                         "status": status if isinstance(status, str) else "unknown",
                         "points": c["points"], "max_points": c["max_points"]}
     return out
+
+
+STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
+                "undetermined": "UNDETERMINED"}
+
+
+def status_word(check: dict) -> str:
+    """PASS, FAIL, SKIP, or UNKNOWN for a status that is none of those."""
+    status = check.get("status")
+    return STATUS_WORDS.get(status, "UNKNOWN") if isinstance(status, str) else "UNKNOWN"
+
+
+@dataclass(frozen=True)
+class Score:
+    """One grading's score, computed once (of()) and handed to every page."""
+    checks: list     # the evidence's checks with 'points', 'max_points' and 'fixes' added
+    total: float
+    maximum: float
+    verdict: str     # PASS, PASS WITH FINDINGS, FAIL or labs.NOT_GRADABLE
+    failed: list     # the ids of the checks that failed
+    reason: str      # why this verdict (verdict_reason)
+    points: dict     # points per check for the version of the lab graded
+    weights: dict    # the weights it was counted from (their path, Gradescope visibility)
+
+
+def one_server(evidence: dict) -> bool:
+    """The evidence was graded as a one-server lab (its own fix texts apply)."""
+    lab = evidence.get("lab")
+    servers = lab.get("servers") if isinstance(lab, dict) else None
+    return isinstance(servers, list) and len(servers) == 1
+
+
+def of(evidence: dict, weights: dict) -> Score:
+    """The score of one grading: every check's points and what to fix (records.fixes, for
+    the version of the lab graded), the totals, the verdict and why."""
+    one = one_server(evidence)
+    checks = [{**c, "fixes": C.fixes(c, one)} for c in score(evidence, weights)]
+    got, mx = totals(checks)
+    word, failed = verdict(evidence)
+    return Score(checks, got, mx, word, failed, verdict_reason(evidence),
+                 points_of(evidence, weights), weights)

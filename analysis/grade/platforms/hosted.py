@@ -1,7 +1,7 @@
 """Grading one submission inside a course platform's container, always leaving a result.
 
-    python3 -m analysis.grade.pages.hosted gradescope     ($AUTOGRADER_ROOT, default /autograder)
-    python3 -m analysis.grade.pages.hosted prairielearn   ($PL_ROOT, default /grade)
+    python3 -m analysis.grade.platforms.hosted gradescope    ($AUTOGRADER_ROOT, def. /autograder)
+    python3 -m analysis.grade.platforms.hosted prairielearn  ($PL_ROOT, def. /grade)
 
 The bundles' run_autograder and run_prairielearn call this. It runs the grader (`python -m
 analysis.grade`) as a child with the bundle's settings (bundle.json beside the code) under
@@ -156,7 +156,7 @@ def run(platform: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in ("gradescope", "prairielearn"):
-        print("usage: python3 -m analysis.grade.pages.hosted gradescope|prairielearn",
+        print("usage: python3 -m analysis.grade.platforms.hosted gradescope|prairielearn",
               file=sys.stderr)
         sys.exit(2)
     sys.exit(run(sys.argv[1]))
