@@ -14,13 +14,13 @@ import signal
 import sys
 from pathlib import Path
 
-from . import SERVERS, is_server_label
-from .load import SWEEP_KINDS, LoadError, raw_path, read_raw_text
-from .numbers import float_in, int_in, list_of
-from .progress import Progress, hms
-from .runner import experiment as R
-from .runner import server_spec as SS
-from .runner.procs import RunError
+from analysis import SERVERS, is_server_label
+from analysis.load import SWEEP_KINDS, LoadError, raw_path, read_raw_text
+from analysis.numbers import float_in, int_in, list_of
+from analysis.progress import Progress, hms
+from analysis.runner import experiment as R
+from analysis.runner import server_spec as SS
+from analysis.runner.procs import RunError
 
 PROG = "python -m analysis"
 QUICK_RUNS = 5
@@ -80,7 +80,7 @@ def _refusing(check, allowed: str, reason=None):
 
 
 def _host_check(t):
-    from .runner.remote import Host
+    from analysis.runner.remote import Host
     Host.parse(t)
 
 
@@ -475,7 +475,7 @@ def check_hosts(a, servers) -> None:
     """--server-host/--client-host/--server-addr go together; every host answers and holds
     the same binaries at the same paths (sha256). UsageError (exit 2) otherwise. Sets
     a.hosts_facts ([{role, prefix, kernel, cores, cpu_model}]) and a.agent_lead_s."""
-    from .runner.remote import Host, HostError, check_binaries, host_facts
+    from analysis.runner.remote import Host, HostError, check_binaries, host_facts
     a.hosts_facts, a.agent_lead_s = [], 0.5
     if a.server_addr and not a.server_host:
         raise UsageError("argument --server-addr: needs --server-host")
@@ -530,7 +530,7 @@ def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) ->
     ctx.server_cmd = a.server_cmd or stored.get("server_cmd")
     ctx.client_path = a.client or (Path(stored["client"]) if stored.get("client") else None)
     ctx.port, ctx.client_timeout = a.port, a.client_timeout
-    from .runner.remote import Host
+    from analysis.runner.remote import Host
     server_host = a.server_host or stored.get("server_host")
     if server_host:
         ctx.server_host = Host.parse(server_host, "server")
@@ -558,7 +558,7 @@ def run_experiments(a, lab: R.LabParams | None, sweeps: R.SweepParams | None) ->
 
 def cmd_report(results: Path, out: Path, microbench: Path | None = None,
                svg: bool = False) -> None:
-    from .report import build_report, latest_perf
+    from analysis.report import build_report, latest_perf
     written = build_report(results, out, microbench=microbench, perf=latest_perf(), svg=svg)
     print(f"wrote {len(written)} files; report: {out / 'REPORT.md'}", file=sys.stderr)
 
@@ -571,7 +571,7 @@ def main(argv=None) -> int:
     ap = build_parser()
     a = ap.parse_args(argv)
     if a.cmd == "grade":
-        from .grade.cli import main as grade_main
+        from analysis.grade.cli import main as grade_main
         return grade_main(a.args)
     a.results_path = a.resume if a.cmd != "report" else None
     signal.signal(signal.SIGTERM, _on_sigterm)

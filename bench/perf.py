@@ -41,14 +41,13 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from analysis.machine import cpu_model
+from analysis.numbers import float_in, int_in
+from analysis.progress import Progress
+from analysis.runner import procs
+from analysis.runner import server_spec as SS
 
-from analysis.numbers import float_in, int_in  # noqa: E402
-from analysis.progress import Progress  # noqa: E402
-from analysis.runner import procs  # noqa: E402
-from analysis.runner import server_spec as SS  # noqa: E402
-from analysis.runner.experiment import cpu_model  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 N = 1000            # array size of every run
 CONNS = 100         # client threads / connections, as the kit's client

@@ -13,7 +13,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import random
 import re
 import subprocess
@@ -22,10 +21,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import LOCKSERVER, SERVERS, server_command
-from .. import traces as TR
-from ..kernel_sockets import describe_exit
-from ..load import (
+from analysis import LOCKSERVER, SERVERS, server_command
+from analysis import traces as TR
+from analysis.kernel_sockets import describe_exit
+from analysis.load import (
     LAB_COLUMNS,
     SERVER_COLUMNS,
     SUMMARY_KEYS,
@@ -33,11 +32,12 @@ from ..load import (
     SWEEP_KINDS,
     LoadError,
 )
-from ..ports import twin
-from ..progress import Progress
-from . import remote as RM
-from . import server_spec as SS
-from .procs import (
+from analysis.machine import machine_info
+from analysis.ports import twin
+from analysis.progress import Progress
+from analysis.runner import remote as RM
+from analysis.runner import server_spec as SS
+from analysis.runner.procs import (
     HOST,
     RunError,
     Server,
@@ -377,32 +377,6 @@ def build_info(bin_dir: Path) -> dict:
         if p.is_file():
             info["binaries"][name] = hashlib.sha256(p.read_bytes()).hexdigest()
     return info
-
-
-def key_value(path, key: str, sep: str = ":") -> str | None:
-    """The value of the first `key<sep>value` line of a file such as /proc/cpuinfo or
-    /etc/os-release, stripped of blanks and quotes; None when absent or unreadable."""
-    try:
-        for line in Path(path).read_text().splitlines():
-            k, found, v = line.partition(sep)
-            if found and k.strip() == key:
-                return v.strip().strip('"')
-    except OSError:
-        pass
-    return None
-
-
-def cpu_model() -> str:
-    return key_value("/proc/cpuinfo", "model name") or "unknown"
-
-
-def machine_info() -> dict:
-    cpu = cpu_model()
-    osname = key_value("/etc/os-release", "PRETTY_NAME", "=") or "unknown"
-    from importlib.metadata import version
-    return {"cpu_model": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "os": osname, "python": platform.python_version(),
-            "packages": {p: version(p) for p in ("numpy", "pandas", "matplotlib")}}
 
 
 def write_json(path: Path, doc: dict) -> None:

@@ -29,10 +29,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import ports
-from ..kernel_sockets import describe_exit, parse_table, wait_for_port
-from ..ports import twin
-from .procs import (
+from analysis import ports
+from analysis.kernel_sockets import describe_exit, parse_table, wait_for_port
+from analysis.ports import twin
+from analysis.runner.procs import (
     _LIVE,
     KIT_TIME_FILE,
     RunError,
