@@ -1,18 +1,10 @@
-"""lockbench analysis: experiment runner, tables, figures and the generated lab report.
+"""lockbench analysis: a package per program over one bottom layer (docs/architecture.md).
 
-Layout (one idea per module):
-  stats.py    Student-t quantiles and confidence intervals (pure, no scipy).
-  load.py     Read raw result files into checked DataFrames.
-  tables.py   Summaries and the report tables (pure DataFrame -> DataFrame / text).
-  figures.py  plot_* helpers: draw on a given Axes, return artists.
-  observe.py  Observations for the report, computed from the summaries.
-  microbench.py Microbenchmark JSON -> rows with spread, rankings with ties, findings.
-  sections/   The report's sections: pure functions data -> (Markdown, figures, tables).
-  report.py   Writes report/ (tables, figures, REPORT.md): the report's only reader/writer.
-  procs.py    Server and client processes: free ports, start, stop, parse output.
-  runner.py   The lab experiment and the sweeps; incremental CSV, resume, metadata.
-  progress.py Progress line with ETA on stderr.
-  __main__.py The command line: python -m analysis {lab,sweep,report,all}.
+Programs (none imports another's package): runner/ (python -m analysis lab|sweep|all),
+report/ (python -m analysis report), grade/ (the grader), profile/ (lockbench profile),
+compare/ (lockbench compare); __main__.py dispatches. The bottom layer: this module (the
+servers' labels), load, stats, numbers, ports, progress, kernel_sockets, traces, machine,
+kitframe, text, lockprof/.
 """
 
 SERVERS = ("main1", "main2", "main3", "main4")

@@ -28,7 +28,7 @@ import json
 import zlib
 from pathlib import Path
 
-from . import is_server_label
+from analysis import is_server_label
 
 
 class _LazyPandas:

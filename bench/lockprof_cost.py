@@ -29,8 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from analysis.numbers import int_in  # noqa: E402
+from analysis.numbers import int_in
 
 HERE = Path(__file__).resolve().parent
 

@@ -46,17 +46,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from analysis.numbers import float_above, float_in, int_in  # noqa: E402
-from analysis.runner import server_spec as SS  # noqa: E402
-from analysis.runner.procs import StartError, pick_port  # noqa: E402
-
-FRAME = 100
-
-
-def frame(text: bytes) -> bytes:
-    return (text + b"\0" * FRAME)[:FRAME]
+from analysis.kitframe import FRAME, frame
+from analysis.numbers import float_above, float_in, int_in
+from analysis.runner import server_spec as SS
+from analysis.runner.procs import StartError, pick_port
 
 
 def bad_frames(n):

@@ -131,7 +131,7 @@ std::string DescribeStrategies() {
 
 namespace {
 
-// "  name           kinds          description\n", as analysis/profile.py prints it.
+// "  name           kinds          description\n", as analysis/profile/cli.py prints it.
 void AppendSwapLockRow(std::string* out, std::string_view name, std::string_view kinds,
                        std::string_view text) {
   constexpr std::size_t kWidth = 14;

@@ -1,7 +1,7 @@
 // The one list of the locks the preload (profile/, liblockprof.so) can swap
 // in for a program's pthread mutexes and rwlocks: `lockserver --list-locks`
 // prints it, the preload takes its names from it (its implementations are in
-// this order), and analysis/profile.py reads it to know the names. Each is
+// this order), and analysis/lockprof/preload.py reads it to know the names. Each is
 // named as its lock family among lockserver's strategies (a strategy one-mcs
 // or mcs-per-slot is an mcs lock; one-bravo-pflock is BRAVO over pflock, where
 // the strategies' bravo is over the pthread rwlock). The description is the
@@ -9,7 +9,7 @@
 // compile time that the two lists name the same locks), so it is a noun phrase
 // that reads after "one" and before "for the array".
 //
-// One entry a line, `{"name", rwlock_only, "what it is"},`: analysis/profile.py
+// One entry a line, `{"name", rwlock_only, "what it is"},`: analysis/lockprof/preload.py
 // reads this file as text, so that its --help needs no build.
 //
 // Thread safety: constants.

@@ -4,19 +4,16 @@
 Seeds: requests as the course kit's client and attacker send them (100-byte
 frames, garbage after the NUL), hand-typed ones (short, newline-terminated),
 and every bad input the servers must answer with an ERROR reply. Re-run after
-changing the list; the files are committed. Deterministic output.
+changing the list (.venv/bin/python fuzz/make_corpus.py: the frame is the one of
+analysis/kitframe.py); the files are committed. Deterministic output.
 """
 import hashlib
 import os
 import random
 
+from analysis.kitframe import frame
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def frame(text: bytes, garbage: bytes = b"") -> bytes:
-    """A 100-byte frame: text, NUL, then garbage (or zeros)."""
-    body = text + b"\0" + garbage
-    return (body + b"\0" * 100)[:100]
 
 
 rng = random.Random(420)

@@ -1,5 +1,5 @@
 // lockprof: an LD_PRELOAD lock profiler, lock swapper and per-request lock tracer for any
-// dynamically linked program (./lockbench profile; the command is analysis/profile.py, the
+// dynamically linked program (./lockbench profile; the command is analysis/profile/cli.py, the
 // story docs/profile.md; the tracer is the grader's design check,
 // analysis/grade/measure/design.py).
 //

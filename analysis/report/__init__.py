@@ -13,11 +13,11 @@ from pathlib import Path
 
 import matplotlib
 
-from ..load import LoadError, load_results, raw_exists, raw_path, read_raw_text
-from . import figures as F
-from .microbench_tables import MicrobenchError, parse_benchmarks
-from .sections import SECTIONS
-from .sections.base import Fig, Prose, ReportData
+from analysis.load import LoadError, load_results, raw_exists, raw_path, read_raw_text
+from analysis.report import figures as F
+from analysis.report.microbench_tables import MicrobenchError, parse_benchmarks
+from analysis.report.sections import SECTIONS
+from analysis.report.sections.base import Fig, Prose, ReportData
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "report" / "templates" / "report.md"
@@ -62,7 +62,7 @@ def read_data(results_dir, microbench=None, template=TEMPLATE, perf=None) -> Rep
         context, shown = doc.get("context") or {}, shown_path(microbench)
     perf_data = None
     if perf is not None:
-        from .limit_ratios import load_run
+        from analysis.report.limit_ratios import load_run
         try:
             perf_data = load_run(perf)
         except (OSError, ValueError, KeyError) as exc:
@@ -132,8 +132,8 @@ def write_perf_section(perf_dir, out_dir, svg=False) -> list:
     """The Performance section alone from a bench/perf.py results folder, written as
     out_dir/{performance.md, tables/, figures/} (bench/perf.py leaves it beside its raw
     results; svg as in build_report). Returns the written paths, sorted."""
-    from .limit_ratios import load_run
-    from .sections.performance import perf_section
+    from analysis.report.limit_ratios import load_run
+    from analysis.report.sections.performance import perf_section
     runs, meta = load_run(perf_dir)
     prose = Prose(TEMPLATE.read_text())
     with matplotlib.rc_context(F.RC):

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .. import server_label, server_order
-from .microbench_tables import NO_LOCK
-from .tables import ordered_values
+from analysis import server_label, server_order
+from analysis.report.microbench_tables import NO_LOCK
+from analysis.report.tables import ordered_values
 
 CDF_POINTS = 800  # points per CDF curve (ranks evenly spaced; exact at the drawn points)
 # Fixed (colour, marker) per label: the lab servers, and the generic server's strategies

@@ -408,6 +408,6 @@ def load_run(results_dir) -> tuple:
     gzipped, load.raw_path)."""
     import json
 
-    from ..load import raw_path, read_raw_text
+    from analysis.load import raw_path, read_raw_text
     d = Path(results_dir)
     return pd.read_csv(raw_path(d / "runs.csv")), json.loads(read_raw_text(d / "meta.json"))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import microbench_tables as M
+from analysis.report import microbench_tables as M
 
 AVOID_BELOW = 0.5   # of the leader's slowest repetition, at the avoided one's fastest
 SHOWN = 4           # strategies named per cell; the rest counted

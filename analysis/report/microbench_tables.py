@@ -33,9 +33,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from .. import server_order
-from ..load import read_raw_text
-from .stats import SINGLE_RUN_BAND, is_tie, rank_of, ratio_range, tiers
+from analysis import server_order
+from analysis.load import read_raw_text
+from analysis.stats import SINGLE_RUN_BAND, is_tie, rank_of, ratio_range, tiers
 
 # The two stores without a lock (bench/store_floor.h, tests/store_unlocked.h): the floor
 # every lock is measured against, and the array with its lock removed, whose writers race.

@@ -14,10 +14,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import server_label as name  # how sentences name a server
-from .. import server_order
-from .stats import SINGLE_RUN_BAND, format_tiers, is_tie, overlap, ratio_range, tiers
-from .tables import ordered_values
+from analysis import server_label as name  # how sentences name a server
+from analysis import server_order
+from analysis.report.tables import ordered_values
+from analysis.stats import SINGLE_RUN_BAND, format_tiers, is_tie, overlap, ratio_range, tiers
 
 SAME = 0.10  # relative changes below this are called "about the same"
 

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import server_label, server_order
-from .stats import mean_ci, ratio_range
+from analysis import server_label, server_order
+from analysis.stats import mean_ci, ratio_range
 
 MS = 1e3
 

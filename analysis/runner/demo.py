@@ -11,10 +11,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import kernel_sockets as ks
-from .. import ports
-from .procs import RunError
-from .server_spec import Options, Place, ServerSpec, launch
+from analysis import kernel_sockets as ks
+from analysis import ports
+from analysis.runner.procs import RunError
+from analysis.runner.server_spec import Options, Place, ServerSpec, launch
 
 SERVERS = ("main1", "main2", "main3", "main4")
 N = 100

@@ -4,28 +4,20 @@ incrementally (one CSV row per client run), resume, and record metadata.
 Layout of a results directory: see load.py.
 """
 
-import csv
 import dataclasses
-import datetime as dt
-import fcntl
 import functools
-import hashlib
 import json
 import math
-import os
-import platform
 import random
-import re
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import LOCKSERVER, SERVERS, server_command
-from .. import traces as TR
-from ..kernel_sockets import describe_exit
-from ..load import (
+from analysis import SERVERS, server_command
+from analysis import traces as TR
+from analysis.kernel_sockets import describe_exit
+from analysis.load import (
     LAB_COLUMNS,
     SERVER_COLUMNS,
     SUMMARY_KEYS,
@@ -33,11 +25,19 @@ from ..load import (
     SWEEP_KINDS,
     LoadError,
 )
-from ..ports import twin
-from ..progress import Progress
-from . import remote as RM
-from . import server_spec as SS
-from .procs import (
+from analysis.machine import machine_info
+from analysis.ports import twin
+from analysis.progress import Progress
+from analysis.runner import agents as AG
+from analysis.runner import remote as RM
+from analysis.runner import server_spec as SS
+from analysis.runner.binaries import (
+    build_info,
+    default_client,
+    find_binary,
+    is_lockbench_server,
+)
+from analysis.runner.procs import (
     HOST,
     RunError,
     Server,
@@ -47,6 +47,18 @@ from .procs import (
     pick_port,
     port_free,
     run_client,
+)
+from analysis.runner.results import (
+    AGENT_COLUMNS,
+    CsvLog,
+    claim_results_dir,
+    fmt_value,
+    git_info,
+    lock_results_dir,
+    read_metadata,
+    read_rows,
+    utc_now,
+    write_json,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,41 +109,6 @@ class SweepParams(RunParams):
     reps: int = 3
     kinds: list = field(default_factory=lambda: list(SWEEP_KINDS))
     values: dict = field(default_factory=lambda: {k: list(v) for k, v in SWEEP_VALUES.items()})
-
-
-# Option names only lockbench's servers carry (the runner passes them): a binary holding
-# all of them is one of ours; anything else is driven as a kit-style server.
-LOCKBENCH_MARKERS = (b"--delay-us", b"--time-file", b"--trace-limit")
-
-
-_KIND_CACHE: dict = {}
-
-
-def is_lockbench_server(binary: Path) -> bool:
-    """Whether binary is one of lockbench's servers (holds the option names only they
-    have); read, never run."""
-    key = (str(binary), binary.stat().st_mtime_ns if binary.exists() else 0)
-    if key not in _KIND_CACHE:
-        try:
-            data = binary.read_bytes()
-        except OSError:
-            data = b""
-        _KIND_CACHE[key] = all(m in data for m in LOCKBENCH_MARKERS)
-    return _KIND_CACHE[key]
-
-
-def default_client(bin_dir: Path) -> Path:
-    """bin_dir's client if there is one, else lockbench's own build's (a folder of someone
-    else's servers holds none)."""
-    p = find_binary(bin_dir, "client")
-    return p if p.is_file() else find_binary(REPO / "build" / "release", "client")
-
-
-def find_binary(bin_dir: Path, name: str) -> Path:
-    """bin_dir/name, or bin_dir/name/name when CMake put the target in its subdirectory's
-    build folder (the client is built as build/release/client/client)."""
-    p = bin_dir / name
-    return p / name if (p / name).is_file() else p
 
 
 @dataclass
@@ -196,19 +173,19 @@ class Ctx:
                  requests: int | None, seed: int | None, key: dict) -> dict:
         """One client run against the server: here (common plus --threads and --seed when
         given), or split over the --client-host agents, started together, whose JSON and
-        histograms are merged (remote.merge_agents); one row per agent and the merged row
+        histograms are merged (agents.merge_agents); one row per agent and the merged row
         go to agents.csv. Returns the client JSON (merged for agents)."""
         addr = self.server_addr or HOST
         if not self.client_hosts:
             args = [*(["--threads", str(threads)] if threads is not None else []), *common,
                     *(["--seed", str(seed)] if seed is not None else [])]
             return run_client(client, n, port, args, self.client_timeout, ip=addr)[0]
-        shares = RM.agent_shares(threads or 100, requests, None, len(self.client_hosts))
+        shares = AG.agent_shares(threads or 100, requests, None, len(self.client_hosts))
         for i, sh in enumerate(shares):   # agents draw different positions
             sh["extra"] = ["--seed", str((seed or 0) + 1000 * i)]
-        results = RM.run_agents(self.client_hosts, client, n, addr, port, common, shares,
+        results = AG.run_agents(self.client_hosts, client, n, addr, port, common, shares,
                                 self.client_timeout, self.agent_lead_s)
-        merged = RM.merge_agents(results)
+        merged = AG.merge_agents(results)
         if self._agents_log is None:
             self._agents_log = CsvLog(self.results / "agents.csv", AGENT_COLUMNS)
         total = merged["results"]["throughput_rps"] or 0
@@ -262,222 +239,7 @@ class Ctx:
         (self.progress.note if self.progress else lambda t: print(t, file=sys.stderr))(text)
 
 
-# ---- raw files ------------------------------------------------------------------------------
-
-# agents.csv: one row per load agent per client run, and the merged row (agent "all").
-AGENT_COLUMNS = ["experiment", "kind", "value", "server", "n", "rep", "agent", "host",
-                 "threads", "requests", "ok", "errors", "elapsed_s", "throughput_rps",
-                 "throughput_share", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us",
-                 "lat_p99_us", "lat_p999_us", "lat_max_us", "saturated"]
-
-def repair_csv(path: Path) -> None:
-    """Drops a last line cut short by a crash (no trailing newline), so appends stay valid."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
-
-
-def read_rows(path: Path) -> list:
-    repair_csv(path)
-    if not path.exists() or path.stat().st_size == 0:
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-class CsvLog:
-    """Appends rows to a CSV (header written once), flushing after every row."""
-
-    def __init__(self, path: Path, columns):
-        self.path, self.columns = path, list(columns)
-        repair_csv(path)
-        new = not path.exists() or path.stat().st_size == 0
-        if not new:
-            with open(path, newline="") as f:
-                header = next(csv.reader(f), [])
-            if header != self.columns:
-                raise RunError(f"{path} has different columns than this version writes; "
-                               "use a new results directory")
-        self.f = open(path, "a", newline="")  # noqa: SIM115 - appended to row by row; close()
-        self.w = csv.DictWriter(self.f, self.columns, extrasaction="ignore", lineterminator="\n")
-        if new:
-            self.w.writeheader()
-            self.f.flush()
-
-    def write(self, row: dict) -> None:
-        self.w.writerow({k: _cell(row.get(k)) for k in self.columns})
-        self.f.flush()
-
-    def close(self):
-        self.f.close()
-
-
-def _cell(v):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    if isinstance(v, float):
-        return repr(v)
-    return v
-
-
-def fmt_value(v) -> str:
-    return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # ---- metadata -------------------------------------------------------------------------------
-
-def _run(argv, cwd=None) -> str:
-    try:
-        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=10,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def git_info(repo: Path = REPO) -> dict:
-    commit = _run(["git", "rev-parse", "HEAD"], cwd=repo) or "unknown"
-    dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo))
-    return {"commit": commit, "dirty": dirty,
-            "describe": _run(["git", "describe", "--always", "--dirty"], cwd=repo)}
-
-
-def build_info(bin_dir: Path) -> dict:
-    """From the CMake build tree: build type, compiler, flags; hashes of the binaries."""
-    info = {"bin_dir": str(bin_dir)}
-    cache = bin_dir / "CMakeCache.txt"
-    if cache.exists():
-        kv = {}
-        for line in cache.read_text(errors="replace").splitlines():
-            m = re.match(r"^([A-Za-z0-9_]+):[A-Z]+=(.*)$", line)
-            if m:
-                kv[m.group(1)] = m.group(2)
-        bt = kv.get("CMAKE_BUILD_TYPE", "")
-        info.update({"build_type": bt, "cxx_compiler": kv.get("CMAKE_CXX_COMPILER", ""),
-                     "cxx_flags": kv.get("CMAKE_CXX_FLAGS", ""),
-                     "cxx_flags_build_type": kv.get(f"CMAKE_CXX_FLAGS_{bt.upper()}", ""),
-                     "sanitize": kv.get("LOCKBENCH_SANITIZE", "")})
-    for f in sorted(bin_dir.glob("CMakeFiles/*/CMakeCXXCompiler.cmake")):
-        text = f.read_text(errors="replace")
-        for key, out in (("CMAKE_CXX_COMPILER_ID", "cxx_compiler_id"),
-                         ("CMAKE_CXX_COMPILER_VERSION", "cxx_compiler_version")):
-            m = re.search(rf'set\({key} "([^"]*)"\)', text)
-            if m:
-                info[out] = m.group(1)
-    if "cxx_compiler_version" not in info and info.get("cxx_compiler"):
-        info["cxx_compiler_version"] = _run([info["cxx_compiler"], "--version"]).split("\n")[0]
-    info["binaries"] = {}
-    for name in (*SERVERS, LOCKSERVER, "client"):
-        p = find_binary(bin_dir, name)
-        if p.is_file():
-            info["binaries"][name] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return info
-
-
-def key_value(path, key: str, sep: str = ":") -> str | None:
-    """The value of the first `key<sep>value` line of a file such as /proc/cpuinfo or
-    /etc/os-release, stripped of blanks and quotes; None when absent or unreadable."""
-    try:
-        for line in Path(path).read_text().splitlines():
-            k, found, v = line.partition(sep)
-            if found and k.strip() == key:
-                return v.strip().strip('"')
-    except OSError:
-        pass
-    return None
-
-
-def cpu_model() -> str:
-    return key_value("/proc/cpuinfo", "model name") or "unknown"
-
-
-def machine_info() -> dict:
-    cpu = cpu_model()
-    osname = key_value("/etc/os-release", "PRETTY_NAME", "=") or "unknown"
-    from importlib.metadata import version
-    return {"cpu_model": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "os": osname, "python": platform.python_version(),
-            "packages": {p: version(p) for p in ("numpy", "pandas", "matplotlib")}}
-
-
-def write_json(path: Path, doc: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
-LOCK_NAME = ".lock"
-_HELD_LOCKS: dict = {}   # results folder -> open descriptor holding its flock
-
-
-def lock_results_dir(path: Path) -> None:
-    """Takes an exclusive flock on path/.lock for the rest of this process, so no second
-    runner writes into the same folder; RunError if another runner holds it."""
-    if path in _HELD_LOCKS:
-        return
-    fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise RunError(f"results directory {path} is in use by another runner") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    _HELD_LOCKS[path] = fd
-
-
-def claim_results_dir(path: Path | None, base: Path, stamp: str | None = None) -> Path:
-    """Creates the folder of a new run and locks it, exclusively: two runners never share
-    one. path=None: base/<UTC time>, or base/<UTC time>-2, -3 ... when a runner started in
-    the same second took it (mkdir without exist_ok decides who). A given path must be new
-    or empty; RunError if it is not, or if another runner locked it first."""
-    if path is None:
-        stamp = stamp or dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        base.mkdir(parents=True, exist_ok=True)
-        for i in range(1, 1000):
-            cand = base / (stamp if i == 1 else f"{stamp}-{i}")
-            try:
-                cand.mkdir()
-            except FileExistsError:
-                continue
-            lock_results_dir(cand)
-            return cand
-        raise RunError(f"no free results directory name {stamp}-N under {base}")
-    path.mkdir(parents=True, exist_ok=True)
-    lock_results_dir(path)
-    if any(p.name != LOCK_NAME for p in path.iterdir()):
-        raise RunError(f"results directory {path} is not empty (use --resume {path})")
-    return path
-
-
-def is_quick_results(results: Path) -> bool:
-    """Whether a results folder holds a --quick (smoke) run: recorded in its metadata, or
-    (older runs) kept under results/scratch/."""
-    try:
-        if json.loads((results / "metadata.json").read_text()).get("quick"):
-            return True
-    except (OSError, ValueError, AttributeError):
-        pass
-    return "scratch" in results.resolve().parts
-
-
-def read_metadata(results: Path) -> dict:
-    meta_path = results / "metadata.json"
-    try:
-        meta = json.loads(meta_path.read_text())
-    except FileNotFoundError:
-        raise RunError(f"cannot resume: {meta_path} not found") from None
-    except (OSError, ValueError) as exc:
-        raise RunError(f"cannot resume: {meta_path} is not readable JSON ({exc})") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("sessions", []), list):
-        raise RunError(f"cannot resume: {meta_path} is not lockbench metadata")
-    return meta
-
 
 def open_results(results: Path | None, bin_dir: Path, lab: LabParams | None,
                  sweeps: SweepParams | None, argv: list, resume: bool, *,
@@ -556,21 +318,6 @@ def lab_estimate(todo: dict, p: LabParams) -> tuple[float, int]:
 def time_file_name(server: str, n: int) -> str:
     """The kit's time_s<S>_n<n> for mainS; time_<label>_n<n> for a lockserver strategy."""
     return f"time_s{server[-1]}_n{n}" if server in SERVERS else f"time_{server}_n{n}"
-
-
-def lockserver_strategies(bin_dir: Path) -> list:
-    """The strategy names `lockserver --list-strategies` prints (first word of each line).
-    RunError if the binary is missing or fails."""
-    exe = check_binary(find_binary(bin_dir, LOCKSERVER))
-    try:
-        p = subprocess.run([str(exe), "--list-strategies"], capture_output=True, text=True,
-                           timeout=10, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise RunError(f"{exe} --list-strategies failed: {exc}") from None
-    names = [ln.split()[0] for ln in p.stdout.splitlines() if ln.strip()]
-    if p.returncode != 0 or not names:
-        raise RunError(f"{exe} --list-strategies failed (exit {p.returncode})")
-    return names
 
 
 def _wait_new_lines(srv, before: int, want: int, timeout: float) -> list:

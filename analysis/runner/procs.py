@@ -19,9 +19,9 @@ import threading
 import time
 from pathlib import Path
 
-from .. import ports
-from ..kernel_sockets import describe_exit, listening_ports, wait_for_port
-from ..ports import twin
+from analysis import ports
+from analysis.kernel_sockets import describe_exit, listening_ports, wait_for_port
+from analysis.ports import twin
 
 HOST = "127.0.0.1"
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from . import remote as RM
-from .procs import HOST, KIT_TIME_FILE, KitServer, Server, move_lines, split_words
+from analysis.runner import remote as RM
+from analysis.runner.procs import HOST, KIT_TIME_FILE, KitServer, Server, move_lines, split_words
 
 KIT_SERVER_CMD = "{bin} {n} {ip} {port}"          # the kit's: mainN n ip port
 SERVER_CMD_FIELDS = ("bin", "n", "ip", "port")

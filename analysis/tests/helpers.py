@@ -36,7 +36,7 @@ def cli(*args, env=None, timeout=600, cwd=REPO):
 
 
 def real_binaries_missing() -> str | None:
-    from analysis.runner.experiment import find_binary
+    from analysis.runner.binaries import find_binary
     missing = [n for n in BINARIES if not find_binary(RELEASE, n).is_file()]
     if missing:
         return (f"real binaries not built ({', '.join(missing)} missing in {RELEASE}); "
@@ -56,7 +56,7 @@ def link_real_binaries(d: Path) -> Path:
     """d (created) holding symlinks to the real main1..main4, lockserver and client of the
     build, and to its CMakeCache.txt for the metadata; skips when the build is missing."""
     skip_unless_built()
-    from analysis.runner.experiment import find_binary
+    from analysis.runner.binaries import find_binary
     d.mkdir()
     for name in BINARIES:
         (d / name).symlink_to(find_binary(RELEASE, name).resolve())

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis import __main__ as M
+from analysis.runner import cli as RC
 from analysis.tests.helpers import PY, RELEASE, REPO, link_real_binaries
 from analysis.tests.test_runner import procs_of
 
@@ -31,11 +32,11 @@ ADVERSARIAL = ["nan", "NaN", "inf", "-inf", "infinity", "1e999", "-1e999", "0x10
 # option -> (kind, lo, hi): the contract a value that gets through the parser must meet.
 NUMERIC = {
     "--port": ("int", 1, 65535), "--client-timeout": ("float", 1, 86400),
-    "--n": ("ints", 1, M.MAX_N), "--runs": ("int", 1, 1_000_000),
-    "--delay-us": ("intf", 0, M.MAX_DELAY_US), "--pause": ("float", 0, 3600),
-    "--trace-limit": ("int", 0, 1_000_000_000), "--base-n": ("int", 1, M.MAX_N),
-    "--base-delay-us": ("intf", 0, M.MAX_DELAY_US), "--read-ratio": ("float", 0, 1),
-    "--threads": ("int", 1, M.MAX_THREADS), "--duration": ("float", 0.01, 86400),
+    "--n": ("ints", 1, RC.MAX_N), "--runs": ("int", 1, 1_000_000),
+    "--delay-us": ("intf", 0, RC.MAX_DELAY_US), "--pause": ("float", 0, 3600),
+    "--trace-limit": ("int", 0, 1_000_000_000), "--base-n": ("int", 1, RC.MAX_N),
+    "--base-delay-us": ("intf", 0, RC.MAX_DELAY_US), "--read-ratio": ("float", 0, 1),
+    "--threads": ("int", 1, RC.MAX_THREADS), "--duration": ("float", 0.01, 86400),
     "--warmup": ("float", 0, 86400), "--reps": ("int", 1, 1000),
 }
 LABELS = ["main1", "main2", "main3", "main4", "one-mutex", "striped-mutex:2",

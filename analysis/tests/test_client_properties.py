@@ -70,7 +70,7 @@ def client_cwd(tmp_path_factory):
 
 
 def client_bin():
-    from analysis.runner.experiment import find_binary
+    from analysis.runner.binaries import find_binary
     return str(find_binary(RELEASE, "client"))
 
 
@@ -222,7 +222,7 @@ def test_parser_property(options, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, options):
-    from analysis.runner.experiment import find_binary
+    from analysis.runner.binaries import find_binary
     d = tmp_path_factory.mktemp("cserver")
     port = pick_port()
     srv = launch(ServerSpec("main4", "lockbench", find_binary(RELEASE, "main4")), N, port,

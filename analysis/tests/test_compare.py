@@ -1,4 +1,4 @@
-"""`lockbench compare` (analysis/compare.py, analysis/compare_report.py): the statistics and
+"""`lockbench compare` (analysis/compare/): the statistics and
 verdicts on given numbers; every refusal, one line and exit 2 with nothing run; and real
 programs compared under real swap locks: zstd with its round trip as the check, memcached
 under memcaslap (the metric its TPS line), sysbench's mutex test, a program that one lock
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import compare
-from analysis import compare_report as R
 from analysis import kernel_sockets as ks
-from analysis.grade.measure.bursts import median_ci
+from analysis.compare import cli as compare
+from analysis.compare import report as R
 from analysis.runner.procs import pick_port
+from analysis.stats import median_ci
 from analysis.tests.helpers import PY, RELEASE, REPO
 
 LIB = RELEASE / "liblockprof.so"

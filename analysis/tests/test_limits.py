@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from analysis import __main__ as M
+from analysis.runner import cli as M
 from analysis.tests.helpers import REPO
 
 HEADER = REPO / "common" / "limits.h"

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import importlib.util
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,11 +32,16 @@ def parsers():
 
 
 def bench(name: str):
-    """A benchmark program as a module (loading it starts nothing)."""
-    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    """A benchmark program as a module (loading it starts nothing), its folder first on the
+    module path while it loads, as when it runs as a script (perf.py imports perf_cells)."""
+    folder = Path(__file__).resolve().parents[2] / "bench"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", folder / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    sys.path.insert(0, str(folder))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(folder))
     return mod
 
 

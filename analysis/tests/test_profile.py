@@ -1,4 +1,4 @@
-"""`lockbench profile` (analysis/profile.py with liblockprof.so preloaded) on real programs:
+"""`lockbench profile` (analysis/profile/ with liblockprof.so preloaded) on real programs:
 the kit-style fixture servers driven by the kit's workload
 (analysis/grade/measure/kitload.py) and stopped by SIGTERM, our own main3, a
 thread-per-request server through 3000 threads, profile/stress.c under every swap lock, and
@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis import ports, profile
+from analysis import ports
 from analysis.grade.measure import kitload
+from analysis.lockprof import preload
 from analysis.runner import server_spec as SS
 from analysis.runner.procs import StartError, pick_port
 from analysis.tests.helpers import PY, RELEASE, REPO, built_fixture, preload_library
@@ -190,8 +191,8 @@ def check_consistent(port: int) -> None:
 
 
 @pytest.mark.parametrize("lock, server, kind",
-                         [(lock, "main2", "mutex") for lock in profile.MUTEX_LOCKS] +
-                         [(lock, "main4", "rwlock") for lock in profile.RW_ONLY_LOCKS])
+                         [(lock, "main2", "mutex") for lock in preload.MUTEX_LOCKS] +
+                         [(lock, "main4", "rwlock") for lock in preload.RW_ONLY_LOCKS])
 def test_swapped_locks_serve_the_kit_and_pass_the_check(correct, serve, lock, server, kind):
     if not (RELEASE / "client").is_file():
         pytest.skip("build/release/client is not built")
@@ -245,7 +246,7 @@ def stress(lib, tmp_path_factory) -> Path:
 
 
 STRESS_SWAPS = {  # every swap lock as a mutex, and as a rwlock, at least once
-    "profile": [], **{lock: ["--swap-lock", lock] for lock in profile.SWAP_LOCKS},
+    "profile": [], **{lock: ["--swap-lock", lock] for lock in preload.SWAP_LOCKS},
     "ttas-backoff+mcs-rw": ["--swap-lock", "ttas-backoff", "--swap-rwlock", "mcs"],
     "futex-mutex+bravo-pflock-rw": ["--swap-lock", "futex-mutex", "--swap-rwlock",
                                     "bravo-pflock"],
@@ -357,7 +358,7 @@ def test_bad_inputs_get_one_line_and_exit_2_before_starting(lib, static_main1, t
         ("--swap-lock", "bravo-pflock", "--swap-rwlock", "spin", "--", "true"): "--swap-rwlock",
         # the old names of the locks give the new ones
         **{("--swap-lock", old, "--", "true"): f"now called {new!r}"
-           for old, new in profile.RENAMED.items()},
+           for old, new in preload.RENAMED.items()},
         ("--swap-lock", "flat-combining", "--", "true"): "flat combining cannot replace",
         ("--swap-rwlock", "flat-combining", "--", "true"): "flat combining cannot replace",
         ("--top", "1e3", "--", "true"): "--top",
@@ -394,7 +395,7 @@ def test_help_answers_at_once_without_the_build():
                            env={**os.environ, "PYTHONPATH": str(REPO)})
         assert p.returncode == 0 and "--swap-lock" in p.stdout
         said = " ".join(p.stdout.split())  # argparse wraps the help
-        assert all(lock in said for lock in (*profile.SWAP_LOCKS, "pthread")), said
+        assert all(lock in said for lock in (*preload.SWAP_LOCKS, "pthread")), said
 
 
 def test_list_locks_names_exactly_what_the_interposer_swaps_in():
@@ -405,9 +406,9 @@ def test_list_locks_names_exactly_what_the_interposer_swaps_in():
                        text=True, timeout=30, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert p.returncode == 0 and p.stderr == "", p.stderr
     listed = [line.split()[0] for line in p.stdout.splitlines()]
-    assert listed == [*profile.SWAP_LOCKS, "pthread"], listed
+    assert listed == [*preload.SWAP_LOCKS, "pthread"], listed
     table = (REPO / "common" / "swap_locks.h").read_text().split("kSwapLocks[] = {")[1]
-    assert re.findall(r'\{"([a-z-]+)",', table.split("};")[0]) == list(profile.SWAP_LOCKS)
+    assert re.findall(r'\{"([a-z-]+)",', table.split("};")[0]) == list(preload.SWAP_LOCKS)
     server = RELEASE / "lockserver"
     if server.is_file():
         assert subprocess.run([str(server), "--list-locks"], capture_output=True, text=True,
@@ -415,7 +416,7 @@ def test_list_locks_names_exactly_what_the_interposer_swaps_in():
         strategies = subprocess.run([str(server), "--list-strategies"], capture_output=True,
                                     text=True, timeout=30).stdout
         # every swap lock is a strategy family too: its microbenchmark runs the same code
-        for lock in profile.SWAP_LOCKS:
+        for lock in preload.SWAP_LOCKS:
             assert f"one-{lock} " in strategies, f"no strategy one-{lock}"
 
 

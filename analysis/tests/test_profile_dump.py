@@ -1,4 +1,4 @@
-"""profile_dump.read and profile.load against dumps a profiled program could forge (it
+"""lockprof.dump.read and lockprof.table.load against dumps a profiled program could forge (it
 knows the dump folder from its $LOCKPROF_FILE): wrong shapes and types, nesting deeper than
 the parser goes, an oversized file, a link, a FIFO, bytes that are not UTF-8, a file name
 with control characters; and the profiler's symbol lookup on objects a dump names that are
@@ -12,8 +12,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from analysis import profile, profile_dump, profile_stacks, profile_symbols, profile_timeline
-from analysis.profile_dump import BadDumpError
+from analysis.lockprof import dump as profile_dump
+from analysis.lockprof import symbols as profile_symbols
+from analysis.lockprof import table
+from analysis.lockprof.dump import BadDumpError
+from analysis.profile import stacks as profile_stacks
+from analysis.profile import timeline as profile_timeline
 
 GOOD = {"tool": "lockprof", "version": 1, "pid": 4242, "program": "/usr/bin/x",
         "reason": "exit", "clock": "tsc", "swap": {"mutex": "pthread", "rwlock": "pthread"},
@@ -107,7 +111,7 @@ def test_load_keeps_the_good_dumps_and_gives_one_line_per_bad_one(tmp_path):
     write(tmp_path, "lockprof.4242.json", GOOD)
     write(tmp_path, "lockprof.1.json", forged(locks=KeyError))
     write(tmp_path, "lockprof.\x1b[31mred.json", [])
-    docs, bad = profile.load(tmp_path)
+    docs, bad = table.load(tmp_path)
     assert [d["pid"] for d in docs] == [4242]
     assert len(bad) == 2 and all("\n" not in b and "\x1b" not in b for b in bad), bad
     assert any("lockprof.1.json the dump has no locks: left out" in b for b in bad), bad
@@ -149,7 +153,7 @@ def test_a_stripped_program_is_named_from_its_debug_file_or_said_to_be_stripped(
     bump = int(next(line.split()[0] for line in nm.splitlines() if line.endswith(" bump")), 16)
     recs = [{"site": f"0x{bump + 16:x} ({name})", "site_object": str(tmp_path / name),
              "site_vaddr": f"{bump + 16:x}"} for name in ("full", "linked", "bare")]
-    profile.name_sites(recs)
+    profile_symbols.name_sites(recs)
     assert [r["site"] for r in recs] == [
         "bump+0x10 (full)", "bump+0x10 (linked)",
         f"0x{bump + 16:x} (bare, stripped; no debug symbols installed)"]

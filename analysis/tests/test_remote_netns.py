@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from analysis.runner import agents as AG
 from analysis.runner import remote as RM
 from analysis.tests.helpers import cli
 from analysis.tests.test_runner import interrupt_lab, procs_of, rows
@@ -24,24 +25,24 @@ T = 120
 # ---- pure parts -----------------------------------------------------------------------------
 
 def test_split_and_shares():
-    assert RM.split(100, 2) == [50, 50] and RM.split(7, 3) == [3, 2, 2]
-    sh = RM.agent_shares(100, 1000, None, 2)
+    assert AG.split(100, 2) == [50, 50] and AG.split(7, 3) == [3, 2, 2]
+    sh = AG.agent_shares(100, 1000, None, 2)
     assert [(x["threads"], x["requests"]) for x in sh] == [(50, 500), (50, 500)]
-    sh = RM.agent_shares(3, None, 300.0, 2)      # open loop: rate in proportion to threads
+    sh = AG.agent_shares(3, None, 300.0, 2)      # open loop: rate in proportion to threads
     assert [(x["threads"], x["rate"]) for x in sh] == [(2, 200.0), (1, 100.0)]
-    assert len(RM.agent_shares(1, 10, None, 3)) == 1   # no agent without a thread
+    assert len(AG.agent_shares(1, 10, None, 3)) == 1   # no agent without a thread
 
 
 def test_merge_adds_buckets_and_never_averages_percentiles():
     fast = {"count": 3, "sum_ns": 30, "min_ns": 10, "max_ns": 10, "buckets": [[10, 10, 3]]}
     slow = {"count": 1, "sum_ns": 1000, "min_ns": 1000, "max_ns": 1000,
             "buckets": [[996, 999, 0], [1000, 1003, 1]]}
-    m = RM.merge_histograms([fast, slow])
+    m = AG.merge_histograms([fast, slow])
     assert m["count"] == 4 and m["sum_ns"] == 1030 and (m["min_ns"], m["max_ns"]) == (10, 1000)
     # p50 of the merged samples is 10 ns (3 of 4 samples); averaging the agents' medians
     # would say 505.
-    assert RM.percentile_ns(m, 0.5) == 10 and RM.percentile_ns(m, 0.99) == 1000
-    lat = RM.latency_us(m)
+    assert AG.percentile_ns(m, 0.5) == 10 and AG.percentile_ns(m, 0.99) == 1000
+    lat = AG.latency_us(m)
     assert lat["mean"] == pytest.approx(1030 / 4 / 1e3) and lat["p50"] == 0.01
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from analysis.runner import experiment as R
+from analysis.runner import results as RS
 from analysis.runner.procs import StartError
 from analysis.runner.server_spec import Options, Place, ServerSpec, launch
 from analysis.tests.helpers import PY, REPO, cli
@@ -127,8 +128,8 @@ def test_relative_results_dir_and_resume(real_bin, tmp_path):
 # ---- two runners ----------------------------------------------------------------------------
 
 def test_default_folders_of_the_same_second_differ(tmp_path):
-    a = R.claim_results_dir(None, tmp_path, stamp="20260101T000000Z")
-    b = R.claim_results_dir(None, tmp_path, stamp="20260101T000000Z")
+    a = RS.claim_results_dir(None, tmp_path, stamp="20260101T000000Z")
+    b = RS.claim_results_dir(None, tmp_path, stamp="20260101T000000Z")
     assert a != b and a.name == "20260101T000000Z" and b.name == "20260101T000000Z-2"
 
 
@@ -137,15 +138,15 @@ def test_a_locked_folder_is_refused(tmp_path):
     d = tmp_path / "r"
     d.mkdir()
     code = ("import sys, time; from pathlib import Path; "
-            "from analysis.runner import experiment as R; "
-            "R.lock_results_dir(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)")
+            "from analysis.runner import results as RS; "
+            "RS.lock_results_dir(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)")
     p = subprocess.Popen([PY, "-c", code, str(d)], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "locked"
         with pytest.raises(R.RunError, match="in use by another runner"):
-            R.claim_results_dir(d, tmp_path)
+            RS.claim_results_dir(d, tmp_path)
         with pytest.raises(R.RunError, match="in use by another runner"):
-            R.lock_results_dir(d)
+            RS.lock_results_dir(d)
     finally:
         p.kill()
         p.wait()

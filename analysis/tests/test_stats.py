@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from analysis.report.stats import (
+from analysis.stats import (
     format_tiers,
     is_tie,
     mean_ci,

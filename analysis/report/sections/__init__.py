@@ -7,7 +7,16 @@ in SECTIONS; its fixed wording goes into report/templates/report.md as `<!-- blo
 blocks (docs/analysis.md, "Adding a report section").
 """
 
-from . import agents, lab, method, microbench, performance, setup, sweeps, which_lock
+from analysis.report.sections import (
+    agents,
+    lab,
+    method,
+    microbench,
+    performance,
+    setup,
+    sweeps,
+    which_lock,
+)
 
 SECTIONS = [
     setup.section,

@@ -1,8 +1,8 @@
 """The load agents of a run across machines (--client-host): each agent's share of the
 throughput and its latency next to the merged result, so a saturated agent shows."""
 
-from ..tables import frame_csv, pipe_table
-from .base import ReportData, Section
+from analysis.report.sections.base import ReportData, Section
+from analysis.report.tables import frame_csv, pipe_table
 
 KEYS = ["experiment", "kind", "value", "server", "n", "agent"]
 HEAD = ["point", "server", "agent", "host", "threads", "throughput (req/s)", "share",

@@ -4,11 +4,10 @@ import pandas as pd
 
 from analysis import server_label, server_order
 from analysis import traces as TR
-
-from .. import figures as F
-from .. import observe as O
-from .. import tables as T
-from .base import Fig, ReportData, Section
+from analysis.report import figures as F
+from analysis.report import observe as O
+from analysis.report import tables as T
+from analysis.report.sections.base import Fig, ReportData, Section
 
 # name -> (table function, cell format); captions are the template's caption_<name>.
 LAB_TABLES = {

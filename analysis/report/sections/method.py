@@ -1,7 +1,7 @@
 """The Method section: how the numbers were computed."""
 
-from ..stats import SINGLE_RUN_BAND
-from .base import ReportData, Section
+from analysis.report.sections.base import ReportData, Section
+from analysis.stats import SINGLE_RUN_BAND
 
 
 def section(data: ReportData) -> Section:

@@ -2,10 +2,10 @@
 
 import math
 
-from .. import figures as F
-from .. import microbench_tables as M
-from .. import tables as T
-from .base import Fig, ReportData, Section
+from analysis.report import figures as F
+from analysis.report import microbench_tables as M
+from analysis.report import tables as T
+from analysis.report.sections.base import Fig, ReportData, Section
 
 PANELS = [(50, 1000, 0), (95, 1000, 0), (100, 1000, 0), (70, 1, 0), (95, 1, 0), (70, 1000, 10),
           (100, 1000, 10), (70, 1, 10)]  # (read %, n, delay us) of the throughput figure

@@ -6,10 +6,10 @@ every sentence, heading and caption is a perf_ block of report/templates/report.
 
 import pandas as pd
 
-from .. import figures as F
-from .. import limit_ratios as P
-from ..tables import frame_csv, pipe_table
-from .base import Fig, Prose, ReportData, Section
+from analysis.report import figures as F
+from analysis.report import limit_ratios as P
+from analysis.report.sections.base import Fig, Prose, ReportData, Section
+from analysis.report.tables import frame_csv, pipe_table
 
 TEXT_COLUMNS = ("mode", "server", "delay mode", "workload")
 TARGET_COLUMNS = ["target", "wanted", "measured (median, min-max over rounds)", "met"]

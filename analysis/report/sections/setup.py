@@ -1,7 +1,7 @@
 """The title and the Setup section: machine, build and parameters, from metadata.json."""
 
-from ... import STRATEGIES, describe, server_order
-from .base import ReportData, Section
+from analysis import STRATEGIES, describe, server_order
+from analysis.report.sections.base import ReportData, Section
 
 
 def meta_rows(meta: dict) -> list:

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from .. import figures as F
-from .. import observe as O
-from .. import tables as T
-from .base import Fig, ReportData, Section
+from analysis.report import figures as F
+from analysis.report import observe as O
+from analysis.report import tables as T
+from analysis.report.sections.base import Fig, ReportData, Section
 
 ORDER = ("threads", "n", "read-ratio", "delay", "connection")
 TEXT = {  # kind -> (x label, words for the parameter)

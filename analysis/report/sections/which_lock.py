@@ -1,12 +1,12 @@
 """The "Which lock, when" section: per workload class the strategies to use and to avoid,
 with the fairness and acquire-latency figure of the most contended setting."""
 
-from .. import figures as F
-from .. import lock_choice as W
-from .. import microbench_tables as M
-from .. import tables as T
-from .base import Fig, ReportData, Section
-from .microbench import cores_of
+from analysis.report import figures as F
+from analysis.report import lock_choice as W
+from analysis.report import microbench_tables as M
+from analysis.report import tables as T
+from analysis.report.sections.base import Fig, ReportData, Section
+from analysis.report.sections.microbench import cores_of
 
 
 def fairness_figure(df, cores: int):

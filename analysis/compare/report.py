@@ -1,9 +1,9 @@
-"""The statistics and the outputs of `lockbench compare` (analysis/compare.py): per
+"""The statistics and the outputs of `lockbench compare` (analysis/compare/cli.py): per
 configuration the median over the rounds with its 95 % interval, the round-by-round ratios
 to `native` and to `pthread` with theirs, a verdict against pthread, the best lock and how
 sure; the text table, the JSON document, the Markdown section and the plot.
 
-The interval of a median is the project's one rule for it, grade/measure/bursts.py's median_ci
+The interval of a median is the project's one rule for it, analysis/stats.py's median_ci
 (distribution-free, from order statistics): it needs MIN_ROUNDS rounds to exist at 95 %.
 Ratios are taken round by round (each round ran every configuration once, in a shuffled
 order, so a noisy stretch of the machine hits both sides of a ratio alike), then their
@@ -12,7 +12,7 @@ median and its interval; a ratio whose interval holds 1 is a tie."""
 import math
 import shlex
 
-from .grade.measure.bursts import median_ci
+from analysis.stats import median_ci
 
 LEVEL = 0.95
 ALPHA = 1 - LEVEL

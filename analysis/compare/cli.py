@@ -29,11 +29,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import compare_report as R
-from . import kernel_sockets as ks
-from . import profile as P
-from .numbers import float_above, int_in
-from .progress import Progress
+from analysis import kernel_sockets as ks
+from analysis.compare import report as R
+from analysis.lockprof import preload as P
+from analysis.lockprof import table as T
+from analysis.lockprof.symbols import name_sites
+from analysis.numbers import float_above, int_in
+from analysis.progress import Progress
 
 PROG = "lockbench compare"
 STOPPED = (0, -signal.SIGTERM, 128 + signal.SIGTERM)   # a server's normal end at our SIGTERM
@@ -371,21 +373,21 @@ def fatal(broke: dict, a, matched: int) -> None:
 
 def profile_run(a, lib: Path) -> dict:
     """One profiling run under pthread's locks, not timed: its most contended locks, with
-    the profiler's own table cells (profile.py)."""
+    the profiler's own table cells (lockprof/table.py)."""
     with tempfile.TemporaryDirectory(prefix="lockcompare-") as tmp:
         try:
             measure(Config("pthread"), a, lib, Path(tmp))
         except RunFailedError as e:
             return {"error": f"the profiling run broke: {e}"}
-        docs, bad = P.load(Path(tmp))
+        docs, bad = T.load(Path(tmp))
     if not docs:
         return {"error": "the profiling run wrote no profile" + (f" ({bad[0]})" if bad else "")}
-    recs = [r for r in P.records(docs) if r["kind"] != "cond"]
+    recs = [r for r in T.records(docs) if r["kind"] != "cond"]
     hot = sorted((r for r in recs if r["contended"]),
                  key=lambda r: (-r["wait_ns"].get("total", 0), -r["contended"]))[:a.top]
-    P.name_sites(hot)
-    head, rows = P.table_rows(hot, len(docs) > 1)
-    return {"summary": P.summary(docs, recs), "head": head, "rows": rows, "locks": hot}
+    name_sites(hot)
+    head, rows = T.table_rows(hot, len(docs) > 1)
+    return {"summary": T.summary(docs, recs), "head": head, "rows": rows, "locks": hot}
 
 
 def compare(a) -> dict:
@@ -439,6 +441,3 @@ def main(argv=None) -> int:
         print(f"\n{PROG}: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The contended call stacks of `lockbench profile --stacks N` (profile/lockprof_stacks.cpp):
 each dump's stacks (return addresses, leaf first, and the nanoseconds waited there) named
-frame by frame as the lock sites are named (analysis/profile_symbols.py: .symtab, a debug
+frame by frame as the lock sites are named (analysis/lockprof/symbols.py: .symtab, a debug
 file, .dynsym; `object+0xoffset` where an object is stripped), written in the folded-stacks
 format that flame-graph tools read (`root;...;leaf weight`, one stack a line, the weight in
 nanoseconds waited; Brendan Gregg's flamegraph.pl, speedscope, inferno) and drawn as a flame
@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import zlib
 from pathlib import Path
 
-from .profile_symbols import Symbols, demangle
+from analysis.lockprof.symbols import Symbols, demangle
 
 SVG_NS = "http://www.w3.org/2000/svg"
 WIDTH = 1200          # px, as flamegraph.pl

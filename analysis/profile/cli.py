@@ -22,80 +22,38 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shlex
-import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from . import profile_dump, profile_stacks, profile_timeline
-from .grade.trust import names
-from .numbers import int_in
-from .profile_symbols import name_sites
+from analysis.lockprof.preload import (
+    MUTEX_LOCK_TEXT,
+    MUTEX_LOCKS,
+    RW_LOCKS,
+    RW_ONLY_LOCK_TEXT,
+    SWAP_LOCKS,
+    FailedError,
+    Parser,
+    RefusedError,
+    check_linkage,
+    describe_exit,
+    find_lib,
+    find_program,
+    lock_name,
+    parse_command,
+)
+from analysis.lockprof.symbols import name_sites
+from analysis.lockprof.table import fmt_ns, load, records, summary, table_rows
+from analysis.numbers import int_in
+from analysis.profile import stacks, timeline
 
 PROG = "lockbench profile"
-REPO = Path(__file__).resolve().parents[1]
-SWAP_LOCK_LIST = REPO / "common" / "swap_locks.h"
-
-
-def read_swap_locks(path: Path = SWAP_LOCK_LIST) -> tuple[dict, dict]:
-    """What the interposer can swap in, from its one list (common/swap_locks.h, which
-    `lockserver --list-locks` prints and liblockprof.so is built on): the mutex locks and the
-    rwlock-only ones, name -> what it is. Read as text, so that --help needs no build."""
-    mutex, rw_only = {}, {}
-    for m in re.finditer(r'^\s*\{"([a-z0-9-]+)", (true|false), "((?:[^"\\]|\\.)*)"\},\s*$',
-                         path.read_text(), re.M):
-        (rw_only if m[2] == "true" else mutex)[m[1]] = m[3]
-    return mutex, rw_only
-
-
-MUTEX_LOCK_TEXT, RW_ONLY_LOCK_TEXT = read_swap_locks()
-MUTEX_LOCKS = tuple(MUTEX_LOCK_TEXT)
-RW_ONLY_LOCKS = tuple(RW_ONLY_LOCK_TEXT)
-SWAP_LOCKS = (*MUTEX_LOCKS, *RW_ONLY_LOCKS)
-# the names these locks had before they took their strategy names
-RENAMED = {"ticket": "ticketlock", "ttas": "ttas-backoff", "futex": "futex-mutex",
-           "phase-fair": "pflock", "bravo": "bravo-pflock"}
-RW_LOCKS = (*RW_ONLY_LOCKS, *MUTEX_LOCKS, "pthread")
-NOT_A_LOCK = {"flat-combining": "flat combining cannot replace a pthread lock: a combiner "
-              "runs the critical sections it is handed, but the one between a pthread lock "
-              "and unlock call is the caller's own code, which cannot be handed over"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 MAX_STACK = 64  # the frames a stack keeps at most (kStackMax, profile/lockprof.h)
 DEFAULT_FOLDED = "lockstacks.folded"
-# the trace's variables outside the LOCKPROF_ family, which the interposer ignores
-RENAMED_ENV = {f"LOCKTRACE_{v}": f"LOCKPROF_TRACE_{v}" for v in ("FD", "FILE", "MAX")}
-PT_INTERP = 3
-
-
-class RefusedError(Exception):
-    """Bad input found before the program starts (exit 2, one line)."""
-
-
-class FailedError(Exception):
-    """A failure after the program started (exit 1, one line)."""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with one line on a bad command line (--help shows the usage)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
-
-
-def lock_name(name: str) -> str:
-    """A swap lock's name; a lock that cannot stand in for a pthread one says why, and an
-    old name gives the new one."""
-    if name in NOT_A_LOCK:
-        raise argparse.ArgumentTypeError(NOT_A_LOCK[name])
-    if name in RENAMED:
-        raise argparse.ArgumentTypeError(f"{name!r} is now called {RENAMED[name]!r} "
-                                         "(the name of its lockserver strategies)")
-    return name
 
 
 def list_locks() -> str:
@@ -148,19 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse_command(ap: argparse.ArgumentParser, argv) -> argparse.Namespace:
-    """ap's options before '--' (or before the first word that is not one), and in
-    `command` the program and its arguments after it; exit 2 on anything wrong."""
-    if "--" in argv:
-        cut = argv.index("--")
-        a = ap.parse_args(argv[:cut])
-        if a.command:
-            ap.error(f"unexpected {a.command[0]!r} before '--'")
-        a.command = argv[cut + 1:]
-        return a
-    return ap.parse_args(argv)
-
-
 def parse(argv) -> argparse.Namespace:
     """The options before '--' (or before the first word that is not one), the program
     after; exit 2 on anything wrong."""
@@ -179,105 +124,6 @@ def parse(argv) -> argparse.Namespace:
         if path is not None and not path.parent.is_dir():
             ap.error(f"{opt} {path}: folder {path.parent} does not exist")
     return a
-
-
-# ---- the program and the interposer, checked before anything starts --------------------------
-
-def find_program(name: str) -> Path:
-    """The executable `name` names (a path, or a command on PATH)."""
-    found = name if "/" in name else shutil.which(name)
-    if found is None:
-        raise RefusedError(f"program {name!r} not found on PATH")
-    path = Path(found)
-    if not path.is_file():
-        raise RefusedError(f"program {name} not found")
-    if not os.access(path, os.X_OK):
-        raise RefusedError(f"program {name} is not executable")
-    return path.resolve()
-
-
-def elf_header(path: Path, head: bytes) -> tuple:
-    """(class, machine, has PT_INTERP) of a 64- or 32-bit ELF file whose first bytes are
-    head; a program with no PT_INTERP is linked statically (a static PIE too)."""
-    little = head[5] == 1
-    end = "<" if little else ">"
-    machine = struct.unpack_from(end + "H", head, 18)[0]
-    if head[4] != 2:
-        return head[4], machine, True
-    phoff, = struct.unpack_from(end + "Q", head, 32)
-    phentsize, phnum = struct.unpack_from(end + "HH", head, 54)
-    with path.open("rb") as f:
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    types = [struct.unpack_from(end + "I", table, i * phentsize)[0] for i in range(phnum)
-             if (i + 1) * phentsize <= len(table)]
-    return 2, machine, PT_INTERP in types
-
-
-def check_linkage(program: Path, lib: Path) -> None:
-    """RefusedError unless the preloaded library can see the program's lock calls: a script (its
-    interpreter is checked when it runs), or a dynamically linked ELF program of the
-    library's class and machine."""
-    try:
-        with program.open("rb") as f:
-            head = f.read(64)
-        if head[:2] == b"#!":
-            return
-        if head[:4] != b"\x7fELF" or len(head) < 64:
-            raise RefusedError(f"{program} is neither an ELF program nor a script")
-        cls, machine, dynamic = elf_header(program, head)
-        _, lib_machine, _ = elf_header(lib, lib.read_bytes()[:64])
-    except OSError as e:
-        raise RefusedError(f"cannot read {program}: {e.strerror or e}") from None
-    if cls != 2 or machine != lib_machine:
-        raise RefusedError(f"{program} is built for another architecture than the interposer "
-                      f"{lib.name}; it cannot be preloaded")
-    if not dynamic:
-        raise RefusedError(f"{program} is statically linked: an LD_PRELOAD interposer cannot see "
-                      "its locks (link it dynamically to profile it)")
-
-
-def refuse_renamed_env() -> None:
-    """RefusedError when the caller's environment sets a trace variable by its old name."""
-    for old, new in RENAMED_ENV.items():
-        if os.environ.get(old):
-            raise RefusedError(f"${old} is now called ${new}; set that instead (the "
-                               "interposer ignores the old name)")
-
-
-TOOLS = ("client", "lockserver", "main1")  # installed beside liblockprof.so (CMakeLists.txt)
-
-
-def installed_libs() -> list:
-    """Where an install (cmake --install ... --prefix P) put liblockprof.so, found from its
-    tools on PATH: P/bin/client -> P/lib (or P/lib64, P/lib/<multiarch>, as GNUInstallDirs
-    names the folder)."""
-    out = []
-    for tool in TOOLS:
-        found = shutil.which(tool)
-        if found:
-            prefix = Path(found).resolve().parent.parent
-            out += [prefix / "lib" / "liblockprof.so", prefix / "lib64" / "liblockprof.so",
-                    *sorted(prefix.glob("lib/*-linux-gnu*/liblockprof.so"))]
-    return out
-
-
-def find_lib() -> Path:
-    """The interposer: $LOCKPROF_LIB; else the build's ($LOCKBENCH_BIN_DIR, default
-    build/release); else an installed one, beside the first of TOOLS on PATH."""
-    refuse_renamed_env()
-    given = os.environ.get("LOCKPROF_LIB")
-    if given:
-        if not Path(given).is_file():
-            raise RefusedError(f"the interposer {given} ($LOCKPROF_LIB) is not a file")
-        return Path(given).resolve()
-    built = Path(os.environ.get("LOCKBENCH_BIN_DIR", REPO / "build" / "release"))
-    for lib in (built / "liblockprof.so", *installed_libs()):
-        if lib.is_file():
-            return lib.resolve()
-    raise RefusedError(f"the interposer {built / 'liblockprof.so'} is not built (cmake --preset "
-                       "release && cmake --build --preset release), and no installed one is "
-                       f"beside {' or '.join(TOOLS)} on PATH")
 
 
 # ---- running it --------------------------------------------------------------------------------
@@ -322,83 +168,11 @@ def run(command: list, env: dict) -> tuple:
             signal.signal(s, h)
 
 
-def describe_exit(code: int) -> str:
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"was killed by {signal.Signals(-code).name}"
-        return f"was killed by signal {-code}"
-    return f"exited with status {code}"
-
-
 def ended_well(code: int, forwarded: list) -> bool:
     return code == 0 or (code < 0 and -code in forwarded)
 
 
-# ---- the profile -------------------------------------------------------------------------------
-
-def load(out: Path) -> tuple:
-    """(every process's dump (a forked child writes its own), by pid, those with no lock (a
-    wrapper such as timeout or env) left out unless no process has one; one line for each
-    dump that cannot be used: the program may have written it, profile_dump.py)."""
-    docs, bad = [], []
-    for f in sorted(out.glob("lockprof.*.json")):
-        try:
-            docs.append(profile_dump.read(f))
-        except profile_dump.BadDumpError as e:
-            bad.append(f"the profile {names.console(f.name)} {e}: left out")
-    docs.sort(key=lambda d: d["pid"])
-    return [d for d in docs if d["locks"]] or docs[:1], bad
-
-
-def total(rec: dict) -> int:
-    return sum(rec["acquisitions"].values())
-
-
-def records(docs: list) -> list:
-    """All lock records, each with its pid, most acquired first."""
-    out = [dict(r, pid=d["pid"]) for d in docs for r in d["locks"]]
-    return sorted(out, key=lambda r: (-total(r), r["pid"], r["addr"]))
-
-
 # ---- the table ---------------------------------------------------------------------------------
-
-def fmt_ns(v: int) -> str:
-    if v < 1000:
-        return f"{v}ns"
-    for unit, scale in (("us", 1e3), ("ms", 1e6)):
-        if v < scale * 1000:
-            return f"{v / scale:.3g}{unit}"
-    return f"{v / 1e9:.3g}s"
-
-
-def fmt_acq(r: dict) -> str:
-    a = r["acquisitions"]
-    if r["kind"] == "mutex":
-        return str(a["mutex"])
-    if r["kind"] == "rwlock":
-        fast = f" ({r['fast_reads']} fast)" if "fast_reads" in r else ""
-        return f"r {a['read']}{fast} w {a['write']}"
-    return f"wait {a['wait']} sig {a['signal']} bc {a['broadcast']}"
-
-
-def row(r: dict, with_pid: bool) -> list:
-    locks = r["kind"] != "cond"
-    n = total(r)
-    cont = f"{100 * r['contended'] / n:.1f}%" if locks and n else "-"
-    hold = r.get("hold_ns")
-    cells = [r["kind"], r["impl"], fmt_acq(r), cont, fmt_ns(r["wait_ns"]["p50"]),
-             fmt_ns(r["wait_ns"]["p99"]), fmt_ns(hold["p50"]) if hold else "-",
-             fmt_ns(hold["p99"]) if hold else "-", r["site"]]
-    return ([str(r["pid"])] if with_pid else []) + cells
-
-
-HEADER = ["kind", "lock", "acquisitions", "contended", "wait p50", "wait p99", "hold p50",
-          "hold p99", "site"]
-
-
-def table_rows(recs: list, with_pid: bool) -> tuple:
-    return (["pid"] if with_pid else []) + HEADER, [row(r, with_pid) for r in recs]
-
 
 SITE_WIDTH = 100  # the printed table's; --json and --markdown keep the whole name
 
@@ -410,17 +184,6 @@ def text_table(head: list, rows: list) -> str:
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip()
              for line in [head, *rows]]
     return "\n".join(lines)
-
-
-def summary(docs: list, recs: list) -> str:
-    """One line: how many objects in how many processes, which locks served them."""
-    swap = docs[0]["swap"] if docs else {"mutex": "pthread", "rwlock": "pthread"}
-    untracked = sum(d.get("untracked_ops", 0) for d in docs)
-    line = (f"{len(recs)} lock object(s) in {len(docs)} process(es); mutexes: "
-            f"{swap['mutex']}, rwlocks: {swap['rwlock']}")
-    if untracked:
-        line += f"; {untracked} call(s) on objects the full table could not take"
-    return line
 
 
 def note(docs: list) -> str:
@@ -470,10 +233,10 @@ def write_outputs(docs: list, recs: list, a, code: int, lib: Path) -> None:
         a.markdown.write_text(markdown(docs, recs, a.command))
     if a.stacks:
         svg = a.folded.with_suffix(".svg")
-        said = profile_stacks.write(docs, a.folded, svg, f"Lock waits: {shlex.join(a.command)}")
+        said = stacks.write(docs, a.folded, svg, f"Lock waits: {shlex.join(a.command)}")
         print(stacks_line(said, a.folded, svg))
     if a.timeline:
-        said = profile_timeline.write(docs, recs, a.timeline, a.command)
+        said = timeline.write(docs, recs, a.timeline, a.command)
         lost = f"; {said['lost']} more did not fit in the buffer" if said["lost"] else ""
         print(f"timeline: {said['events']} waits and holds of {said['threads']} thread(s) -> "
               f"{a.timeline} (chrome://tracing, ui.perfetto.dev){lost}")
@@ -530,6 +293,3 @@ def main(argv=None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

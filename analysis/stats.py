@@ -1,9 +1,12 @@
-"""Small statistics helpers: Student-t quantile and the t confidence interval of a mean.
+"""The project's statistics: the t confidence interval of a mean (Student-t quantile), the
+distribution-free interval of a median (order statistics), and how the report compares
+intervals (overlap, ratio ranges, tiers of ties).
 
 Pure functions, standard library only (the project does not need scipy for one quantile).
 """
 
 import math
+import statistics
 from collections.abc import Sequence
 
 
@@ -96,6 +99,21 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
 # ---- spread, ratios and ties ----------------------------------------------------------------
 # A value's spread is an interval (lo, hi): the 95% CI of a mean, or the min-max range of
 # repetitions. Two values whose intervals overlap are a tie: no ranking between them.
+
+def median_ci(xs: list, alpha: float) -> tuple:
+    """(low, median, high): the median and a distribution-free confidence interval for it
+    at level 1 - alpha, from order statistics (binomial with p = 1/2)."""
+    xs, m = sorted(xs), len(xs)
+    k, tail = 0, 0.0
+    while k < m // 2:
+        nxt = tail + math.comb(m, k) / 2 ** m
+        if nxt > alpha / 2:
+            break
+        tail, k = nxt, k + 1
+    if k == 0:
+        return (float("-inf"), statistics.median(xs), float("inf"))
+    return xs[k - 1], statistics.median(xs), xs[m - k]
+
 
 SINGLE_RUN_BAND = 0.25  # assumed +-25% spread of a value measured once (no repetitions)
 

@@ -1,0 +1,2 @@
+"""lockbench compare: which lock for a program, each configuration timed in rounds (cli),
+the statistics and the outputs (report)."""

@@ -1,0 +1,5 @@
+import sys
+
+from analysis.compare.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from analysis.profile.cli import main
+
+sys.exit(main())
