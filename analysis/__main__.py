@@ -12,6 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
+from analysis.launch.procs import RunError
 from analysis.load import SWEEP_KINDS, LoadError, raw_path, read_raw_text
 from analysis.runner import experiment as R
 from analysis.runner.cli import (
@@ -30,7 +31,6 @@ from analysis.runner.cli import (
     sweep_args,
     sweeps_from_args,
 )
-from analysis.runner.procs import RunError
 from analysis.runner.results import is_quick_results
 
 MICROBENCH_DEFAULT = R.REPO / "results" / "microbench" / "microbench.json"

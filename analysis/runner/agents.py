@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from analysis.runner.procs import RunError
+from analysis.launch.procs import RunError
 
 HIST_MARK = "@@lockbench-histogram@@"
 

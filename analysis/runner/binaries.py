@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from analysis import LOCKSERVER, SERVERS
-from analysis.runner.procs import RunError, check_binary
+from analysis.launch.procs import RunError, check_binary
 from analysis.runner.results import REPO, command_output
 
 # Option names only lockbench's servers carry (the runner passes them): a binary holding

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 from analysis import SERVERS, is_server_label
+from analysis.launch import server_spec as SS
+from analysis.launch.procs import RunError, check_binary
 from analysis.load import SWEEP_KINDS
 from analysis.numbers import float_in, int_in, list_of
 from analysis.progress import Progress, hms
 from analysis.runner import experiment as R
-from analysis.runner import server_spec as SS
 from analysis.runner.binaries import default_client, find_binary, lockserver_strategies
-from analysis.runner.procs import RunError, check_binary
 
 PROG = "python -m analysis"
 QUICK_RUNS = 5

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from analysis import kernel_sockets as ks
 from analysis import ports
-from analysis.runner.procs import RunError
-from analysis.runner.server_spec import Options, Place, ServerSpec, launch
+from analysis.launch.procs import RunError
+from analysis.launch.server_spec import Options, Place, ServerSpec, launch
 
 SERVERS = ("main1", "main2", "main3", "main4")
 N = 100

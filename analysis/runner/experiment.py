@@ -17,6 +17,18 @@ from pathlib import Path
 from analysis import SERVERS, server_command
 from analysis import traces as TR
 from analysis.kernel_sockets import describe_exit
+from analysis.launch import server_spec as SS
+from analysis.launch.procs import (
+    HOST,
+    RunError,
+    Server,
+    StartError,
+    check_binary,
+    client_row,
+    pick_port,
+    port_free,
+    run_client,
+)
 from analysis.load import (
     LAB_COLUMNS,
     SERVER_COLUMNS,
@@ -30,23 +42,11 @@ from analysis.ports import twin
 from analysis.progress import Progress
 from analysis.runner import agents as AG
 from analysis.runner import remote as RM
-from analysis.runner import server_spec as SS
 from analysis.runner.binaries import (
     build_info,
     default_client,
     find_binary,
     is_lockbench_server,
-)
-from analysis.runner.procs import (
-    HOST,
-    RunError,
-    Server,
-    StartError,
-    check_binary,
-    client_row,
-    pick_port,
-    port_free,
-    run_client,
 )
 from analysis.runner.results import (
     AGENT_COLUMNS,

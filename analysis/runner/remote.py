@@ -29,8 +29,7 @@ from pathlib import Path
 
 from analysis import ports
 from analysis.kernel_sockets import describe_exit, parse_table, wait_for_port
-from analysis.ports import twin
-from analysis.runner.procs import (
+from analysis.launch.procs import (
     _LIVE,
     KIT_TIME_FILE,
     RunError,
@@ -39,6 +38,7 @@ from analysis.runner.procs import (
     parse_summary,
     split_words,
 )
+from analysis.ports import twin
 
 _LISTEN = "0A"
 
@@ -92,6 +92,10 @@ class Host:
             raise HostError(f"host {self.label!r}: {what} failed (exit status "
                             f"{p.returncode}: {(lines or ['no message'])[-1][:200]})")
         return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+    def server(self, argv: list, n: int, port: int, **kw) -> "RemoteServer":
+        """A server to start on this host (the launcher's place for --server-host)."""
+        return RemoteServer(self, argv, n, port, **kw)
 
     def popen(self, script: str, stderr) -> subprocess.Popen:
         try:

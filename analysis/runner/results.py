@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from analysis.runner.procs import RunError
+from analysis.launch.procs import RunError
 
 REPO = Path(__file__).resolve().parents[2]
 

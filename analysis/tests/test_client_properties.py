@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from analysis.runner.procs import pick_port
-from analysis.runner.server_spec import Options, Place, ServerSpec, launch
+from analysis.launch.procs import pick_port
+from analysis.launch.server_spec import Options, Place, ServerSpec, launch
 from analysis.tests.helpers import RELEASE, skip_unless_built
 
 pytestmark = [pytest.mark.slow]

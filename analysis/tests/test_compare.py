@@ -17,7 +17,7 @@ import pytest
 from analysis import kernel_sockets as ks
 from analysis.compare import cli as compare
 from analysis.compare import report as R
-from analysis.runner.procs import pick_port
+from analysis.launch.procs import pick_port
 from analysis.stats import median_ci
 from analysis.tests.helpers import PY, RELEASE, REPO
 

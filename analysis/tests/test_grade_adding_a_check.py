@@ -24,8 +24,8 @@ from analysis.grade import records as C
 from analysis.grade.checks import closes
 from analysis.grade.checks import evidence as E
 from analysis.grade.context import Ctx
-from analysis.runner.procs import pick_port
-from analysis.runner.server_spec import Place, ServerSpec, launch
+from analysis.launch.procs import pick_port
+from analysis.launch.server_spec import Place, ServerSpec, launch
 
 
 class Up:

@@ -19,8 +19,8 @@ import pytest
 from analysis import kernel_sockets as ks
 from analysis.grade.checks import timing as T
 from analysis.grade.measure import kitload as K
-from analysis.runner.procs import pick_port
-from analysis.runner.server_spec import Place, ServerSpec, launch
+from analysis.launch.procs import pick_port
+from analysis.launch.server_spec import Place, ServerSpec, launch
 from analysis.tests.helpers import built_fixture, kit_fixture
 
 pytestmark = [pytest.mark.slow]

@@ -52,7 +52,7 @@ def board(out: Path, name: str) -> float:
 def test_an_rwlock_per_string_serves_writes_concurrently(graded):
     c = concurrency(graded, "rwlock_per_string")
     assert c["status"] == "pass", c["evidence"]
-    assert "serves writes to different strings concurrently" in c["evidence"][-2]
+    assert any("serves writes to different strings concurrently" in x for x in c["evidence"])
     assert "each started afresh for each of its turns" in c["evidence"][0]
 
 
@@ -63,14 +63,15 @@ def test_a_one_lock_design_is_named_the_slower_choice_not_failed(graded, name, d
     # one lock serves these writes one at a time; a busy machine may leave it unclear
     assert c["status"] in ("pass", "undetermined"), c["evidence"]
     if c["status"] == "pass":
-        assert f"as its design ({design}, traced) does: the slower choice" in c["evidence"][-2]
+        assert any(f"as its design ({design}, traced) does: the slower choice" in x
+                   for x in c["evidence"])
 
 
 def test_a_lock_per_string_that_serves_one_request_at_a_time_fails(graded):
     c = concurrency(graded, "serialised")
     assert c["status"] in ("fail", "undetermined"), c["evidence"]
     if c["status"] == "fail":
-        assert "an rwlock per string (traced) yet serves" in c["evidence"][-2]
+        assert any("an rwlock per string (traced) yet serves" in x for x in c["evidence"])
         assert "pthread_join" in (graded / "serialised" / "verdict.md").read_text()
 
 

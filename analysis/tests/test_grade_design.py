@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from analysis.grade.measure import design as D
 from analysis.grade.measure import kitload
-from analysis.runner import server_spec as SS
-from analysis.runner.procs import StartError, pick_port
+from analysis.launch import server_spec as SS
+from analysis.launch.procs import StartError, pick_port
 from analysis.tests.helpers import RELEASE, built_fixture, preload_library
 
 pytestmark = [pytest.mark.slow]

@@ -15,8 +15,8 @@ from analysis.kernel_sockets import (
     process_tree,
     wait_for_port,
 )
+from analysis.launch.procs import pick_port
 from analysis.ports import twin
-from analysis.runner.procs import pick_port
 
 # A child that listens on argv[1] (after argv[2] seconds) until a line arrives on its
 # stdin, then prints "connected" if anyone connected meanwhile, else "untouched".

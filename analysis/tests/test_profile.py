@@ -19,9 +19,9 @@ import pytest
 
 from analysis import ports
 from analysis.grade.measure import kitload
+from analysis.launch import server_spec as SS
+from analysis.launch.procs import StartError, pick_port
 from analysis.lockprof import preload
-from analysis.runner import server_spec as SS
-from analysis.runner.procs import StartError, pick_port
 from analysis.tests.helpers import PY, RELEASE, REPO, built_fixture, preload_library
 
 pytestmark = [pytest.mark.slow]

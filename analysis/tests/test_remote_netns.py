@@ -62,8 +62,8 @@ def test_client_start_at_and_histogram_out(real_bin, tmp_path):
     request once; a bad or too-far --start-at is refused with exit 2."""
     import time
 
-    from analysis.runner.procs import pick_port
-    from analysis.runner.server_spec import Options, Place, ServerSpec, launch
+    from analysis.launch.procs import pick_port
+    from analysis.launch.server_spec import Options, Place, ServerSpec, launch
     client = str(real_bin / "client")
     port = pick_port()
     spec = ServerSpec("main1", "lockbench", real_bin / "main1")

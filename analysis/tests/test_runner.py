@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.launch.procs import parse_summary, pick_port
 from analysis.ports import twin
-from analysis.runner.procs import parse_summary, pick_port
 from analysis.tests.helpers import BINARIES, PY, REPO, cli
 from analysis.tests.test_traces import assert_chrome_trace
 

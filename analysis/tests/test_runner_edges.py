@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from analysis.launch.procs import StartError
+from analysis.launch.server_spec import Options, Place, ServerSpec, launch
 from analysis.runner import experiment as R
 from analysis.runner import results as RS
-from analysis.runner.procs import StartError
-from analysis.runner.server_spec import Options, Place, ServerSpec, launch
 from analysis.tests.helpers import PY, REPO, cli
 from analysis.tests.test_runner import procs_of, rows
 

@@ -128,8 +128,8 @@ def test_load_errors_name_the_problem(tmp_path):
 def test_client_thread_fairness_reaches_the_sweep_rows_and_the_report(tmp_path):
     """results.fairness of the client's JSON -> fair_* columns of a row -> the least even
     repetition per sweep point -> one sentence; results written without it load as missing."""
+    from analysis.launch.procs import client_row
     from analysis.report import observe as O
-    from analysis.runner.procs import client_row
     doc = {"results": {"ok": 10, "errors": {"total": 0}, "elapsed_s": 1.0,
                        "throughput_rps": 10.0, "latency_us": {"mean": 5.0},
                        "fairness": {"clients": 4, "jain": 0.8, "rsd": 0.5, "max_min": None}}}

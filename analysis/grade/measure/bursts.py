@@ -4,15 +4,14 @@ rounds of them, the sequential rule that decides a ratio with a distribution-fre
 interval of its median, and the grader's own kit-style servers (kitref.c) a one-server
 lab's `main` is timed against."""
 
-import math
 import random
-import statistics
 import time
 
 from analysis import kernel_sockets as ks
 from analysis.grade.measure import kitload as K
 from analysis.grade.measure.design import BURST  # noqa: F401  (simultaneous requests of a burst)
 from analysis.grade.measure.sandboxed import start
+from analysis.stats import median_ci
 
 
 def rounds(ctx, targets: dict, rounds: int, spans: dict, failed: dict) -> None:
@@ -47,21 +46,6 @@ def slower(ctx, spans: dict, slow: str, fast: str, at: tuple | None = None) -> t
     lo, mid, hi = median_ci(ratios, 2 * SPEED_ALPHA)
     verdict = True if lo > above else False if hi < below else None
     return verdict, lo, mid, hi, len(ratios)
-
-
-def median_ci(xs: list, alpha: float) -> tuple:
-    """(low, median, high): the median and a distribution-free confidence interval for it
-    at level 1 - alpha, from order statistics (binomial with p = 1/2)."""
-    xs, m = sorted(xs), len(xs)
-    k, tail = 0, 0.0
-    while k < m // 2:
-        nxt = tail + math.comb(m, k) / 2 ** m
-        if nxt > alpha / 2:
-            break
-        tail, k = nxt, k + 1
-    if k == 0:
-        return (float("-inf"), statistics.median(xs), float("inf"))
-    return xs[k - 1], statistics.median(xs), xs[m - k]
 
 
 def usleep_floor(samples: int = 200) -> float:

@@ -18,7 +18,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-FRAME = 100          # COM_BUFF_SIZE
+from analysis.kitframe import FRAME, frame
+
 THREADS = 100        # COM_CLIENT_THREAD_COUNT
 PER_THREAD = 10      # requests per thread: 1000 a run (COM_NUM_REQUEST)
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value; Python 3.11 has no name
@@ -74,12 +75,6 @@ class Request:
         op = f"read slot {self.pos}" if self.is_read else f"write slot {self.pos} := {self.text!r}"
         got = f"got {self.reply!r}" if self.reply is not None else f"failed: {self.error}"
         return f"thread {self.thread}: {op}; {got}"
-
-
-def frame(text: str, pad: bytes = b"\0") -> bytes:
-    """`text` NUL-terminated, padded to exactly 100 bytes (cut to 99 bytes + NUL)."""
-    raw = text.encode()[:FRAME - 1] + b"\0"
-    return raw + pad * (FRAME - len(raw))
 
 
 def request_text(pos: int, is_read: bool, text: str) -> str:

@@ -14,8 +14,8 @@ from analysis.grade.context import Ctx
 from analysis.grade.trust import launcher as LA
 from analysis.grade.trust import safeio
 from analysis.grade.trust import sandbox as S
-from analysis.runner import server_spec as SS
-from analysis.runner.procs import StartError
+from analysis.launch import server_spec as SS
+from analysis.launch.procs import StartError
 
 TIMING = "server_output_time_aggregated"
 SERVER_OUTPUT_KEEP = 16 << 10

@@ -9,11 +9,12 @@ a spreadsheet. Every function here is pure.
 import hashlib
 import os
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
+
+from analysis.text import console, visible  # noqa: F401  (this module's callers use them)
 
 MAX_LEN = 60
 FALLBACK = "submission"
@@ -97,34 +98,6 @@ def assign(paths: list[Path], taken: Iterable[str] = ()) -> list[str]:
 def is_safe(name: str) -> bool:
     """True when `name` has the form of an assign() name (safe in a path and in a URL)."""
     return bool(SAFE_NAME.fullmatch(name)) and name.lower() not in RESERVED
-
-
-# Shown escaped: C0 and C1 controls and DEL (Cc), format characters such as the bidi
-# overrides and isolates U+202A-U+202E, U+2066-U+2069 and zero-width ones (Cf), lone
-# surrogates from undecodable file names (Cs: they cannot even be printed), and the line
-# and paragraph separators U+2028, U+2029 (Zl, Zp).
-_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape(ch: str) -> str:
-    if ch in _SHORT:
-        return _SHORT[ch]
-    o = ord(ch)
-    return f"\\x{o:02x}" if o < 0x100 else (f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
-
-
-def visible(text) -> str:
-    """`text` on one line with every control, format and line-breaking character written as
-    an escape (\\n, \\x1b, \\u202e); backslashes are kept as they are (C source in a
-    compiler's message stays readable). For text quoted inside a page."""
-    return "".join(_escape(c) if unicodedata.category(c) in _HIDDEN else c for c in str(text))
-
-
-def console(text) -> str:
-    """`text` as one printable terminal line: as visible(), and a backslash doubled so that
-    an escape shown always stands for the character it names."""
-    return visible(str(text).replace("\\", "\\\\"))
 
 
 # A spreadsheet takes a cell starting with one of these as a formula (OWASP's list, with

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from analysis.runner import remote as RM
-from analysis.runner.procs import HOST, KIT_TIME_FILE, KitServer, Server, move_lines, split_words
+from analysis.launch.procs import HOST, KIT_TIME_FILE, KitServer, Server, move_lines, split_words
 
 KIT_SERVER_CMD = "{bin} {n} {ip} {port}"          # the kit's: mainN n ip port
 SERVER_CMD_FIELDS = ("bin", "n", "ip", "port")
@@ -140,7 +139,7 @@ class Place:
     descriptors it inherits), a --server-host (its own fresh folder per server) at addr,
     or the grader's sandbox."""
     cwd: Path
-    host: RM.Host | None = None
+    host: object | None = None   # a remote host (runner.remote.Host): .server(...) starts one
     addr: str = HOST
     kit_work: Path | None = None     # a kit server's working folder (default cwd/work)
     ready_timeout: float = 15.0
@@ -187,11 +186,10 @@ def launch(spec: ServerSpec, n: int, port: int, place: Place, *, log_file: Path 
         remote_opts = Options(opts.delay_us, KIT_TIME_FILE if opts.time_file else None,
                               "trace.csv" if opts.trace_limit > 0 else None,
                               opts.trace_limit, opts.extra)
-        return RM.RemoteServer(place.host,
-                               with_env(spec.argv(n, place.addr, port, remote_opts), spec.env),
-                               n, port, kind=spec.kind, label=spec.label, log_file=log_file,
-                               time_dest=time_dest, prog=spec.prog,
-                               trace_dest=opts.trace if opts.trace_limit > 0 else None)
+        return place.host.server(with_env(spec.argv(n, place.addr, port, remote_opts), spec.env),
+                                 n, port, kind=spec.kind, label=spec.label, log_file=log_file,
+                                 time_dest=time_dest, prog=spec.prog,
+                                 trace_dest=opts.trace if opts.trace_limit > 0 else None)
     local = {"label": spec.label, "log_file": log_file, "ready_timeout": place.ready_timeout,
              "env": dict(spec.env), "pass_fds": place.pass_fds, "prog": spec.prog}
     if spec.kind == "lockbench":
