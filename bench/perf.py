@@ -42,11 +42,11 @@ from pathlib import Path
 
 from perf_cells import CONNS, build_cells, estimate, has_io_option, has_option
 
+from analysis.launch import procs
+from analysis.launch import server_spec as SS
 from analysis.machine import cpu_model
 from analysis.numbers import float_in, int_in
 from analysis.progress import Progress
-from analysis.runner import procs
-from analysis.runner import server_spec as SS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -47,9 +47,9 @@ from collections import Counter
 from pathlib import Path
 
 from analysis.kitframe import FRAME, frame
+from analysis.launch import server_spec as SS
+from analysis.launch.procs import StartError, pick_port
 from analysis.numbers import float_above, float_in, int_in
-from analysis.runner import server_spec as SS
-from analysis.runner.procs import StartError, pick_port
 
 
 def bad_frames(n):
