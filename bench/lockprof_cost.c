@@ -8,8 +8,13 @@
 // in kSlices slices; the result is the median slice's time per pair, so a slice that a
 // preemption's cache misses or a stolen virtual CPU still slowed moves it little.
 //
+// A second thread is started first and parks for the whole run: a program that locks has
+// threads, and in a process with one thread glibc (2.34 on) takes and releases a private
+// mutex with plain stores, a path no program that needs the lock ever takes.
+//
 //   lockprof_cost [PAIRS]   prints: mutex_ns=N rwlock_ns=N (per pair)
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -60,12 +65,23 @@ static double rwlock_pairs(pthread_rwlock_t* rw, long pairs) {
   return median(slice, kSlices);
 }
 
+static void* park(void* arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   char* end = NULL;
   long pairs = argc > 1 ? strtol(argv[1], &end, 10) : 5000000;
   if (argc > 2 || (argc > 1 && (*end != '\0' || pairs < 1 || pairs > 1000000000))) {
     fprintf(stderr, "lockprof_cost: PAIRS must be a whole number from 1 to 1000000000\n");
     return 2;
+  }
+  pthread_t parked;
+  if (pthread_create(&parked, NULL, park, NULL) != 0) {
+    fprintf(stderr, "lockprof_cost: could not start the parked thread\n");
+    return 1;
   }
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
