@@ -113,16 +113,22 @@ inline bool RwlockSwappable(const void* o) {
   return static_cast<const pthread_rwlock_t*>(o)->__data.__shared == 0;
 }
 
-// Configuration, read once by the first call (Configure).
+// Configuration, read once by the first call (Configure, lockprof_config.cpp): what serves
+// mutexes and rwlocks (null: pthread's), its state (0 unread, 1 being read, 2 read), the
+// hold sampling.
 extern constinit int g_profiling;
 extern constinit char g_out_path[];
+struct SwapOps;
+extern constinit const SwapOps *g_mutex_swap, *g_rw_swap;
+extern constinit int g_config_state;
+extern constinit uint32_t g_hold_sample;
 void Configure();
 
 // The clock of every wait and hold (TSC or CLOCK_MONOTONIC) and its rate.
 extern constinit int g_use_tsc;
 // One uncontended hold in this many is timed (every contended one is): the dump says so.
 uint32_t HoldSample();
-extern constinit uint64_t g_tick_mult;
+extern constinit uint64_t g_tick_mult, g_tick_origin, g_ns_origin;
 uint64_t Now();
 uint64_t ToNs(uint64_t ticks);
 uint64_t ClockNs();

@@ -231,38 +231,34 @@ def kill_group(proc: subprocess.Popen) -> None:
 def run_shell(cmd: str, timeout: float, what: str) -> tuple:
     """(seconds, output) of a shell command (--load, --check) in a process group of its own;
     RunFailedError when it fails or overruns."""
-    with tempfile.TemporaryFile() as out:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(["/bin/sh", "-c", cmd], stdin=subprocess.DEVNULL, stdout=out,
+    def shell(out):
+        return subprocess.Popen(["/bin/sh", "-c", cmd], stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, env=base_env(), process_group=0)
-        try:
-            code = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise RunFailedError(f"the {what} ran longer than --timeout {timeout:g} s") from None
-        finally:
-            if proc.poll() is None:
-                kill_group(proc)
-        took, text = time.monotonic() - t0, read_output(out)
-    if code != 0:
-        raise RunFailedError(f"the {what} {P.describe_exit(code)}{last_line(text)}")
-    return took, text
+    return _to_end(shell, timeout, f"the {what} ")
 
 
 def run_program(command: list, env: dict, timeout: float) -> tuple:
     """(wall seconds, output) of the program run to its end."""
+    return _to_end(lambda out: start(command, env, out), timeout, "")
+
+
+def _to_end(begin, timeout: float, who: str) -> tuple:
+    """(wall seconds, output) of the process begin(output file) starts, waited for to its
+    end (its group killed past `timeout`); RunFailedError, naming `who`, when it fails or
+    overruns."""
     with tempfile.TemporaryFile() as out:
         t0 = time.monotonic()
-        proc = start(command, env, out)
+        proc = begin(out)
         try:
             code = proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise RunFailedError(f"ran longer than --timeout {timeout:g} s") from None
+            raise RunFailedError(f"{who}ran longer than --timeout {timeout:g} s") from None
         finally:
             if proc.poll() is None:
                 kill_group(proc)
         took, text = time.monotonic() - t0, read_output(out)
     if code != 0:
-        raise RunFailedError(f"{P.describe_exit(code)}{last_line(text)}")
+        raise RunFailedError(f"{who}{P.describe_exit(code)}{last_line(text)}")
     return took, text
 
 
