@@ -45,6 +45,8 @@
 
 #include "common/futex.h"
 #include "common/spin_wait.h"
+#include "profile/lockprof_holds.h"
+#include "profile/lockprof_real.h"
 #include "profile/lockprof_swap.h"
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -61,22 +63,7 @@ constinit char g_out_path[PATH_MAX];
 
 namespace {
 
-constexpr int kHeldMax = 64;  // locks one thread holds at once whose hold time is measured
-
 CondState g_fallback_cond;  // condvars the full table could not take share this one
-
-struct Held {
-  const void* o;
-  Rec* r;
-  uint64_t t0;
-  int kind;
-  uint32_t weight : 31;  // the acquisitions this hold stands for in the histogram
-  uint32_t exclusive : 1;
-};
-LOCKPROF_TLS Held t_held[kHeldMax];
-LOCKPROF_TLS int t_nheld;
-LOCKPROF_TLS int t_resolving;
-LOCKPROF_TLS uint32_t t_hold_skip, t_rng;  // uncontended acquisitions until the next timed hold
 
 }  // namespace
 
@@ -133,23 +120,7 @@ void Say(const char* a, const char* b) {
 
 uintptr_t Self() { return reinterpret_cast<uintptr_t>(&t_nheld); }
 
-char* FormatNumber(char* s, uint64_t v, unsigned base) {
-  char tmp[24];
-  char* p = s;
-  int k = 0;
-  do tmp[k++] = "0123456789abcdef"[v % base];
-  while ((v /= base) != 0);
-  if (base == 16) *p++ = '0', *p++ = 'x';
-  while (k > 0) *p++ = tmp[--k];
-  *p = 0;
-  return s;
-}
-
 namespace {
-
-bool TimeValid(const timespec* t) {
-  return t != nullptr && t->tv_nsec >= 0 && t->tv_nsec < 1000000000;
-}
 
 bool Passed(clockid_t clk, const timespec* abs) {
   timespec t;
@@ -157,113 +128,9 @@ bool Passed(clockid_t clk, const timespec* abs) {
   return t.tv_sec > abs->tv_sec || (t.tv_sec == abs->tv_sec && t.tv_nsec >= abs->tv_nsec);
 }
 
-// ------------------------------------------------------------------ the record table
-
-unsigned Bucket(uint64_t ns) {
-  const unsigned b = ns != 0 ? 64u - static_cast<unsigned>(__builtin_clzll(ns)) : 0;
-  return b < kBuckets ? b : kBuckets - 1;
-}
-
-// A counter of a record, added to while its lock is held. Held exclusively (a mutex, an
-// rwlock's write side), the lock itself keeps the other holders out: a plain add, no locked
-// instruction. Shared (read side, condition variables), an atomic add.
-LOCKPROF_INLINE void Bump(uint64_t* p, uint64_t v, bool exclusive) {
-  if (exclusive) {
-    __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
-  } else {
-    AtomicAdd(p, v);
-  }
-}
-
-// ns, standing for `weight` acquisitions (a sampled hold stands for the ones not timed).
-void HistAdd(Hist* h, uint64_t ns, uint64_t weight, bool exclusive) {
-  Bump(&h->count[Bucket(ns)], weight, exclusive);
-  Bump(&h->total, ns * weight, exclusive);
-  uint64_t m = AtomicLoad(&h->max);
-  if (exclusive) {
-    if (ns > m) __atomic_store_n(&h->max, ns, __ATOMIC_RELAXED);
-    return;
-  }
-  while (ns > m &&
-         !__atomic_compare_exchange_n(&h->max, &m, ns, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
-LOCKPROF_INLINE bool Exclusive(int kind, int mode) {
-  return kind == kMutex || (kind == kRwlock && mode == kWrite);
-}
-
-LOCKPROF_INLINE void NoteSite(Rec* r, const void* site) {
-  uintptr_t none = 0;
-  if (__atomic_load_n(&r->site, __ATOMIC_RELAXED) == 0) {
-    __atomic_compare_exchange_n(&r->site, &none, reinterpret_cast<uintptr_t>(site), false,
-                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-  }
-}
-
 }  // namespace
 
-// ------------------------------------------------------------------ hold times, per thread
-
-namespace {
-
-// t_nheld is read once and checked both ways each time: a signal handler that locks (not
-// allowed, but done) may push or pop in between; entries may then be wrong, never outside
-// the array.
-LOCKPROF_INLINE void HoldBegin(const void* o, int kind, Rec* r, uint64_t t0, uint32_t weight,
-                               bool exclusive) {
-  const int n = t_nheld;
-  if (n < 0 || n >= kHeldMax) {
-    AtomicAdd(&g_holds_lost, 1);
-    return;
-  }
-  t_nheld = n + 1;
-  t_held[n] = Held{o, r, t0, kind, weight, exclusive};
-}
-
-// Whether this uncontended acquisition's hold is timed: after a random run of 0 to
-// 2 * g_hold_sample - 2 untimed ones (a mean of one in g_hold_sample, never in step with a
-// program's own pattern of locks), per thread; a thread's first is always timed.
-LOCKPROF_INLINE bool TimeThisHold() {
-  const uint32_t skip = t_hold_skip;
-  if (skip > 1) {
-    t_hold_skip = skip - 1;
-    return false;
-  }
-  uint32_t x = t_rng != 0 ? t_rng : static_cast<uint32_t>(Self() >> 4) | 1;
-  x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-  t_rng = x;
-  t_hold_skip = 1 + x % (2 * g_hold_sample - 1);
-  return true;
-}
-
-LOCKPROF_INLINE Held* HeldOf(const void* o, int kind) {
-  const int n = t_nheld;
-  for (int i = (n > kHeldMax ? kHeldMax : n) - 1; i >= 0; i--) {
-    if (t_held[i].o == o && t_held[i].kind == kind) return &t_held[i];
-  }
-  return nullptr;
-}
-
-// The hold of (o, kind) ends now; `keep` leaves it on the stack (a condition wait gives the
-// mutex back for a while and HoldResume starts the next stretch). Its record, or null.
-LOCKPROF_INLINE Rec* HoldEnd(const void* o, int kind, bool keep) {
-  Held* const h = HeldOf(o, kind);
-  if (h == nullptr) return nullptr;  // taken before we knew, by another thread, or too deep
-  Rec* const r = h->r;
-  const uint64_t t1 = Now();
-  HistAdd(&r->hold, ToNs(t1 - h->t0), h->weight, kind == kMutex || h->exclusive);
-  if (g_timeline) TimelineAdd('h', kind == kMutex ? 'm' : h->exclusive ? 'w' : 'r', o, h->t0, t1);
-  const int n = t_nheld;
-  if (!keep && n > 0 && n <= kHeldMax) *h = t_held[n - 1], t_nheld = n - 1;
-  return r;
-}
-
-void HoldResume(const void* o, int kind) {
-  if (Held* const h = HeldOf(o, kind); h != nullptr) h->t0 = Now();
-}
-
-}  // namespace
+// ------------------------------------------------------------------ which lock serves
 
 namespace {
 
@@ -298,139 +165,7 @@ LOCKPROF_INLINE const SwapOps* SwapWithRec(const void* o, int kind, Rec** r) {
 
 }  // namespace
 
-// ------------------------------------------------------------------ the real functions
-
-// Plain dlsym may hand back the pre-2.3.2 condition variable ABI, hence the version.
-void* Sym(void** slot, const char* name, const char* version) {
-  void* p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (p != nullptr || t_resolving) return p;
-  t_resolving = 1;
-  if (version != nullptr) p = dlvsym(RTLD_NEXT, name, version);
-  if (p == nullptr) p = dlsym(RTLD_NEXT, name);
-  t_resolving = 0;
-  __atomic_store_n(slot, p, __ATOMIC_RELEASE);
-  return p;
-}
-
-bool Resolving() { return t_resolving != 0; }
-
 namespace {
-
-LOCKPROF_REAL(pthread_mutex_lock, nullptr)
-LOCKPROF_REAL(pthread_mutex_trylock, nullptr)
-LOCKPROF_REAL(pthread_mutex_timedlock, nullptr)
-LOCKPROF_REAL(pthread_mutex_clocklock, nullptr)
-LOCKPROF_REAL(pthread_mutex_unlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_rdlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_wrlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_tryrdlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_trywrlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_timedrdlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_timedwrlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_clockrdlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_clockwrlock, nullptr)
-LOCKPROF_REAL(pthread_rwlock_unlock, nullptr)
-LOCKPROF_REAL(pthread_cond_wait, "GLIBC_2.3.2")
-LOCKPROF_REAL(pthread_cond_timedwait, "GLIBC_2.3.2")
-LOCKPROF_REAL(pthread_cond_clockwait, nullptr)
-LOCKPROF_REAL(pthread_cond_signal, "GLIBC_2.3.2")
-LOCKPROF_REAL(pthread_cond_broadcast, "GLIBC_2.3.2")
-
-// Every real lock function, found now; false if libc lacks one (or this thread is inside
-// dlsym).
-bool ResolveAll() {
-  const bool found[] = {
-      real_pthread_mutex_lock() != nullptr,         real_pthread_mutex_trylock() != nullptr,
-      real_pthread_mutex_timedlock() != nullptr,    real_pthread_mutex_clocklock() != nullptr,
-      real_pthread_mutex_unlock() != nullptr,       real_pthread_rwlock_rdlock() != nullptr,
-      real_pthread_rwlock_wrlock() != nullptr,      real_pthread_rwlock_tryrdlock() != nullptr,
-      real_pthread_rwlock_trywrlock() != nullptr,   real_pthread_rwlock_timedrdlock() != nullptr,
-      real_pthread_rwlock_timedwrlock() != nullptr, real_pthread_rwlock_clockrdlock() != nullptr,
-      real_pthread_rwlock_clockwrlock() != nullptr, real_pthread_rwlock_unlock() != nullptr,
-      real_pthread_cond_wait() != nullptr,          real_pthread_cond_timedwait() != nullptr,
-      real_pthread_cond_clockwait() != nullptr,     real_pthread_cond_signal() != nullptr,
-      real_pthread_cond_broadcast() != nullptr,
-  };
-  for (const bool f : found) {
-    if (!f) return false;
-  }
-  return true;
-}
-
-// The real fn called with the arguments; 0 (a no-op) while this thread is inside dlsym.
-#define CALL(fn, ...) (real_##fn() != nullptr ? real_##fn()(__VA_ARGS__) : 0)
-
-}  // namespace
-
-int PthreadMutexLock(pthread_mutex_t* m) { return CALL(pthread_mutex_lock, m); }
-int PthreadMutexTrylock(pthread_mutex_t* m) { return CALL(pthread_mutex_trylock, m); }
-int PthreadMutexUnlock(pthread_mutex_t* m) { return CALL(pthread_mutex_unlock, m); }
-int PthreadRdlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_rdlock, l); }
-int PthreadWrlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_wrlock, l); }
-int PthreadTryrdlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_tryrdlock, l); }
-int PthreadTrywrlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_trywrlock, l); }
-int PthreadRwlockUnlock(pthread_rwlock_t* l) { return CALL(pthread_rwlock_unlock, l); }
-
-namespace {
-
-// One acquisition as asked: what, which side, blocking or try or timed (against clk).
-struct Req {
-  void* o;
-  int kind, mode, op;
-  bool clocked;  // the caller named the clock (clocklock, clockwait)
-  clockid_t clk;
-  const timespec* abs;
-  const void* site;
-};
-
-LOCKPROF_INLINE Req Untimed(void* o, int kind, int mode, int op, const void* site) {
-  return Req{o, kind, mode, op, false, CLOCK_REALTIME, nullptr, site};
-}
-
-LOCKPROF_INLINE Req Timed(void* o, int kind, int mode, bool clocked, clockid_t clk,
-                          const timespec* abs, const void* site) {
-  return Req{o, kind, mode, kTimedOp, clocked, clk, abs, site};
-}
-
-LOCKPROF_INLINE pthread_mutex_t* AsMutex(const Req q) { return static_cast<pthread_mutex_t*>(q.o); }
-LOCKPROF_INLINE pthread_rwlock_t* AsRwlock(const Req q) {
-  return static_cast<pthread_rwlock_t*>(q.o);
-}
-
-LOCKPROF_INLINE int RealTry(const Req q) {
-  if (q.kind == kMutex) return CALL(pthread_mutex_trylock, AsMutex(q));
-  if (q.mode == kRead) return CALL(pthread_rwlock_tryrdlock, AsRwlock(q));
-  return CALL(pthread_rwlock_trywrlock, AsRwlock(q));
-}
-
-int RealTimed(const Req q) {
-  if (q.kind == kMutex) {
-    return q.clocked ? CALL(pthread_mutex_clocklock, AsMutex(q), q.clk, q.abs)
-                     : CALL(pthread_mutex_timedlock, AsMutex(q), q.abs);
-  }
-  if (q.mode == kRead) {
-    return q.clocked ? CALL(pthread_rwlock_clockrdlock, AsRwlock(q), q.clk, q.abs)
-                     : CALL(pthread_rwlock_timedrdlock, AsRwlock(q), q.abs);
-  }
-  return q.clocked ? CALL(pthread_rwlock_clockwrlock, AsRwlock(q), q.clk, q.abs)
-                   : CALL(pthread_rwlock_timedwrlock, AsRwlock(q), q.abs);
-}
-
-LOCKPROF_INLINE int RealBlock(const Req q) {
-  if (q.op == kTimedOp) return RealTimed(q);
-  if (q.kind == kMutex) return CALL(pthread_mutex_lock, AsMutex(q));
-  if (q.mode == kRead) return CALL(pthread_rwlock_rdlock, AsRwlock(q));
-  return CALL(pthread_rwlock_wrlock, AsRwlock(q));
-}
-
-LOCKPROF_INLINE int RealUnlock(void* o, int kind) {
-  return kind == kMutex ? CALL(pthread_mutex_unlock, static_cast<pthread_mutex_t*>(o))
-                        : CALL(pthread_rwlock_unlock, static_cast<pthread_rwlock_t*>(o));
-}
-
-bool BadDeadline(const Req q) {
-  return !TimeValid(q.abs) || (q.clk != CLOCK_REALTIME && q.clk != CLOCK_MONOTONIC);
-}
 
 // ------------------------------------------------------------------ the lock path
 

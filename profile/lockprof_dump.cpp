@@ -19,6 +19,19 @@
 #include "profile/lockprof.h"
 
 namespace lockprof {
+
+// v in decimal, or in hex with 0x (the dump's, the trace's and the stacks' numbers).
+char* FormatNumber(char* s, uint64_t v, unsigned base) {
+  char tmp[24];
+  char* p = s;
+  int k = 0;
+  do tmp[k++] = "0123456789abcdef"[v % base];
+  while ((v /= base) != 0);
+  if (base == 16) *p++ = '0', *p++ = 'x';
+  while (k > 0) *p++ = tmp[--k];
+  *p = 0;
+  return s;
+}
 namespace {
 
 LOCKPROF_REAL(sigaction, nullptr)
