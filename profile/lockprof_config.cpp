@@ -68,17 +68,26 @@ void Calibrate() {
 void Calibrate() {}
 #endif
 
+// $var as a whole number from 1 to max, or 0 when it is unset; when it is set and not one,
+// `otherwise` is said on stderr and 0 returned.
+long Count(const char* var, long max, const char* otherwise) {
+  const char* n = getenv(var);
+  if (n == nullptr || *n == 0) return 0;
+  char* end = nullptr;
+  const long v = strtol(n, &end, 10);
+  if (*end == 0 && v >= 1 && v <= max) return v;
+  Say("lockprof: ", var);
+  Say(": ", otherwise);
+  return 0;
+}
+
 // $LOCKPROF_STACKS (return addresses per contended acquisition, 1 to kStackMax) and
 // $LOCKPROF_TIMELINE (1: every wait and hold, which times every hold), read when profiling.
 void ReadSeeing() {
-  if (const char* n = getenv("LOCKPROF_STACKS"); n != nullptr && *n != 0) {
-    char* end = nullptr;
-    const long v = strtol(n, &end, 10);
-    if (*end == 0 && v >= 1 && v <= kStackMax) {
-      g_stack_depth = static_cast<int>(v);
-    } else {
-      Say("lockprof: LOCKPROF_STACKS", ": not a whole number from 1 to 64; no stacks taken\n");
-    }
+  if (const long v = Count("LOCKPROF_STACKS", kStackMax,
+                           "not a whole number from 1 to 64; "
+                           "no stacks taken\n")) {
+    g_stack_depth = static_cast<int>(v);
   }
   if (const char* t = getenv("LOCKPROF_TIMELINE"); t != nullptr && strcmp(t, "1") == 0) {
     g_timeline = 1;
@@ -95,14 +104,9 @@ void ReadConfig() {
     g_profiling = 1;
     Calibrate();
   }
-  if (const char* n = getenv("LOCKPROF_HOLD_SAMPLE"); n != nullptr && *n != 0) {
-    char* end = nullptr;
-    const long v = strtol(n, &end, 10);
-    if (*end == 0 && v >= 1 && v <= kHoldSampleMax) {
-      g_hold_sample = static_cast<uint32_t>(v);
-    } else {
-      Say("lockprof: LOCKPROF_HOLD_SAMPLE", ": not a whole number from 1 to 1024; kept 16\n");
-    }
+  if (const long v = Count("LOCKPROF_HOLD_SAMPLE", kHoldSampleMax,
+                           "not a whole number from 1 to 1024; kept 16\n")) {
+    g_hold_sample = static_cast<uint32_t>(v);
   }
   if (g_profiling) ReadSeeing();
   const SwapOps* ops = SwapNamed(m, "lockprof: LOCKPROF_SWAP");
