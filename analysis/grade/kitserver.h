@@ -13,6 +13,8 @@
  *   LOCK_DESIGN 1..4     the design the server really has, numbered as above (default
  *                        VARIANT), or RLOCK(i), WLOCK(i), UNLOCK(i) and LOCKS_INIT() for
  *                        locks of its own (or none);
+ *   NO_LOCK              no lock at all, and strings copied a few bytes at a time with a
+ *                        yield in between, so concurrent readers see torn values;
  *   ACCESS_DELAY()       what each access sleeps (default usleep(10); the 2018 kit: none);
  *   CLOCK_AFTER_LOCK     start each request's clock once its lock is held (lock waiting
  *                        left out of the timing lines, a mistake students make);
@@ -51,6 +53,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +78,11 @@ static double times[COM_NUM_REQUEST];
 static pthread_t threads[COM_NUM_REQUEST];
 static int to_join[COM_NUM_REQUEST]; /* connection i's thread is still to be joined */
 
+#ifdef NO_LOCK
+#define RLOCK(i) (void)0
+#define WLOCK(i) (void)0
+#define UNLOCK(i) (void)0
+#endif
 #ifndef RLOCK
 #ifndef LOCK_DESIGN
 #define LOCK_DESIGN VARIANT
@@ -169,6 +177,14 @@ static void on_request(void) {}
 
 #ifdef OWN_COPY_STRING
 static void copy_string(char *dst, const char *src);
+#elif defined(NO_LOCK)
+static void copy_string(char *dst, const char *src) {
+  for (int i = 0; i < COM_BUFF_SIZE - 1; i++) {
+    dst[i] = src[i];
+    if (src[i] == 0) break;
+    if (i % 4 == 3) sched_yield();
+  }
+}
 #else
 static void copy_string(char *dst, const char *src) { strncpy(dst, src, COM_BUFF_SIZE - 1); }
 #endif

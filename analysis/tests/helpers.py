@@ -116,6 +116,26 @@ def lab2024(root: Path, name: str, design: int = 4, defects: str = "") -> Path:
     return d
 
 
+def graded_2024(tmp_path_factory, subs: dict, skip: str) -> Path:
+    """The folder of one `grade --quick --runs 2` of 2024+ hand-ins (lab2024: {name: (design,
+    defects)}), the checks in `skip` left out; skips the test where grading cannot run."""
+    from analysis.grade.trust import sandbox
+    no_sandbox = sandbox.available()
+    if no_sandbox:
+        pytest.skip(f"no sandbox: {no_sandbox} (./lockbench setup installs bubblewrap)")
+    if not (REPO / "build" / "release" / "kitref4").is_file():
+        pytest.skip("the grader's kit-style servers are not built (./lockbench setup)")
+    root = tmp_path_factory.mktemp("subs")
+    folders = [lab2024(root, name, k, d) for name, (k, d) in subs.items()]
+    out = tmp_path_factory.mktemp("grades")
+    p = subprocess.run([PY, "-m", "analysis", "grade", *map(str, folders), "--quick", "--runs",
+                        "2", "--jobs", "2", "--no-reference", "--no-progress", "--skip", skip,
+                        "--out", str(out)], capture_output=True, text=True, cwd=REPO,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return out
+
+
 def built_fixture(fixture: str, into: Path) -> Path:
     """A copy of tests/fixtures/<fixture> in `into` (kit_fixture), built with its Makefile."""
     d = kit_fixture(fixture, into)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from analysis.grade.pages import fmt
+from analysis.tests.helpers import graded_2024
 from analysis.tests.test_grade import NO_SANDBOX, REPO, checks, grade, lab2024
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
@@ -24,18 +25,8 @@ SUBS = {"one_mutex": (1, ""), "one_rwlock": (3, ""), "rwlock_per_string": (4, ""
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    if NO_SANDBOX:
-        pytest.skip(f"no sandbox: {NO_SANDBOX} (./lockbench setup installs bubblewrap)")
-    if not (REPO / "build" / "release" / "kitref4").is_file():
-        pytest.skip("the grader's kit-style servers are not built (./lockbench setup)")
-    root = tmp_path_factory.mktemp("subs")
-    subs = [lab2024(root, name, k, d) for name, (k, d) in SUBS.items()]
-    out = tmp_path_factory.mktemp("grades")
     # the checks these tests do not assert on are test_grade.py's (the same server.c)
-    p = grade(*subs, "--quick", "--runs", "2", "--jobs", "2", "--no-reference", "--no-progress",
-              "--skip", "consistency,idle,robustness,pause", "--out", out)
-    assert p.returncode == 0, p.stderr[-2000:]
-    return out
+    return graded_2024(tmp_path_factory, SUBS, "consistency,idle,robustness,pause")
 
 
 def concurrency(out: Path, name: str) -> dict:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.tests.helpers import BUSY_UNDETERMINED, lab2024
-from analysis.tests.test_grade import NO_SANDBOX, REPO, checks, grade
+from analysis.tests.helpers import BUSY_UNDETERMINED, graded_2024
+from analysis.tests.test_grade import checks
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
@@ -25,17 +25,7 @@ SUBS = {"write_no_reply": (4, "WRITE_NO_REPLY"), "no_delay": (2, "NO_DELAY"), "h
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    if NO_SANDBOX:
-        pytest.skip(f"no sandbox: {NO_SANDBOX} (./lockbench setup installs bubblewrap)")
-    if not (REPO / "build" / "release" / "kitref4").is_file():
-        pytest.skip("the grader's kit-style servers are not built (./lockbench setup)")
-    root = tmp_path_factory.mktemp("subs")
-    subs = [lab2024(root, name, k, d) for name, (k, d) in SUBS.items()]
-    out = tmp_path_factory.mktemp("grades")
-    p = grade(*subs, "--quick", "--runs", "2", "--jobs", "2", "--no-reference", "--no-progress",
-              "--skip", "idle,robustness,pause", "--out", out)
-    assert p.returncode == 0, p.stderr[-2000:]
-    return out
+    return graded_2024(tmp_path_factory, SUBS, "idle,robustness,pause")
 
 
 def text(c: dict) -> str:
