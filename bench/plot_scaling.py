@@ -12,31 +12,26 @@ starve while others take the lock again and again.
 """
 
 import json
-import re
-import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import matplotlib
 
+from analysis.load import read_raw_text
+from analysis.report.microbench_tables import MicrobenchError, load_benchmarks, store_runs
+
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
-NAME = re.compile(r"Store/([^/]+)/s:\d+/read:(\d+)/n:(\d+)/delay_us:(\d+)/threads:(\d+)")
 
-
-def points(doc: dict, read: int = 70) -> dict:
-    """{(n, strategy): {threads: (ops_per_s, fair_jain)}}, medians over the repetitions."""
-    got: dict = defaultdict(lambda: defaultdict(list))
-    for b in doc.get("benchmarks", []):
-        m = NAME.match(b.get("run_name", b.get("name", "")))
-        if not m or b.get("run_type") == "aggregate" or int(m.group(2)) != read:
-            continue
-        name, n, threads = m.group(1), int(m.group(3)), int(m.group(5))
-        got[(n, name)][threads].append((b["ops_per_s"], b["fair_jain"]))
-    return {k: {t: (statistics.median(o for o, _ in v), statistics.median(f for _, f in v))
-                for t, v in sorted(per.items())} for k, per in got.items()}
+def points(path: Path, read: int = 70) -> dict:
+    """{(n, strategy): {threads: (ops_per_s, fair_jain)}}, medians over the repetitions
+    (the report's reading of kv_bench JSON)."""
+    runs = store_runs(load_benchmarks(path))
+    runs = runs[runs["read_pct"] == read].sort_values("threads")
+    return {(int(n), name): {int(t): (o, j) for t, o, j in
+                             zip(g["threads"], g["ops_per_s"], g["fair_jain"])}
+            for (n, name), g in runs.groupby(["n", "strategy"])}
 
 
 def draw(pts: dict, cpu: str, out: Path) -> None:
@@ -71,16 +66,15 @@ def main(argv) -> int:
         print("usage: plot_scaling.py SCALING.json OUT.png", file=sys.stderr)
         return 2
     try:
-        doc = json.loads(Path(argv[1]).read_text())
-    except (OSError, ValueError) as e:
+        pts = points(Path(argv[1]))
+        ctx = json.loads(read_raw_text(argv[1])).get("context", {})
+    except (OSError, ValueError, MicrobenchError) as e:
         print(f"plot_scaling: {argv[1]}: {e}", file=sys.stderr)
         return 1
-    pts = points(doc)
     if not pts:
         print(f"plot_scaling: {argv[1]}: no scaling run in it (kv_bench --scaling)",
               file=sys.stderr)
         return 1
-    ctx = doc.get("context", {})
     cpu = f"{ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz"
     draw(pts, cpu, Path(argv[2]))
     print(f"wrote {argv[2]}", file=sys.stderr)
