@@ -71,7 +71,7 @@ def within_budget(ctx: Ctx, cid: str, run) -> dict:
     if cid in ctx.cfg.get("skip", ()):
         ctx.log(f"{cid}: left out (--skip)")
         return check(cid, C.title(cid, ctx.lab), "undetermined",
-                     f"not checked: {SKIPPED}; not scored", not_run=True)
+                     f"not checked: {SKIPPED}; not scored", not_run=True, left_out=True)
     why = over_budget(ctx, cid)
     if why:
         return check(cid, C.title(cid, ctx.lab), "undetermined",

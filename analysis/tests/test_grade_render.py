@@ -323,8 +323,9 @@ def test_a_speed_is_ranked_only_when_every_check_it_rests_on_passed(tmp_path):
     assert fmt.leaderboard_withheld({"checks": unsure}) == "design UNDETERMINED"
     skipped = _graded_main(design="pass", timing="pass", consistency="undetermined",
                            concurrency="pass")
-    skipped[2].update(not_run=True, evidence=["not checked: the grading command left it out "
-                                              "(--skip); not scored"])
+    skipped[2].update(not_run=True, left_out=True,
+                      evidence=["not checked: the grading command left it out (--skip); "
+                                "not scored"])
     concurrency.post_or_withhold(skipped)
     assert fmt.leaderboard_speed({"checks": skipped}) == 1.12
     # the class page says why an entry is withheld, in its Speed column

@@ -120,14 +120,10 @@ def post_or_withhold(checks: list) -> None:
         return
     why = [f"{cid} {by[cid]['status'].upper()}" for cid in BOARD_RESTS_ON
            if cid in by and by[cid]["status"] != "pass"
-           and not (by[cid].get("not_run") and _left_out(by[cid]))]
+           and not by[cid].get("left_out")]
     if why:
         board["withheld"] = ", ".join(why)
         lines = con["evidence"]
         at = next((i for i, x in enumerate(lines) if str(x).startswith("judged: ")), len(lines))
         lines.insert(at, f"leaderboard: withheld, as it rests on checks that did not pass "
                          f"({board['withheld']}); the speed above is not ranked")
-
-
-def _left_out(c: dict) -> bool:
-    return any("(--skip)" in str(line) for line in c.get("evidence", ()))

@@ -358,7 +358,7 @@ def check_timing(wl, runs, probe=None, lab=None, skips: dict | None = None) -> d
     check's points. lab: whose lines are means or sums (the 2018 kit's); skips: {server:
     its hold times} of the servers whose holds the design check measured far under the
     kit's usleep(10), named beside lines that are too small for the delay."""
-    ev, kinds, good = [], [], 0
+    ev, kinds, good, total = [], [], 0, 0
     judged = dict.fromkeys(wl, 0)
     for name, per_n in wl.items():
         for n, e in per_n.items():
@@ -367,6 +367,7 @@ def check_timing(wl, runs, probe=None, lab=None, skips: dict | None = None) -> d
                 ev.append(f"{name} n={n}: no batch of 1000 requests went through (the workload "
                           "check says why), so no line was due: not judged")
                 continue
+            total += 1
             problems = _setting_problems(e, lab)
             if problems:
                 ev.append(f"{name} n={n}: " + "; ".join(text for _, text in problems))
@@ -376,8 +377,6 @@ def check_timing(wl, runs, probe=None, lab=None, skips: dict | None = None) -> d
                 ev.append(f"{name} n={n}: {len(e['timing'])} plausible %e lines"
                           + (" (sums of 1000 latencies, as the older kit writes)"
                              if lab is not None and lab.timing == "sum" else ""))
-    total = sum(1 for v in wl.values() for e in v.values()
-                if e["runs_done"] or e["timing"] or e.get("timing_problem"))
     if "floor" in kinds:
         ev += [f"{name} skips the kit's delay: {holds} (the design check's bursts)"
                for name, holds in (skips or {}).items()]

@@ -40,7 +40,7 @@ def ops_from_requests(requests) -> dict:
                 ops.append(Op(len(ops), False, r.reply, r.start, r.end,
                               f"thread {r.thread} read slot {r.pos} -> {r.reply!r}"))
             continue
-        closed = getattr(r, "outcome", "") == "empty"
+        closed = r.outcome == "empty"
         end = r.end if r.ok or closed else float("inf")
         w = Op(len(ops), True, r.text, r.start, end,
                f"thread {r.thread} wrote {r.text!r} to slot {r.pos}")
