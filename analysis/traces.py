@@ -10,13 +10,16 @@ hold). A row without unlock_ns (a store that does not time one interval) is plac
 when its reply was ready, recv + latency, which is later by the copy of the reply.
 """
 
+from __future__ import annotations  # annotations name pd without importing pandas
+
+import bisect
 import json
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from analysis.load import load_trace
+# pandas on first use (load.pd): the runner's command line imports this module and answers
+# --help without the venv's packages
+from analysis.load import load_trace, pd
+from analysis.trace_events import complete, named
 
 # The lab's servers with one lock for the whole array (the others lock each string), and
 # those whose locks are mutexes (the others' are read/write locks: reads share them).
@@ -85,10 +88,9 @@ def busiest_window(iv: pd.DataFrame, width_us: float) -> tuple:
     """(start, end) of the `width_us` window that holds the most holds beginning in it."""
     if iv.empty:
         return 0.0, width_us
-    starts = iv["hold_start"].to_numpy()
-    ends = starts + width_us
-    counts = starts.searchsorted(ends, side="left") - np.arange(len(starts))
-    i = int(counts.argmax())
+    starts = iv["hold_start"].tolist()
+    counts = [bisect.bisect_left(starts, a + width_us) - i for i, a in enumerate(starts)]
+    i = counts.index(max(counts))
     return float(starts[i]), float(starts[i] + width_us)
 
 
@@ -122,24 +124,21 @@ def share_waiting(iv: pd.DataFrame, lo: float, hi: float) -> float:
 
 
 def chrome_trace(trace: pd.DataFrame, label: str, server: str) -> dict:
-    """The trace in the Chrome Trace Event Format: per request a complete event ("ph":
-    "X") for its wait (category "wait", when it waited) and one for its hold (category
-    "hold"), named after the lock, on the serving thread's track; times in microseconds.
-    At most MAX_EVENTS events (the first requests in time)."""
+    """The trace in the Chrome Trace Event Format: per request a complete event for its
+    wait (category "wait", when it waited) and one for its hold (category "hold"), named
+    after the lock, on the serving thread's track; times in microseconds. At most
+    MAX_EVENTS events (the first requests in time)."""
     iv = intervals(trace, server).sort_values("wait_start", kind="stable")
-    events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
-               "args": {"name": label}}]
+    events = [named("process_name", 1, 0, label)]
     for r in iv.itertuples():
         if len(events) > MAX_EVENTS:
             break
-        op = "read" if r.is_read else "write"
+        op = {"op": "read" if r.is_read else "write"}
         if r.hold_start > r.wait_start:
-            events.append({"name": r.lock, "cat": "wait", "ph": "X", "pid": 1,
-                           "tid": int(r.thread), "ts": round(r.wait_start, 3),
-                           "dur": round(r.hold_start - r.wait_start, 3), "args": {"op": op}})
-        events.append({"name": r.lock, "cat": "hold", "ph": "X", "pid": 1, "tid": int(r.thread),
-                       "ts": round(r.hold_start, 3), "dur": round(r.end - r.hold_start, 3),
-                       "args": {"op": op}})
+            events.append(complete(r.lock, "wait", round(r.wait_start, 3),
+                                   round(r.hold_start - r.wait_start, 3), 1, int(r.thread), op))
+        events.append(complete(r.lock, "hold", round(r.hold_start, 3),
+                               round(r.end - r.hold_start, 3), 1, int(r.thread), op))
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"server": label, "requests": len(iv),
                           "placement": "a hold ends when the reply was ready; its wait comes "

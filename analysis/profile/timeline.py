@@ -4,11 +4,13 @@ Chromium's trace viewer (chrome://tracing) and Perfetto (ui.perfetto.dev) open, 
 `{"traceEvents": [...]}`: one complete event (`"ph": "X"`) per interval, `ts` and `dur` in
 microseconds from the run's first interval, `pid` the process, `tid` the thread, the lock's
 site (or its address) as the name, `cat` "hold" or "wait", the lock's address, kind and mode
-in `args`; metadata events (`"ph": "M"`) name the processes and threads. Standard library
-only."""
+in `args`; metadata events (`"ph": "M"`) name the processes and threads. The event shapes are
+analysis/trace_events.py's; standard library only."""
 
 import json
 from pathlib import Path
+
+from analysis import trace_events as TR
 
 MODES = {"m": ("mutex", "mutex"), "r": ("rwlock", "read"), "w": ("rwlock", "write")}
 CATEGORY = {"h": "hold", "w": "wait"}
@@ -30,22 +32,19 @@ def events(docs: list, names: dict) -> list:
         kind, side = MODES[mode]
         lock = int(addr, 16)
         site = names.get((pid, lock, kind))
-        out.append({"name": site if site and site != "?" else f"{kind} 0x{lock:x}",
-                    "cat": CATEGORY[what], "ph": "X", "ts": (start - origin) / 1000,
-                    "dur": dur / 1000, "pid": pid, "tid": tid,
-                    "args": {"lock": f"0x{lock:x}", "kind": kind, "mode": side}})
+        out.append(TR.complete(site if site and site != "?" else f"{kind} 0x{lock:x}",
+                               CATEGORY[what], (start - origin) / 1000, dur / 1000, pid, tid,
+                               {"lock": f"0x{lock:x}", "kind": kind, "mode": side}))
     out.sort(key=lambda e: (e["ts"], e["pid"], e["tid"]))
     return out
 
 
 def metadata(docs: list, evs: list) -> list:
     """The processes named by their program, the threads by their id."""
-    out = [{"name": "process_name", "ph": "M", "pid": d["pid"], "tid": 0,
-            "args": {"name": f"{Path(d.get('program') or '?').name} (pid {d['pid']})"}}
-           for d in docs]
+    out = [TR.named("process_name", d["pid"], 0,
+                    f"{Path(d.get('program') or '?').name} (pid {d['pid']})") for d in docs]
     threads = sorted({(e["pid"], e["tid"]) for e in evs})
-    out += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-             "args": {"name": f"thread {tid}"}} for pid, tid in threads]
+    out += [TR.named("thread_name", pid, tid, f"thread {tid}") for pid, tid in threads]
     return out
 
 

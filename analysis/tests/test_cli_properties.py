@@ -279,3 +279,12 @@ def test_cli_end_to_end_property(e2e):
         assert (REPO / "report").resolve() not in [Path(fresh["NEWOUT"]).resolve()]
         assert procs_of(env["bin"]) == [], argv
     prop()
+
+
+@pytest.mark.parametrize("command", ["lab", "grade", "profile", "compare"])
+def test_every_entry_points_help_answers_without_the_venv(command):
+    # ./lockbench X --help runs the system's python3, which has none of the venv's packages:
+    # nothing the command line imports may import pandas, numpy or matplotlib at load time
+    p = subprocess.run([str(REPO / "lockbench"), command, "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and "usage:" in p.stdout, p.stderr[-2000:]
