@@ -45,8 +45,8 @@
 
 #include "common/futex.h"
 #include "common/spin_wait.h"
-#include "profile/lockprof_holds.h"
-#include "profile/lockprof_real.h"
+#include "profile/lockprof_holds.inc"
+#include "profile/lockprof_real.inc"
 #include "profile/lockprof_swap.h"
 #if defined(__x86_64__)
 #include <cpuid.h>

@@ -15,7 +15,7 @@
 #include "common/pflock.h"
 #include "common/swap_locks.h"
 #include "common/ticket_lock.h"
-#include "profile/lockprof_clh_pool.h"
+#include "profile/lockprof_clh_pool.inc"
 #include "common/ttas_backoff_lock.h"
 
 namespace lockprof {

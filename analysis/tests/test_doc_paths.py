@@ -13,7 +13,7 @@ import tokenize
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-EXT = r"(?:py|h|hpp|c|cc|cpp|md|toml|json|sh|txt|csv|ini|html|svg|cmake|zip|so|yml|yaml)"
+EXT = r"(?:py|h|hpp|inc|c|cc|cpp|md|toml|json|sh|txt|csv|ini|html|svg|cmake|zip|so|yml|yaml)"
 TOP = r"(?:analysis|common|client|profile|bench|fuzz|tests|docs|report|results|build|\.ci)"
 SEG = r"(?:[\w.*-]|<[^<>\n]{1,30}>)"
 PATH = re.compile(r"(?<![\w./<>$-])((?:" + TOP + r"/(?:" + SEG + r"|/)*[\w*>/])"
@@ -59,7 +59,7 @@ def sources() -> list:
     out = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     for top in ("analysis", "common", "client", "profile", "bench", "fuzz", "tests"):
         out += [p for p in sorted((REPO / top).rglob("*")) if p.is_file()
-                and p.suffix in (".py", ".h", ".hpp", ".c", ".cc", ".cpp")
+                and p.suffix in (".py", ".h", ".hpp", ".inc", ".c", ".cc", ".cpp")
                 and "__pycache__" not in p.parts and "corpus" not in p.parts]
     return out
 
