@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from perf_cells import CONNS, build_cells, estimate, has_io_option, has_option
+from yardstick import yardstick_dir
 
 from analysis.launch import procs
 from analysis.launch import server_spec as SS
@@ -51,7 +52,6 @@ from analysis.progress import Progress
 ROOT = Path(__file__).resolve().parent.parent
 
 N = 1000            # array size of every run
-YARDSTICK_SRC = Path("/work/shared/yardstick")
 
 
 class PerfError(Exception):
@@ -313,8 +313,8 @@ def parse_args(argv):
     p.add_argument("--bin-dir", default=str(ROOT / "build" / "release"),
                    help="where main1..main4, lockserver and client are")
     p.add_argument("--yardstick", default=None,
-                   help="folder with the built yardstick (default: build it into "
-                        "build/yardstick of this checkout from /work/shared/yardstick)")
+                   help="folder with the built yardstick: loadgen, nullsrv_tpc, nullsrv_epoll "
+                        "(default: build/yardstick of this checkout)")
     p.add_argument("--strategies", default="",
                    help="also lockserver strategies, comma-separated (e.g. seqlock-per-slot)")
     p.add_argument("--no-redis", action="store_true", help="skip Redis")
@@ -326,6 +326,10 @@ def parse_args(argv):
     p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=None,
                    help="seed of the round order")
     a = p.parse_args(argv)
+    try:  # a folder without the yardstick is a bad value: refused before anything starts
+        a.yardstick = str(yardstick_dir(a.yardstick))
+    except ValueError as exc:
+        p.error(f"--yardstick: {exc}")
     if a.quick:
         a.rounds, a.duration, a.kit_runs = 1, 1.0, 2
     bad = [k for k in a.only.split(",") if k and k not in ("throughput", "timing", "lab",
@@ -333,23 +337,6 @@ def parse_args(argv):
     if bad:
         p.error(f"--only: unknown kind {bad[0]!r} (throughput, timing, lab, clients)")
     return a
-
-
-def prepare_yardstick(args) -> None:
-    if args.yardstick:
-        ys = Path(args.yardstick)
-    else:
-        ys = ROOT / "build" / "yardstick"  # ours, whatever --bin-dir points at
-        if not (ys / "loadgen").exists():
-            if not (YARDSTICK_SRC / "build").exists():
-                raise PerfError(f"no yardstick: build it with {YARDSTICK_SRC}/build DIR and "
-                                "pass --yardstick DIR")
-            subprocess.run([str(YARDSTICK_SRC / "build"), str(ys)], check=True,
-                           capture_output=True, timeout=300)
-    for p in ("loadgen", "nullsrv_tpc", "nullsrv_epoll"):
-        if not os.access(ys / p, os.X_OK):
-            raise PerfError(f"yardstick program missing: {ys / p}")
-    args.yardstick = str(ys)
 
 
 def check_binaries(bin_dir: Path) -> None:
@@ -451,7 +438,6 @@ def main(argv=None) -> int:
     try:
         bin_dir = Path(args.bin_dir).resolve()
         check_binaries(bin_dir)
-        prepare_yardstick(args)
         started = datetime.now(UTC)
         out = Path(args.out) if args.out else (
             ROOT / "results" / "perf" / started.strftime("%Y%m%dT%H%M%SZ"))

@@ -4,8 +4,8 @@
 #
 #   tests/client_benchmark.sh BUILD_DIR [ROUNDS=5]
 #
-# Needs: BUILD_DIR/client and BUILD_DIR/main4 (release build), the yardstick
-# (built into a temp dir from ../shared/yardstick), redis-server and
+# Needs: BUILD_DIR/client and BUILD_DIR/main4 (release build), the yardstick's
+# programs (loadgen, nullsrv_epoll) in $YARDSTICK (default build/yardstick), redis-server and
 # redis-benchmark. Everything listens on 127.0.0.1, on ports the kernel says
 # are free, and is stopped at the end.
 set -euo pipefail
@@ -13,10 +13,12 @@ set -euo pipefail
 build=$(cd "${1:?usage: $0 BUILD_DIR [ROUNDS]}" && pwd)
 rounds=${2:-5}
 here=$(cd "$(dirname "$0")" && pwd)
-yard_src=${YARDSTICK:-$here/../../shared/yardstick}
-[ -d "$yard_src" ] || yard_src=/work/shared/yardstick
+ys=$(cd "${YARDSTICK:-$here/../build/yardstick}" && pwd)
+for p in loadgen nullsrv_epoll; do
+  [ -x "$ys/$p" ] || { echo "client_benchmark: $ys/$p missing (build the yardstick there or set YARDSTICK=DIR)" >&2; exit 1; }
+done
 yard=$(mktemp -d)
-"$yard_src/build" "$yard" >/dev/null
+cp "$ys/loadgen" "$ys/nullsrv_epoll" "$yard/"
 cd "$yard"  # main4 writes its timing file into the working directory
 
 PER_REQ=${PER_REQ:-60000}   # requests per run, one connection per request

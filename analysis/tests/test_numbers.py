@@ -26,7 +26,7 @@ def parsers():
     out = [(f"python -m analysis {name}", p, []) for name, p in subs.choices.items()
            if name != "grade"]
     out.append(("python -m analysis.grade", grade_cli.build_parser(), []))
-    for prog in ("perf", "soak", "lockprof_cost"):
+    for prog in ("perf", "soak", "lockprof_cost", "request_costs"):
         out.append((f"bench/{prog}.py", Capture(bench(prog).parse_args), []))
     return out
 
