@@ -326,10 +326,6 @@ def parse_args(argv):
     p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=None,
                    help="seed of the round order")
     a = p.parse_args(argv)
-    try:  # a folder without the yardstick is a bad value: refused before anything starts
-        a.yardstick = str(yardstick_dir(a.yardstick))
-    except ValueError as exc:
-        p.error(f"--yardstick: {exc}")
     if a.quick:
         a.rounds, a.duration, a.kit_runs = 1, 1.0, 2
     bad = [k for k in a.only.split(",") if k and k not in ("throughput", "timing", "lab",
@@ -430,6 +426,11 @@ def finish(bench: Bench, out: Path, rows: list, meta: dict) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    try:  # a folder without the yardstick is a bad value: refused before anything starts
+        args.yardstick = str(yardstick_dir(args.yardstick))
+    except ValueError as exc:
+        print(f"perf: --yardstick: {exc}", file=sys.stderr)
+        return 2
 
     def on_term(signum, frame):
         raise KeyboardInterrupt

@@ -94,10 +94,6 @@ def parse_args(argv):
     p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=None,
                    help="seed of the round order")
     a = p.parse_args(argv)
-    try:  # a folder without the yardstick is a bad value: refused before anything starts
-        a.yardstick = str(yardstick_dir(a.yardstick))
-    except ValueError as exc:
-        p.error(f"--yardstick: {exc}")
     names = [s[0] for s in SERVERS]
     only = [x.strip() for x in a.only.split(",") if x.strip()]
     bad = [x for x in only if x not in names]
@@ -382,6 +378,11 @@ def write_csv(path: Path, rows: list) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    try:  # a folder without the yardstick is a bad value: refused before anything starts
+        args.yardstick = str(yardstick_dir(args.yardstick))
+    except ValueError as exc:
+        print(f"request_costs: --yardstick: {exc}", file=sys.stderr)
+        return 2
     if shutil.which("perf") is None:
         print("request_costs: perf not found (apt-get install linux-perf)", file=sys.stderr)
         return 1
