@@ -1,17 +1,19 @@
 """Names for the addresses a lock profile holds (the sites of lock objects, the frames of
 contended call stacks): ELF function symbols from an object's .symtab, its separate debug
-file, or its .dynsym, read with the standard library only; C++ names demangled by c++filt
-when it is installed. The objects are named by a dump the profiled program could forge, so
-only regular files of a sane size are read."""
+file, or its .dynsym, read by analysis/elf.py; C++ names demangled by c++filt when it is
+installed. The objects are named by a dump the profiled program could forge, so only
+regular files of a sane size are read, and a file that is not ELF as it claims has no
+names."""
 
 import bisect
 import os
 import shutil
 import stat
-import struct
 import subprocess
 import zlib
 from pathlib import Path
+
+from analysis import elf
 
 
 class Symbols:
@@ -36,10 +38,9 @@ class Symbols:
                     found = _functions(read_object(debug), True) if debug else ([], [])
                 if not found[0]:
                     found = _functions(data)
-                    if data[:4] == b"\x7fELF":
-                        self.stripped.add(path)
+                    self.stripped.add(path)
                 self.cache[path] = found
-            except (OSError, struct.error, IndexError, ValueError):
+            except (OSError, elf.Malformed):
                 self.cache[path] = ([], [])
         return self.cache[path]
 
@@ -65,43 +66,27 @@ def read_object(path: str) -> bytes:
         return f.read(MAX_OBJECT)
 
 
-def _sections(data: bytes) -> tuple:
-    """(byte order, [section header tuples], {name: header}) of a 64-bit ELF image."""
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        return "<", [], {}
-    end = "<" if data[5] == 1 else ">"
-    shoff, = struct.unpack_from(end + "Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
-    secs = [struct.unpack_from(end + "IIQQQQIIQQ", data, shoff + i * shentsize)
-            for i in range(shnum)]
-    names = {}
-    if shstrndx < len(secs):
-        base = secs[shstrndx][4]
-        for sec in secs:
-            names[data[base + sec[0]:data.index(b"\0", base + sec[0])].decode("latin-1")] = sec
-    return end, secs, names
+def _image(data: bytes) -> elf.Elf:
+    """The object's bytes as ELF, uncapped: any object a program loads is read whole, a
+    long C++ name or a large table included."""
+    return elf.Elf(data, max_symbols=None, max_name=None)
 
 
 def debug_file(path: str, data: bytes) -> str | None:
     """The separate debug file installed for the object: by its build ID
     (/usr/lib/debug/.build-id/ab/cdef.debug), else by its .gnu_debuglink name beside it,
-    in .debug/ there or under /usr/lib/debug, with the link's CRC matching."""
-    end, _, names = _sections(data)
-    note = names.get(".note.gnu.build-id")
-    if note:
-        namesz, descsz, kind = struct.unpack_from(end + "III", data, note[4])
-        if kind == 3:
-            at = note[4] + 12 + (namesz + 3) // 4 * 4
-            hexid = data[at:at + descsz].hex()
-            cand = DEBUG_ROOT / ".build-id" / hexid[:2] / f"{hexid[2:]}.debug"
-            if len(hexid) > 2 and cand.is_file():
-                return str(cand)
-    link = names.get(".gnu_debuglink")
+    in .debug/ there or under /usr/lib/debug, with the link's CRC matching. Malformed
+    when the object cannot be read as ELF."""
+    image = _image(data)
+    hexid = image.build_id()
+    if len(hexid) > 2:
+        cand = DEBUG_ROOT / ".build-id" / hexid[:2] / f"{hexid[2:]}.debug"
+        if cand.is_file():
+            return str(cand)
+    link = image.debuglink()
     if not link:
         return None
-    raw = data[link[4]:link[4] + link[5]]
-    name = raw[:raw.index(b"\0")].decode("utf-8", "replace")
-    crc, = struct.unpack_from(end + "I", raw, (raw.index(b"\0") + 4) // 4 * 4)
+    name, crc = link
     here = Path(path).resolve().parent
     for cand in (here / name, here / ".debug" / name, DEBUG_ROOT / here.relative_to("/") / name):
         if "/" not in name and cand.is_file() and zlib.crc32(read_object(str(cand))) == crc:
@@ -109,22 +94,18 @@ def debug_file(path: str, data: bytes) -> str | None:
     return None
 
 
+def _is_function(sym: elf.Symbol) -> bool:
+    return sym.type == elf.STT_FUNC and bool(sym.value and sym.size)
+
+
 def _functions(data: bytes, symtab_only: bool = False) -> tuple:
-    """(sorted starts, [(start, size, name)]) of the FUNC symbols of a 64-bit ELF image:
-    its .symtab, or its .dynsym where it has none (unless symtab_only)."""
-    end, secs, _ = _sections(data)
-    tabs = [s for s in secs if s[1] == 2] or ([] if symtab_only else
-                                              [s for s in secs if s[1] == 11])
-    funcs = []
-    for s in tabs:
-        strtab = secs[s[6]]
-        for st_name, info, _, _, value, size in struct.iter_unpack(
-                end + "IBBHQQ", data[s[4]:s[4] + s[5] - s[5] % 24]):
-            if info & 0xF == 2 and value and size:
-                at = strtab[4] + st_name
-                name = data[at:data.index(b"\0", at)].decode("utf-8", "replace")
-                funcs.append((value, size, name))
-    funcs.sort()
+    """(sorted starts, [(start, size, name)]) of the FUNC symbols of an ELF image: its
+    .symtab, or its .dynsym where it has none (unless symtab_only)."""
+    image = _image(data)
+    tabs = list(image.symbol_tables(elf.SHT_SYMTAB)) or (
+        [] if symtab_only else list(image.symbol_tables(elf.SHT_DYNSYM)))
+    funcs = sorted((sym.value, sym.size, name) for tab in tabs
+                   for name, sym in image.symbols(tab, _is_function))
     return [f[0] for f in funcs], funcs
 
 
