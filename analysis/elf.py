@@ -105,7 +105,7 @@ def _answers(method: Callable) -> Callable:
 class Elf:
     """An ELF file's bytes (32- or 64-bit, either byte order), read on demand; Malformed
     at once when its identification or header cannot be read. max_symbols, max_name: the
-    caps above, or None for none but the file's size."""
+    caps above, or None for none but the file's size. machine: the header's e_machine."""
 
     def __init__(self, data: bytes, max_symbols: int | None = MAX_SYMBOLS,
                  max_name: int | None = MAX_NAME):
@@ -124,6 +124,7 @@ class Elf:
 
     @_answers
     def _header(self) -> None:
+        self.machine = self.u("H", 18)[0]
         if self.wide:
             self.phoff, self.shoff = self.u("Q", 32)[0], self.u("Q", 40)[0]
             self.phentsize, self.phnum, self.shentsize, self.shnum = self.u("HHHH", 54)
@@ -149,6 +150,13 @@ class Elf:
         return self.data[table + off:stop].decode("utf-8", "replace")
 
     # -- the loader's view: program headers, the dynamic segment ----------------------------
+    def segments_end(self) -> int:
+        """How many bytes from the file's start hold its header and program headers, all
+        that segments() reads: a caller can read only that much of a large file (capped
+        by the file's size, since a hostile header may point anywhere)."""
+        header = 64 if self.wide else 52
+        return max(header, self.phoff + self.phnum * self.phentsize) if self.phnum else header
+
     @_answers
     def segments(self) -> list:
         """Each program header, in order."""

@@ -4,6 +4,7 @@ huge symbol count, names outside their table, random damage) answered with Malfo
 nothing else, capped and uncapped; and a real program of the system (/bin/true) read as
 its loader and nm see it."""
 
+import os
 import random
 import shutil
 import struct
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from analysis import elf
+from analysis.tests.helpers import elf_file
 
 SHSTRTAB = b"\0.symtab\0.strtab\0.shstrtab\0"
 
@@ -78,10 +80,17 @@ def test_the_tiny_file_reads_whole():
     pytest.param(b"\x7fELF\x03\x01" + bytes(58),
                  "an ELF class or byte order that does not exist", id="class-3"),
     pytest.param(tiny()[:12], "not an ELF file", id="ident-cut"),
+    pytest.param(tiny()[:19], "a table runs past the end of the file (offset 18)",
+                 id="header-cut-at-machine"),
     pytest.param(tiny()[:36], "a table runs past the end of the file (offset 32)",
                  id="header-cut-at-phoff"),
     pytest.param(tiny()[:60], "a table runs past the end of the file (offset 54)",
                  id="header-cut-at-counts"),
+    pytest.param(elf_file([elf.PT_INTERP], phoff=1 << 62),
+                 f"a table runs past the end of the file (offset {1 << 62})",
+                 id="program-headers-past-end"),
+    pytest.param(elf_file([elf.PT_INTERP], phentsize=8), "program headers too small",
+                 id="program-headers-too-small"),
     pytest.param(tiny(shoff_delta=10_000), "a table runs past the end of the file",
                  id="sections-past-end"),
     pytest.param(tiny(shoff_delta=1 << 62), "a table runs past the end of the file",
@@ -98,6 +107,20 @@ def test_the_tiny_file_reads_whole():
 ])
 def test_a_hostile_file_is_malformed_and_says_why(data, why):
     assert answer(data).startswith(f"malformed: {why}")
+
+
+def test_the_header_names_the_machine_and_how_far_the_program_headers_reach():
+    data = elf_file([elf.PT_LOAD, elf.PT_INTERP])
+    image = elf.Elf(data)
+    assert image.machine == 62 and image.segments_end() == len(data) == 64 + 2 * 56
+    start = elf.Elf(data[:image.segments_end()])
+    assert [s.type for s in start.segments()] == [elf.PT_LOAD, elf.PT_INTERP]
+    assert elf.Elf(tiny()).segments_end() == 64   # no program headers: the header alone
+    narrow = struct.pack(">16sHHIIIIIHHHHHH", b"\x7fELF\x01\x02\x01", 2, 8, 1, 0, 0, 0, 0,
+                         52, 32, 0, 40, 0, 0)
+    assert (elf.Elf(narrow).machine, elf.Elf(narrow).segments_end()) == (8, 52)
+    # a hostile header may say any end: the caller caps its read by the file's size
+    assert elf.Elf(elf_file([elf.PT_INTERP], phoff=1 << 62)).segments_end() == (1 << 62) + 56
 
 
 def test_uncapped_the_file_itself_bounds_the_tables():
@@ -139,6 +162,10 @@ def test_a_real_program_reads_as_its_loader_and_nm_see_it():
     image = elf.Elf(TRUE.read_bytes())
     loader = image.loader()
     assert "libc.so.6" in loader.needed and loader.interp.startswith("/lib")
+    # the start of the file alone holds the segments
+    assert elf.Elf(TRUE.read_bytes()[:image.segments_end()]).segments() == image.segments()
+    assert image.machine == {"x86_64": 62, "aarch64": 183}.get(os.uname().machine,
+                                                               image.machine)
     assert loader.symbols is not None
 
     def names(table):
