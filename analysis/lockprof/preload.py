@@ -2,7 +2,8 @@
 locks liblockprof.so can swap in (its one list, common/swap_locks.h), the program and the
 interposer checked before anything starts (found, executable, dynamically linked, of the
 interposer's machine), the one-line errors and the command line's shape (options, '--',
-the program). Standard library only: --help answers with any Python 3.11."""
+the program). Standard library only (the ELF reader, analysis/elf.py, is too): --help
+answers with any Python 3.11."""
 
 import argparse
 import contextlib
@@ -10,8 +11,9 @@ import os
 import re
 import shutil
 import signal
-import struct
 from pathlib import Path
+
+from analysis import elf
 
 REPO = Path(__file__).resolve().parents[2]
 SWAP_LOCK_LIST = REPO / "common" / "swap_locks.h"
@@ -41,7 +43,6 @@ NOT_A_LOCK = {"flat-combining": "flat combining cannot replace a pthread lock: a
               "and unlock call is the caller's own code, which cannot be handed over"}
 # the trace's variables outside the LOCKPROF_ family, which the interposer ignores
 RENAMED_ENV = {f"LOCKTRACE_{v}": f"LOCKPROF_TRACE_{v}" for v in ("FD", "FILE", "MAX")}
-PT_INTERP = 3
 
 
 class RefusedError(Exception):
@@ -98,38 +99,48 @@ def find_program(name: str) -> Path:
 
 def elf_header(path: Path, head: bytes) -> tuple:
     """(class, machine, has PT_INTERP) of a 64- or 32-bit ELF file whose first bytes are
-    head; a program with no PT_INTERP is linked statically (a static PIE too)."""
-    little = head[5] == 1
-    end = "<" if little else ">"
-    machine = struct.unpack_from(end + "H", head, 18)[0]
-    if head[4] != 2:
-        return head[4], machine, True
-    phoff, = struct.unpack_from(end + "Q", head, 32)
-    phentsize, phnum = struct.unpack_from(end + "HH", head, 54)
-    with path.open("rb") as f:
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    types = [struct.unpack_from(end + "I", table, i * phentsize)[0] for i in range(phnum)
-             if (i + 1) * phentsize <= len(table)]
-    return 2, machine, PT_INTERP in types
+    head, read by analysis/elf.py (elf.Malformed when they cannot be read so); a program
+    with no PT_INTERP is linked statically (a static PIE too)."""
+    header = elf.Elf(head)
+    if not header.wide:
+        return 1, header.machine, True
+    with path.open("rb") as f:   # its start only: a program can be large
+        start = f.read(min(header.segments_end(), os.fstat(f.fileno()).st_size))
+    segments = elf.Elf(start).segments()
+    return 2, header.machine, any(s.type == elf.PT_INTERP for s in segments)
+
+
+def lib_machine(lib: Path) -> int | None:
+    """The interposer's machine (e_machine); None when it is not an ELF file, which no
+    program matches."""
+    with lib.open("rb") as f:
+        head = f.read(64)
+    try:
+        return elf.Elf(head).machine
+    except elf.Malformed:
+        return None
 
 
 def check_linkage(program: Path, lib: Path) -> None:
     """RefusedError unless the preloaded library can see the program's lock calls: a script (its
     interpreter is checked when it runs), or a dynamically linked ELF program of the
-    library's class and machine."""
+    library's class and machine. A program whose header or program headers cannot be read
+    is no ELF program: the kernel would not run it either."""
     try:
         with program.open("rb") as f:
             head = f.read(64)
         if head[:2] == b"#!":
             return
-        if head[:4] != b"\x7fELF" or len(head) < 64:
-            raise RefusedError(f"{program} is neither an ELF program nor a script")
-        cls, machine, dynamic = elf_header(program, head)
-        _, lib_machine, _ = elf_header(lib, lib.read_bytes()[:64])
+        try:
+            if len(head) < 64:   # no 64-bit header: nothing the interposer can join
+                raise elf.Malformed("shorter than a 64-bit ELF header")
+            cls, machine, dynamic = elf_header(program, head)
+        except elf.Malformed:
+            raise RefusedError(f"{program} is neither an ELF program nor a script") from None
+        wanted = lib_machine(lib)
     except OSError as e:
         raise RefusedError(f"cannot read {program}: {e.strerror or e}") from None
-    if cls != 2 or machine != lib_machine:
+    if cls != 2 or machine != wanted:
         raise RefusedError(f"{program} is built for another architecture than the interposer "
                       f"{lib.name}; it cannot be preloaded")
     if not dynamic:

@@ -1,5 +1,6 @@
 """`lockbench compare` (analysis/compare/): the statistics and
-verdicts on given numbers; every refusal, one line and exit 2 with nothing run; and real
+verdicts on given numbers; every refusal, one line and exit 2 with nothing run; the
+program's ELF headers checked, hostile ones refused in one line, never an error; and real
 programs compared under real swap locks: zstd with its round trip as the check, memcached
 under memcaslap (the metric its TPS line), sysbench's mutex test, a program that one lock
 breaks. The tests say what happened (rows, exit statuses, the check, the refusals), never
@@ -7,6 +8,7 @@ which lock wins; each real comparison is kept to 2 rounds and 2 or 3 locks."""
 
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -14,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from analysis import elf
 from analysis import kernel_sockets as ks
 from analysis.compare import cli as compare
 from analysis.compare import report as R
 from analysis.launch.procs import pick_port
 from analysis.stats import median_ci
-from analysis.tests.helpers import PY, RELEASE, REPO
+from analysis.tests.helpers import PY, RELEASE, REPO, elf_file
 
 LIB = RELEASE / "liblockprof.so"
 WALL = {"kind": "wall", "of": "program", "regex": None, "lower_is_better": True}
@@ -176,6 +179,63 @@ def test_pthread_asked_for_is_the_row_every_comparison_has_said_once():
     assert [c.name for c in compare.configs(a)] == ["native", "pthread", "mcs"]
     a = compare.parse(["--locks", "mcs", "--", "true"])
     assert compare.always_a_row(a) == "" and a.locks == ["mcs"]
+
+
+NEITHER = "is neither an ELF program nor a script"
+FOREIGN = "is built for another architecture than the interposer liblockprof.so"
+
+
+def linkage(program: Path, lib: Path) -> str | None:
+    """What check_linkage says of the program: None when it may be preloaded."""
+    try:
+        compare.P.check_linkage(program, lib)
+    except compare.P.RefusedError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("data, said", [
+    pytest.param(elf_file([elf.PT_LOAD, elf.PT_INTERP]), None, id="dynamic"),
+    pytest.param(elf_file([elf.PT_INTERP], ident=b"\x7fELF\x02\x02\x01"), None,
+                 id="big-endian"),
+    pytest.param(b"#!/bin/sh\nexit 0\n", None, id="script"),
+    pytest.param(elf_file([elf.PT_LOAD]), "is statically linked", id="static"),
+    pytest.param(elf_file([elf.PT_INTERP], machine=183), FOREIGN, id="another-machine"),
+    pytest.param(elf_file(ident=b"\x7fELF\x01\x01\x01"), FOREIGN, id="32-bit"),
+    pytest.param(b"hello\n" * 20, NEITHER, id="text"),
+    pytest.param(elf_file()[:63], NEITHER, id="header-cut"),
+    pytest.param(elf_file([elf.PT_LOAD, elf.PT_INTERP])[:100], NEITHER, id="table-cut"),
+    pytest.param(elf_file([elf.PT_INTERP], phoff=1 << 63), NEITHER, id="table-far-past-end"),
+    pytest.param(elf_file([elf.PT_INTERP], phentsize=0), NEITHER, id="entry-size-0"),
+    pytest.param(elf_file([elf.PT_INTERP], ident=b"\x7fELF\x03\x01\x01"), NEITHER,
+                 id="class-3"),
+])
+def test_the_program_is_checked_from_its_elf_headers(tmp_path, data, said):
+    lib = tmp_path / "liblockprof.so"
+    lib.write_bytes(elf_file(machine=62))
+    (tmp_path / "prog").write_bytes(data)
+    got = linkage(tmp_path / "prog", lib)
+    assert got == said if said is None else said in got, got
+
+
+def test_a_hostile_program_or_interposer_gets_one_refusal_never_an_error(tmp_path):
+    lib, prog = tmp_path / "liblockprof.so", tmp_path / "prog"
+    lib.write_bytes(b"not an ELF file")   # no program matches it
+    prog.write_bytes(elf_file([elf.PT_INTERP]))
+    assert FOREIGN in linkage(prog, lib)
+    lib.write_bytes(elf_file(machine=62))
+    good = elf_file([elf.PT_LOAD, elf.PT_INTERP, elf.PT_DYNAMIC])
+    rng = random.Random(2024)
+    kinds = (NEITHER, FOREIGN, "is statically linked")
+    said = set()
+    for i in range(600):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        prog.write_bytes(bytes(data[:rng.randrange(len(data))] if i % 3 == 0 else data))
+        got = linkage(prog, lib)
+        said.add(got if got is None else next((k for k in kinds if k in got), got))
+    assert said == {None, *kinds}, said
 
 
 def in_process(capsys, *args) -> tuple:
