@@ -1,8 +1,10 @@
 """The build check's retries (analysis/grade/trust/packaging.py RETRIES, docs/grading.md "build"):
 which failed make output calls for which compiler flag, and, graded end to end, the
-fixture tests/fixtures/implicit_decl, whose C only a compiler older than gcc 14 accepts."""
+fixture tests/fixtures/implicit_decl, whose C only a compiler older than gcc 14 accepts;
+and what the check calls a handed-in binary (packaging.describe_binary), hostile ones too."""
 
 import json
+import random
 import subprocess
 import sys
 
@@ -10,7 +12,7 @@ import pytest
 
 from analysis.grade.trust import packaging as P
 from analysis.grade.trust import sandbox
-from analysis.tests.helpers import REPO, kit_fixture
+from analysis.tests.helpers import REPO, elf_file, kit_fixture
 
 # gcc's own lines (LANG=C), of gcc 12 with the fixture's -Werror=... and of gcc 14 itself
 INCOMPATIBLE = ("main.c:11:50: error: passing argument 3 of 'pthread_create' from "
@@ -42,6 +44,45 @@ def test_the_retry_flags_are_the_c_compilers_and_fpermissive_only_from_gcc14():
     assert P.retry_flags(["permissive"], "clang", None) == wno
     assert P.retry_flags(["permissive"], "g++", 14) == []
     assert P.retry_flags(["fcommon", "permissive"], "g++", 14) == ["-fcommon"]
+
+
+NO_ELF = "not an executable (no ELF header)"
+BIG_ENDIAN, NARROW, NO_CLASS = (b"\x7fELF\x02\x02\x01", b"\x7fELF\x01\x01\x01",
+                                b"\x7fELF\x03\x01\x01")
+
+
+@pytest.mark.parametrize("head, machine, said", [
+    (elf_file(), "x86_64", ""),
+    (elf_file(machine=183), "aarch64", ""),
+    (elf_file(ident=BIG_ENDIAN), "x86_64", ""),
+    (elf_file(machine=999), "sparc", ""),    # a machine it does not know: the class alone
+    (elf_file(machine=183), "x86_64",
+     "an ELF binary for another machine (e_machine 183, this is x86_64)"),
+    (elf_file(ident=NARROW, machine=3), "x86_64",
+     "an ELF binary for another machine (e_machine 3, this is x86_64)"),
+    (b"\xcf\xfa\xed\xfe" + bytes(60), "x86_64", "a Mach-O binary (macOS), which Linux cannot run"),
+    (b"#!/bin/sh\n", "x86_64", "a script, not a compiled server"),
+    (b"", "x86_64", NO_ELF),
+    (b"MZ" + bytes(62), "x86_64", NO_ELF),
+    (elf_file()[:40], "x86_64", NO_ELF),
+    (elf_file(ident=NO_CLASS), "x86_64", NO_ELF),
+])
+def test_a_handed_in_binary_is_described_from_its_elf_header(head, machine, said):
+    assert P.describe_binary(head, machine) == said
+
+
+def test_a_damaged_header_is_described_never_an_error():
+    rng = random.Random(2024)
+    kinds = ("", NO_ELF, "an ELF binary for another machine (e_machine ")
+    said = set()
+    for i in range(2000):
+        head = bytearray(elf_file())
+        for _ in range(rng.randint(1, 4)):
+            head[rng.randrange(20)] = rng.randrange(256)
+        got = P.describe_binary(bytes(head[:rng.randrange(65)] if i % 4 == 0 else head),
+                                "x86_64")
+        said.add(next((k for k in kinds[1:] if got.startswith(k)), got))
+    assert said == set(kinds), said
 
 
 @pytest.mark.slow

@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from analysis import elf
+
 ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "i686": 3, "riscv64": 243}
 MACHO = (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe",
          b"\xca\xfe\xba\xbe")
@@ -15,18 +17,20 @@ MACHO = (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\x
 
 def describe_binary(head: bytes, machine: str | None = None) -> str:
     """'' when `head` (the first 64 bytes of a file) starts an executable this machine runs,
-    else what it is instead."""
+    else what it is instead; its ELF header read by analysis/elf.py."""
     machine = machine or os.uname().machine
     if head[:4] in MACHO:
         return "a Mach-O binary (macOS), which Linux cannot run"
     if head[:2] == b"#!":
         return "a script, not a compiled server"
-    if head[:4] != b"\x7fELF":
+    try:
+        header = elf.Elf(head)
+    except elf.Malformed:   # a header cut short or of no class that exists: none the kernel runs
         return "not an executable (no ELF header)"
     want = ELF_MACHINES.get(machine)
-    got = int.from_bytes(head[18:20], "little" if head[5:6] == b"\x01" else "big")
-    if head[4:5] != b"\x02" or (want is not None and got != want):
-        return f"an ELF binary for another machine (e_machine {got}, this is {machine})"
+    if not header.wide or (want is not None and header.machine != want):
+        return (f"an ELF binary for another machine (e_machine {header.machine}, this is "
+                f"{machine})")
     return ""
 
 
