@@ -172,7 +172,9 @@ class Bench:
                       "-o", str(data), "-p", str(srv.proc.pid)], self.loadgen(port))
         finally:
             srv.stop()
-        return syscall_shares(data)
+        shares = syscall_shares(data)
+        data.unlink()   # megabytes, and what it says is in the shares
+        return shares
 
 
 def attached(perf_argv: list, client_argv: list) -> subprocess.CompletedProcess:
@@ -281,14 +283,16 @@ def syscall_shares(data: Path) -> dict:
         if not frames:
             continue
         user = [f for f in frames if not f[0].startswith("ffffffff")]
+        syms = {f[1] for f in frames if len(f) > 1}
         if frames[0] in user:
             where = "user"
-        elif user:
+        elif any(x.startswith("io_uring") or "_sys_io_uring" in x for x in syms):
+            where = "io_uring_enter"   # liburing makes the call inline: no wrapper's name
+        elif user and "do_syscall_64" in syms:
             where = call_name(user[0][1] if len(user[0]) > 1 else "?")
-        else:
+        else:   # an interrupt, a soft interrupt or a page fault
             where = "kernel, outside a system call"
         counts[where] = counts.get(where, 0) + 1
-        syms = {f[1] for f in frames if len(f) > 1}
         if "exit_to_user_mode_loop" in syms and "schedule" in syms:
             counts["scheduled out on return"] = counts.get("scheduled out on return", 0) + 1
     total = sum(v for k, v in counts.items() if k != "scheduled out on return") or 1
@@ -296,8 +300,11 @@ def syscall_shares(data: Path) -> dict:
 
 
 def call_name(wrapper: str) -> str:
-    """libc's wrapper's name to the call's: __GI___libc_write -> write, __send -> send."""
+    """libc's wrapper's name to the call's: __GI___libc_write -> write, __send -> send,
+    pthread_cond_signal -> futex."""
     name = re.sub(r"^(?:__GI_)?_*(?:libc_)?", "", wrapper.split("+")[0].split("@")[0])
+    if "futex" in name or name.startswith(("lll_", "pthread_cond", "pthread_mutex")):
+        return "futex"    # glibc's lock and condition variable paths into the kernel
     return name.removesuffix("64") if name.endswith("pread64") else name or wrapper
 
 
