@@ -37,10 +37,21 @@ PERF_RESULTS = REPO / "results" / "perf"
 
 
 def latest_perf(root=PERF_RESULTS) -> Path | None:
-    """The newest bench/perf.py results folder (results/perf/<UTC time>/runs.csv, plain or
-    gzipped), or None."""
+    """The newest complete bench/perf.py results folder (results/perf/<UTC time>/runs.csv,
+    plain or gzipped; complete: run without --only, so the section has every kind of
+    configuration), else the newest of any, or None."""
     runs = sorted(p for p in Path(root).glob("*") if raw_exists(p / "runs.csv"))
-    return runs[-1] if runs else None
+    complete = [p for p in runs if "--only" not in _perf_argv(p)]
+    return (complete or runs or [None])[-1]
+
+
+def _perf_argv(run: Path) -> list:
+    """The options a perf run was started with (its meta.json), [] when unreadable."""
+    try:
+        argv = json.loads((run / "meta.json").read_text()).get("argv", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return argv if isinstance(argv, list) else []
 
 
 def read_data(results_dir, microbench=None, template=TEMPLATE, perf=None) -> ReportData:

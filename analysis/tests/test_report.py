@@ -1,6 +1,7 @@
 """report: files made, non-empty, and byte-identical when rebuilt from the same raw data."""
 
 import filecmp
+import json
 import shutil
 
 import pytest
@@ -216,3 +217,24 @@ def test_committed_report_is_regenerated_byte_for_byte(tmp_path):
              and "templates" not in p.parts} - {p.relative_to(tmp_path)
                                                 for p in tmp_path.rglob("*") if p.is_file()}
     assert not extra, f"stale files in report/: {sorted(extra)}"
+
+
+def test_the_report_takes_the_newest_complete_perf_run(tmp_path):
+    """A run made with --only (some kinds of configuration) is newer than the last complete
+    one: the report's Performance section keeps the complete run; with only partial runs
+    it takes the newest of them."""
+    from analysis.report import latest_perf
+
+    def run(name, argv):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "runs.csv").write_text("cell\n")
+        (tmp_path / name / "meta.json").write_text(json.dumps({"argv": argv}))
+    run("20260101T000000Z", ["--only", "clients"])
+    assert latest_perf(tmp_path).name == "20260101T000000Z"
+    run("20260102T000000Z", ["--rounds", "5"])
+    run("20260103T000000Z", ["--only", "throughput", "--rounds", "5"])
+    assert latest_perf(tmp_path).name == "20260102T000000Z"
+    (tmp_path / "20260104T000000Z").mkdir()
+    (tmp_path / "20260104T000000Z" / "runs.csv").write_text("cell\n")
+    (tmp_path / "20260104T000000Z" / "meta.json").write_text("{not json")
+    assert latest_perf(tmp_path).name == "20260104T000000Z"  # unreadable: taken as complete
