@@ -1,10 +1,13 @@
 // No allocation per request: a keep-alive connection served
 // by each --io model, with a real RequestHandler and store, must not call
-// operator new once it is warm. Its own binary: the global operator new here
-// counts every allocation of the process.
+// operator new once it is warm; and the thread model reads the clock no more
+// than its request needs. Its own binary: the global operator new and
+// clock_gettime here count every allocation and clock read of the process.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -32,7 +35,18 @@
 
 namespace {
 std::atomic<uint64_t> g_allocations{0};
+std::atomic<uint64_t> g_clock_reads{0};
+using ClockGettime = int (*)(clockid_t, timespec*);
 }  // namespace
+
+// Every clock read of the program (MonotonicNanos, std::chrono's clocks)
+// comes here before libc's, which is found at the first read (dlsym may
+// allocate: that is in the warm-up, never in a counted window).
+extern "C" int clock_gettime(clockid_t clock, timespec* ts) noexcept {
+  static const auto real = reinterpret_cast<ClockGettime>(dlsym(RTLD_NEXT, "clock_gettime"));
+  g_clock_reads.fetch_add(1, std::memory_order_relaxed);
+  return real(clock, ts);
+}
 
 // Every form of operator new the program may use goes through these two;
 // the deletes free what malloc gave (GCC cannot see that they pair up).
@@ -127,6 +141,41 @@ TEST_P(AllocFreeTest, KeepAliveRequestsWithTheTimingLogAllocateNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModels, AllocFreeTest, AllModels(), ModelName);
+
+// A warm keep-alive request under thread per connection (the lab's model),
+// timing log on, reads the clock for what it needs: the bytes' arrival, the
+// lock's wait and hold (the store, three), the reply's time (the handler),
+// the step after the handler, the reply sent: 7. A driver that read it once
+// more per step of the connection's loop made 10; on a machine whose clock
+// is a system call, each one is. The test client reads no clock.
+TEST(ClockReadsTest, AWarmKeepAliveRequestReadsTheClockSevenTimes) {
+  ArtificialDelay delay{std::chrono::microseconds(0)};
+  MutexPerSlotStore store{10, &delay};
+  RequestCounters counters;
+  LatencyLogOptions options;
+  options.time_file = testing::TempDir() + "alloc_free_test_clock_timing";
+  LatencyLog log(options);
+  ASSERT_TRUE(log.Open().ok());
+  RequestHandler handler(&store, &log, &counters);
+  std::unique_ptr<IoModel> model = MakeModel(TestedModel("thread"), &handler, ConnectionLimits());
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd client(sv[0]);
+  ASSERT_TRUE(model->Dispatch(sv[1]));
+  ASSERT_TRUE(PingPong(client.get(), 2500));
+  constexpr int kRequests = 3000;
+  const uint64_t before = g_clock_reads.load();
+  ASSERT_TRUE(PingPong(client.get(), kRequests));
+  const uint64_t during = g_clock_reads.load() - before;
+  client.Reset();
+  EXPECT_EQ(model->Drain(MonotonicNanos() + 2'000'000'000), 0u);
+  std::remove(options.time_file.c_str());
+  // Up to one more a request: the timing log's batch lines, the
+  // schedstat sample and the server thread's last step in the window.
+  EXPECT_GE(during, 7u * kRequests);
+  EXPECT_LE(during, 7u * kRequests + kRequests / 100)
+      << static_cast<double>(during) / kRequests << " clock reads a request";
+}
 
 // One connection per request (the kit's way) through epoll loops that accept
 // for themselves: once the loops have made enough connection records, a new

@@ -37,8 +37,17 @@ class BlockingDriver {
     return core_.answered();
   }
 
-  // RunCore's driver:
-  int64_t Now() const { return MonotonicNanos(); }
+  // RunCore's driver. Now() is asked once per step; right after a recv or
+  // send that reported its time to the core (OnBytes, OnWritten, ...), that
+  // time is now, to the nanoseconds the core's bookkeeping takes, so the
+  // clock is read only after a handled frame: a keep-alive request reads it
+  // for the bytes, the reply and the handler's timing, not once more per
+  // step (on a machine whose clock is a system call, each read is one).
+  int64_t Now() {
+    now_ = stamped_ ? core_.event_ns() : MonotonicNanos();
+    stamped_ = false;
+    return now_;
+  }
   bool Frame(ConnectionCore::Action action, int64_t /*now*/) {
     AnswerFrame(&core_, action, handler_, 0);
     return true;
@@ -58,20 +67,24 @@ class BlockingDriver {
   RequestHandler* const handler_;
   const StopSignal* stop_ = nullptr;
   ConnectionCore core_;
+  int64_t now_ = 0;             // what Now() last answered
+  bool stamped_ = false;        // the last step told the core its time
   bool timed_out_ = false;      // the last recv ended at its timeout
   int64_t rcv_timeout_ns_ = 0;  // SO_RCVTIMEO now (0: none set yet)
 };
 
 bool BlockingDriver::Write() {
-  if (WriteStep(fd_, &core_) == IoOutcome::kWouldBlock &&
-      WaitReady(fd_, POLLOUT, core_.deadline()) < 0) {
+  const int64_t before = core_.event_ns();
+  const IoOutcome out = WriteStep(fd_, &core_);
+  stamped_ = core_.event_ns() != before;  // not on EINTR: nothing was told
+  if (out == IoOutcome::kWouldBlock && WaitReady(fd_, POLLOUT, core_.deadline()) < 0) {
     core_.OnError();
   }
   return true;
 }
 
 Status BlockingDriver::BoundNextRead() {
-  const int64_t now = MonotonicNanos();
+  const int64_t now = now_;  // Read() follows the Now() of its step at once
   int64_t want = std::min(core_.deadline(), handler_->Idle(now)) - now;
   // The first request usually arrives with the connection, and the log
   // then wants a call within kQuietNs: starting with that bound saves a
@@ -98,7 +111,10 @@ bool BlockingDriver::Read() {
     return true;
   }
   // Blocking: kWouldBlock is the end of the SO_RCVTIMEO wait.
-  if (ReadStep(fd_, &core_, 0, stop_) == IoOutcome::kWouldBlock) timed_out_ = true;
+  const int64_t before = core_.event_ns();
+  const IoOutcome out = ReadStep(fd_, &core_, 0, stop_);
+  timed_out_ = timed_out_ || out == IoOutcome::kWouldBlock;
+  stamped_ = core_.event_ns() != before;  // not on EINTR or a timeout: nothing was told
   return true;
 }
 

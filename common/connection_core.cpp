@@ -111,6 +111,7 @@ void ConnectionCore::FrameDone() {
 }
 
 void ConnectionCore::OnWritten(std::size_t n, int64_t now_ns) {
+  event_ns_ = now_ns;
   out_sent_ += n;
   if (out_sent_ >= out_count_ * kFrameSize) {
     out_count_ = 0;
@@ -121,6 +122,7 @@ void ConnectionCore::OnWritten(std::size_t n, int64_t now_ns) {
 }
 
 void ConnectionCore::OnBytes(std::size_t n, int64_t now_ns) {
+  event_ns_ = now_ns;
   const std::size_t before = Buffered();
   in_end_ += n;
   received_ns_ = now_ns;
@@ -129,8 +131,14 @@ void ConnectionCore::OnBytes(std::size_t n, int64_t now_ns) {
   if (before == 0 || before + n >= kFrameSize) frame_start_ns_ = now_ns;
 }
 
-void ConnectionCore::OnEof(int64_t /*now_ns*/) { eof_ = true; }
+void ConnectionCore::OnEof(int64_t now_ns) {
+  event_ns_ = now_ns;
+  eof_ = true;
+}
 
-void ConnectionCore::OnStop(int64_t /*now_ns*/) { stopping_ = true; }
+void ConnectionCore::OnStop(int64_t now_ns) {
+  event_ns_ = now_ns;
+  stopping_ = true;
+}
 
 }  // namespace kv

@@ -104,6 +104,11 @@ class ConnectionCore {
   void OnStop(int64_t now_ns);
   void OnError() { closed_ = true; }
 
+  // The time given to the last OnBytes, OnWritten, OnEof or OnStop: a
+  // driver that has just reported an I/O step may take it for "now" instead
+  // of reading the clock again.
+  int64_t event_ns() const { return event_ns_; }
+
   // True once a stop dropped an unfinished frame.
   bool cut_by_shutdown() const { return cut_by_shutdown_; }
   // Frames answered so far (kHandle and kReject).
@@ -130,6 +135,7 @@ class ConnectionCore {
   int64_t received_ns_ = 0;         // the read that completed the current frames
   int64_t write_deadline_ns_ = -1;  // -1: nothing waiting to be written
   int64_t deadline_ns_ = 0;
+  int64_t event_ns_ = 0;  // see event_ns()
 
   std::size_t current_len_ = 0;  // length of the frame handed out
   bool eof_ = false;
