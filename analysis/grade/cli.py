@@ -319,7 +319,7 @@ def _bundle(a, ap) -> int:
     try:
         path = bundle.write(a.bundle, a.out, a.weights, a.budget, a.quick,
                             "auto" if a.sandbox == "bubblewrap" else a.sandbox,
-                            grader_version(), a.lab)
+                            grader_version(), a.lab, a.folder)
     except score.WeightsError as e:
         ap.error(str(e))
     except OSError as e:

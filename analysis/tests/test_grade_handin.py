@@ -279,6 +279,22 @@ def test_a_bad_folder_option_is_refused_with_one_line(tmp_path, bad):
     assert cli._folder("./Code/") == "Code" and cli._folder("a\\b") == "a/b"
 
 
+def test_a_platform_bundle_keeps_the_folder_option_for_every_submission(tmp_path):
+    """A course whose hand-ins all keep their Makefile in Code/ writes the bundle with
+    --folder Code: bundle.json keeps it and the hosted grader passes it on."""
+    from analysis.grade.platforms import hosted
+    p = subprocess.run([sys.executable, "-m", "analysis", "grade", "--bundle", "prairielearn",
+                        "--out", str(tmp_path), "--folder", "./Code/", "--lab", "2024"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert p.returncode == 0, p.stderr
+    cfg = json.loads((tmp_path / "prairielearn" / "lockbench" / "bundle.json").read_text())
+    assert cfg["folder"] == "Code" and cfg["lab"] == "2024+"
+    argv = hosted.grader_argv(Path("/sub"), Path("/work"), cfg, 100.0)
+    assert argv[argv.index("--folder") + 1] == "Code"
+    assert argv[argv.index("--lab") + 1] == "2024+"
+    assert "--folder" not in hosted.grader_argv(Path("/sub"), Path("/work"), {}, 100.0)
+
+
 # ---- graded end to end: the course's layout, the older one-`main` lab, the 2017 lab -------
 
 LAYOUT_SKIP = "speed,concurrency,probe,pause"

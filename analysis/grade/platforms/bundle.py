@@ -166,13 +166,16 @@ def write_prairielearn(out: Path, weights: Path, settings: dict, version: str) -
 
 
 def write(platform: str, out: Path, weights: Path, budget: float | None, quick: bool,
-          sandbox: str, version: str, lab: str | None = None) -> Path:
+          sandbox: str, version: str, lab: str | None = None,
+          folder: str | None = None) -> Path:
     """Writes the bundle; returns its path. The weights are checked first (WeightsError).
-    lab: the version every submission is graded as (None: told apart per submission)."""
+    lab: the version every submission is graded as (None: told apart per submission);
+    folder: where in each submission to build (None: found per submission)."""
     score.load_weights(weights)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"budget_s": budget or DEFAULT_BUDGET[platform], "quick": quick,
-                "sandbox": sandbox, **({"lab": lab} if lab else {})}
+                "sandbox": sandbox, **({"lab": lab} if lab else {}),
+                **({"folder": folder} if folder else {})}
     writer = write_gradescope if platform == "gradescope" else write_prairielearn
     path = writer(out, weights, settings, version)
     os.chmod(out, 0o755)

@@ -27,7 +27,7 @@ GRADER_FAULT = ("This is the grader's failure, not a verdict on your code: nothi
 
 
 def settings() -> dict:
-    """The bundle's settings: budget, quick, sandbox, lab (bundle.json, written by
+    """The bundle's settings: budget, quick, sandbox, lab, folder (bundle.json, written by
     bundle.py)."""
     try:
         return json.loads((CODE / "bundle.json").read_text())
@@ -35,18 +35,25 @@ def settings() -> dict:
         return {}
 
 
-def grade(submission: Path, work: Path, cfg: dict) -> tuple:
-    """(folder of the graded submission's pages or None, why not) after running the
-    grader once under the bundle's budget."""
-    budget = float(cfg.get("budget_s", 450))
+def grader_argv(submission: Path, work: Path, cfg: dict, budget: float) -> list:
+    """The grader's command line for one submission under the bundle's settings."""
     argv = [sys.executable, "-m", "analysis.grade", str(submission), "--out", str(work),
             "--no-reference", "--no-progress", "--force", "--budget", f"{budget:g}",
             "--sandbox", os.environ.get("LOCKBENCH_SANDBOX", cfg.get("sandbox", "auto")),
             "--bin-dir", str(CODE / "bin"), "--weights", str(CODE / "grade_weights.toml")]
     if cfg.get("quick"):
         argv.append("--quick")
-    if cfg.get("lab"):
-        argv += ["--lab", str(cfg["lab"])]
+    for option in ("lab", "folder"):   # what the course set when it wrote the bundle
+        if cfg.get(option):
+            argv += [f"--{option}", str(cfg[option])]
+    return argv
+
+
+def grade(submission: Path, work: Path, cfg: dict) -> tuple:
+    """(folder of the graded submission's pages or None, why not) after running the
+    grader once under the bundle's budget."""
+    budget = float(cfg.get("budget_s", 450))
+    argv = grader_argv(submission, work, cfg, budget)
     env = {**os.environ, "PYTHONPATH": str(CODE), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         p = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace",
