@@ -84,9 +84,25 @@ class EventLoop {
   const LoadConfig& cfg_;
 
  private:
-  std::vector<LoopClient*> clients_;
-  UniqueFd ep_;  // the epoll set
+  std::vector<LoopClient*> adopted_;  // by slot
+  UniqueFd ep_;                       // the epoll set
   uint32_t active_ = 0;
+};
+
+// An event loop whose logical clients are Client (a LoopClient with the driver's own state of
+// it, made from (config, t, worker)): it owns them, by slot. A driver's loop is one of these.
+template <class Client>
+class LoopOf : public EventLoop {
+ public:
+  explicit LoopOf(Shared* shared) : EventLoop(shared) {}
+  // Client t, its figures in `w` (DealClients); before Run.
+  void Add(uint32_t t, Worker* w) {
+    clients_.push_back(std::make_unique<Client>(cfg_, t, w));
+    Adopt(clients_.back().get());
+  }
+
+ protected:
+  std::vector<std::unique_ptr<Client>> clients_;  // by slot
 };
 
 // Deals the run's clients to `count` loops (at least one) of type Loop

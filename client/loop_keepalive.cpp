@@ -49,13 +49,9 @@ void SendRequest(int fd, Exchange* ex) {
   }
 }
 
-class KeepAliveLoop final : public EventLoop {
+class KeepAliveLoop final : public LoopOf<KeepAliveClient> {
  public:
-  explicit KeepAliveLoop(Shared* shared) : EventLoop(shared) {}
-  void Add(uint32_t t, Worker* w) {
-    clients_.push_back(std::make_unique<KeepAliveClient>(cfg_, t, w));
-    Adopt(clients_.back().get());
-  }
+  using LoopOf::LoopOf;
 
  private:
   void StartNext(uint32_t slot) override;
@@ -69,7 +65,6 @@ class KeepAliveLoop final : public EventLoop {
   void OnReadable(KeepAliveClient* c);
   bool OpenConnection(KeepAliveClient* c, LabConnection* conn);
 
-  std::vector<std::unique_ptr<KeepAliveClient>> clients_;  // by slot
   uint64_t last_scan_ = 0;
 };
 

@@ -50,13 +50,9 @@ struct OneShotClient : LoopClient {
   using LoopClient::LoopClient;
 };
 
-class OneShotLoop final : public EventLoop {
+class OneShotLoop final : public LoopOf<OneShotClient> {
  public:
-  explicit OneShotLoop(Shared* shared) : EventLoop(shared) {}
-  void Add(uint32_t t, Worker* w) {
-    clients_.push_back(std::make_unique<OneShotClient>(cfg_, t, w));
-    Adopt(clients_.back().get());
-  }
+  using LoopOf::LoopOf;
 
  private:
   void StartNext(uint32_t slot) override;
@@ -78,8 +74,7 @@ class OneShotLoop final : public EventLoop {
   void ConnectFailed(OneShotClient* c, int err);
   void Conclude(OneShotClient* c, ErrorKind kind, const std::string& detail);
 
-  std::vector<std::unique_ptr<OneShotClient>> clients_;  // by slot
-  uint64_t next_due_ = UINT64_MAX;                       // no deadline of a client is earlier
+  uint64_t next_due_ = UINT64_MAX;  // no deadline of a client is earlier
 };
 
 void OneShotLoop::SetDue(OneShotClient* c, uint64_t due) {
