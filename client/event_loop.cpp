@@ -24,6 +24,16 @@ bool EventLoop::EndIfDone(LoopClient* c) {
   return true;
 }
 
+void EventLoop::StartNext(uint32_t slot) {
+  LoopClient* c = adopted_[slot];
+  while (!c->done) {
+    if (EndIfDone(c)) return;
+    c->workload.FillRequest(c->workload.Next(), &c->request);
+    c->sent_ns = NowNs();
+    if (Begin(slot)) return;  // in flight
+  }
+}
+
 void EventLoop::Book(LoopClient* c, ErrorKind kind, uint64_t done_ns, const std::string& detail) {
   BookRequest(shared_, /*open_loop=*/false, {c->sent_ns, c->sent_ns, done_ns}, kind, detail, c->w,
               &c->measured);

@@ -55,7 +55,7 @@ class OneShotLoop final : public LoopOf<OneShotClient> {
   using LoopOf::LoopOf;
 
  private:
-  void StartNext(uint32_t slot) override;
+  bool Begin(uint32_t slot) override;
   void OnEvent(uint64_t data, uint32_t events) override;
   int WaitMs(uint64_t now) const override;
   void OnWake(uint64_t now) override;
@@ -64,7 +64,6 @@ class OneShotLoop final : public LoopOf<OneShotClient> {
     for (const auto& c : clients_) c->fd.Reset();
   }
 
-  bool Open(OneShotClient* c);
   bool TrySend(OneShotClient* c);
   bool Watch(OneShotClient* c, uint32_t events);
   void OnReply(OneShotClient* c, uint32_t events);
@@ -149,7 +148,8 @@ bool OneShotLoop::TrySend(OneShotClient* c) {
 }
 
 // Opens c's connection and sends its request. False: c's request ended.
-bool OneShotLoop::Open(OneShotClient* c) {
+bool OneShotLoop::Begin(uint32_t slot) {
+  OneShotClient* c = clients_[slot].get();
   const sockaddr_storage& addr = cfg_.endpoint.address.storage;
   c->fd.Reset(::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!c->fd) {
@@ -170,18 +170,6 @@ bool OneShotLoop::Open(OneShotClient* c) {
   if (!TrySend(c)) return false;
   const bool unsent = c->phase == OneShotPhase::kConnecting || !c->ex.ToSend().empty();
   return Watch(c, EPOLLIN | EPOLLRDHUP | (unsent ? EPOLLOUT : 0u));
-}
-
-// Starts c's next request, or marks c done. Requests that fail at once are
-// booked and the next one is tried, as a worker would.
-void OneShotLoop::StartNext(uint32_t slot) {
-  OneShotClient* c = clients_[slot].get();
-  while (!c->done) {
-    if (EndIfDone(c)) return;
-    c->workload.FillRequest(c->workload.Next(), &c->request);
-    c->sent_ns = NowNs();
-    if (Open(c)) return;  // in flight
-  }
 }
 
 // An event on client `data`'s connection.
