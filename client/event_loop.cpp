@@ -10,8 +10,8 @@
 namespace kv::load {
 
 void EventLoop::Adopt(LoopClient* c) {
-  c->slot = static_cast<uint32_t>(clients_.size());
-  clients_.push_back(c);
+  c->slot = static_cast<uint32_t>(adopted_.size());
+  adopted_.push_back(c);
 }
 
 bool EventLoop::EndIfDone(LoopClient* c) {
@@ -22,6 +22,16 @@ bool EventLoop::EndIfDone(LoopClient* c) {
   c->done = true;
   --active_;
   return true;
+}
+
+void EventLoop::StartNext(uint32_t slot) {
+  LoopClient* c = adopted_[slot];
+  while (!c->done) {
+    if (EndIfDone(c)) return;
+    c->workload.FillRequest(c->workload.Next(), &c->request);
+    c->sent_ns = NowNs();
+    if (Begin(slot)) return;  // in flight
+  }
 }
 
 void EventLoop::Book(LoopClient* c, ErrorKind kind, uint64_t done_ns, const std::string& detail) {
@@ -35,8 +45,8 @@ void EventLoop::Run() {
   const Status ep_status = ep_ ? Status::OK() : Status::IOError("epoll_create1", errno);
   shared_->ready.count_down();
   shared_->go.wait();
-  active_ = static_cast<uint32_t>(clients_.size());
-  for (LoopClient* c : clients_) {
+  active_ = static_cast<uint32_t>(adopted_.size());
+  for (LoopClient* c : adopted_) {
     if (ep_) {
       StartNext(c->slot);
       continue;
@@ -46,7 +56,7 @@ void EventLoop::Run() {
     c->done = true;
     --active_;
   }
-  std::vector<epoll_event> events(std::max<std::size_t>(clients_.size(), 1));
+  std::vector<epoll_event> events(std::max<std::size_t>(adopted_.size(), 1));
   while (active_ > 0 && !shared_->stop.load(std::memory_order_relaxed)) {
     const int n =
         ::epoll_wait(ep_.get(), events.data(), static_cast<int>(events.size()), WaitMs(NowNs()));

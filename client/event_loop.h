@@ -60,9 +60,10 @@ class EventLoop {
   // Adds a client (its slot is its index); before Run.
   void Adopt(LoopClient* c);
 
-  // The driver's part. Starts client `slot`'s next request (or ends the
-  // client: EndIfDone).
-  virtual void StartNext(uint32_t slot) = 0;
+  // The driver's part. Starts client `slot`'s request (its `request`, started
+  // at `sent_ns`). True: it is in flight; false: it ended at once (a connect
+  // or send failed) and is booked.
+  virtual bool Begin(uint32_t slot) = 0;
   // An event on the epoll data `data` with `events`.
   virtual void OnEvent(uint64_t data, uint32_t events) = 0;
   // How long epoll_wait may sleep, ms.
@@ -72,9 +73,10 @@ class EventLoop {
   // The run is over (or stopped): every connection ends.
   virtual void CloseAll() = 0;
 
-  // True (and the client ended) once it has done its quota, the run is
-  // stopped or past its deadline: its next request must not start.
-  bool EndIfDone(LoopClient* c);
+  // Starts client `slot`'s next request, or ends the client once it has done
+  // its quota, the run is stopped or past its deadline. A request that ends at
+  // once is booked and the next one is tried, as a worker would.
+  void StartNext(uint32_t slot);
   // Books c's request (closed loop: due when sent), finished at `done_ns`.
   void Book(LoopClient* c, ErrorKind kind, uint64_t done_ns, const std::string& detail);
 
@@ -84,9 +86,28 @@ class EventLoop {
   const LoadConfig& cfg_;
 
  private:
-  std::vector<LoopClient*> clients_;
-  UniqueFd ep_;  // the epoll set
+  // True (and the client ended) once its next request must not start.
+  bool EndIfDone(LoopClient* c);
+
+  std::vector<LoopClient*> adopted_;  // by slot
+  UniqueFd ep_;                       // the epoll set
   uint32_t active_ = 0;
+};
+
+// An event loop whose logical clients are Client (a LoopClient with the driver's own state of
+// it, made from (config, t, worker)): it owns them, by slot. A driver's loop is one of these.
+template <class Client>
+class LoopOf : public EventLoop {
+ public:
+  explicit LoopOf(Shared* shared) : EventLoop(shared) {}
+  // Client t, its figures in `w` (DealClients); before Run.
+  void Add(uint32_t t, Worker* w) {
+    clients_.push_back(std::make_unique<Client>(cfg_, t, w));
+    Adopt(clients_.back().get());
+  }
+
+ protected:
+  std::vector<std::unique_ptr<Client>> clients_;  // by slot
 };
 
 // Deals the run's clients to `count` loops (at least one) of type Loop

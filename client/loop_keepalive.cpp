@@ -49,16 +49,12 @@ void SendRequest(int fd, Exchange* ex) {
   }
 }
 
-class KeepAliveLoop final : public EventLoop {
+class KeepAliveLoop final : public LoopOf<KeepAliveClient> {
  public:
-  explicit KeepAliveLoop(Shared* shared) : EventLoop(shared) {}
-  void Add(uint32_t t, Worker* w) {
-    clients_.push_back(std::make_unique<KeepAliveClient>(cfg_, t, w));
-    Adopt(clients_.back().get());
-  }
+  using LoopOf::LoopOf;
 
  private:
-  void StartNext(uint32_t slot) override;
+  bool Begin(uint32_t slot) override;
   void OnEvent(uint64_t data, uint32_t events) override;
   int WaitMs(uint64_t /*now*/) const override { return static_cast<int>(kScanNs / 1'000'000); }
   void OnWake(uint64_t now) override;
@@ -69,7 +65,6 @@ class KeepAliveLoop final : public EventLoop {
   void OnReadable(KeepAliveClient* c);
   bool OpenConnection(KeepAliveClient* c, LabConnection* conn);
 
-  std::vector<std::unique_ptr<KeepAliveClient>> clients_;  // by slot
   uint64_t last_scan_ = 0;
 };
 
@@ -104,27 +99,23 @@ bool KeepAliveLoop::OpenConnection(KeepAliveClient* c, LabConnection* conn) {
   return true;
 }
 
-// Starts c's next request, or marks c done. Requests that fail at once
-// (connect, send) are booked and the next one is tried, as a worker would.
-void KeepAliveLoop::StartNext(uint32_t slot) {
+// Sends c's request on its next connection in turn, connected first if it is
+// not open. False: the connect or the send ended the request.
+bool KeepAliveLoop::Begin(uint32_t slot) {
   KeepAliveClient* c = clients_[slot].get();
-  while (!c->done) {
-    if (EndIfDone(c)) return;
-    c->workload.FillRequest(c->workload.Next(), &c->request);
-    LabConnection* conn = &c->conns[c->next_conn];
-    if (++c->next_conn == c->conns.size()) c->next_conn = 0;
-    c->sent_ns = NowNs();
-    uint64_t start = c->sent_ns;
-    if (!conn->is_open()) {
-      if (!OpenConnection(c, conn)) continue;
-      start = NowNs();  // the exchange's deadline runs from here
-    }
-    Exchange& ex = conn->BeginExchange(c->request, ExchangeDeadline(cfg_, start));
-    SendRequest(conn->fd(), &ex);
-    c->busy = conn;
-    if (!ex.done()) return;  // wait for the reply
-    Conclude(c, conn);
+  LabConnection* conn = &c->conns[c->next_conn];
+  if (++c->next_conn == c->conns.size()) c->next_conn = 0;
+  uint64_t start = c->sent_ns;
+  if (!conn->is_open()) {
+    if (!OpenConnection(c, conn)) return false;
+    start = NowNs();  // the exchange's deadline runs from here
   }
+  Exchange& ex = conn->BeginExchange(c->request, ExchangeDeadline(cfg_, start));
+  SendRequest(conn->fd(), &ex);
+  c->busy = conn;
+  if (!ex.done()) return true;  // wait for the reply
+  Conclude(c, conn);
+  return false;
 }
 
 // Books the finished exchange on conn (closed unless it keeps it).

@@ -50,16 +50,12 @@ struct OneShotClient : LoopClient {
   using LoopClient::LoopClient;
 };
 
-class OneShotLoop final : public EventLoop {
+class OneShotLoop final : public LoopOf<OneShotClient> {
  public:
-  explicit OneShotLoop(Shared* shared) : EventLoop(shared) {}
-  void Add(uint32_t t, Worker* w) {
-    clients_.push_back(std::make_unique<OneShotClient>(cfg_, t, w));
-    Adopt(clients_.back().get());
-  }
+  using LoopOf::LoopOf;
 
  private:
-  void StartNext(uint32_t slot) override;
+  bool Begin(uint32_t slot) override;
   void OnEvent(uint64_t data, uint32_t events) override;
   int WaitMs(uint64_t now) const override;
   void OnWake(uint64_t now) override;
@@ -68,7 +64,6 @@ class OneShotLoop final : public EventLoop {
     for (const auto& c : clients_) c->fd.Reset();
   }
 
-  bool Open(OneShotClient* c);
   bool TrySend(OneShotClient* c);
   bool Watch(OneShotClient* c, uint32_t events);
   void OnReply(OneShotClient* c, uint32_t events);
@@ -78,8 +73,7 @@ class OneShotLoop final : public EventLoop {
   void ConnectFailed(OneShotClient* c, int err);
   void Conclude(OneShotClient* c, ErrorKind kind, const std::string& detail);
 
-  std::vector<std::unique_ptr<OneShotClient>> clients_;  // by slot
-  uint64_t next_due_ = UINT64_MAX;                       // no deadline of a client is earlier
+  uint64_t next_due_ = UINT64_MAX;  // no deadline of a client is earlier
 };
 
 void OneShotLoop::SetDue(OneShotClient* c, uint64_t due) {
@@ -154,7 +148,8 @@ bool OneShotLoop::TrySend(OneShotClient* c) {
 }
 
 // Opens c's connection and sends its request. False: c's request ended.
-bool OneShotLoop::Open(OneShotClient* c) {
+bool OneShotLoop::Begin(uint32_t slot) {
+  OneShotClient* c = clients_[slot].get();
   const sockaddr_storage& addr = cfg_.endpoint.address.storage;
   c->fd.Reset(::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!c->fd) {
@@ -175,18 +170,6 @@ bool OneShotLoop::Open(OneShotClient* c) {
   if (!TrySend(c)) return false;
   const bool unsent = c->phase == OneShotPhase::kConnecting || !c->ex.ToSend().empty();
   return Watch(c, EPOLLIN | EPOLLRDHUP | (unsent ? EPOLLOUT : 0u));
-}
-
-// Starts c's next request, or marks c done. Requests that fail at once are
-// booked and the next one is tried, as a worker would.
-void OneShotLoop::StartNext(uint32_t slot) {
-  OneShotClient* c = clients_[slot].get();
-  while (!c->done) {
-    if (EndIfDone(c)) return;
-    c->workload.FillRequest(c->workload.Next(), &c->request);
-    c->sent_ns = NowNs();
-    if (Open(c)) return;  // in flight
-  }
 }
 
 // An event on client `data`'s connection.

@@ -497,66 +497,52 @@ using lockprof::Untimed;
       __builtin_expect(to != nullptr, 1))                                         \
   return reinterpret_cast<decltype(&::fn)>(to)(__VA_ARGS__)
 
-LOCKPROF_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) noexcept {
-  LOCKPROF_DIRECT(pthread_mutex_lock, m);
-  return lockprof::AcquireUntimed<kMutex, kMutexMode, kLockOp>(m, SITE);
-}
-LOCKPROF_EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) noexcept {
-  LOCKPROF_DIRECT(pthread_mutex_trylock, m);
-  return lockprof::AcquireUntimed<kMutex, kMutexMode, kTryOp>(m, SITE);
-}
-LOCKPROF_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* m, const timespec* t) noexcept {
-  LOCKPROF_DIRECT(pthread_mutex_timedlock, m, t);
-  return lockprof::AcquireTimed<kMutex, kMutexMode>(m, false, CLOCK_REALTIME, t, SITE);
-}
-LOCKPROF_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* m, clockid_t c,
-                                            const timespec* t) noexcept {
-  LOCKPROF_DIRECT(pthread_mutex_clocklock, m, c, t);
-  return lockprof::AcquireTimed<kMutex, kMutexMode>(m, true, c, t, SITE);
-}
-LOCKPROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) noexcept {
-  LOCKPROF_DIRECT(pthread_mutex_unlock, m);
-  return lockprof::Release<kMutex>(m);
-}
+// The mutex and rwlock entry points come in four shapes, each stamped out by one macro: an
+// entry point must be the exported function itself (not a call into a shared one) so that SITE
+// is its caller's call site and the chosen target is reached by a tail jump. `type` is a
+// parameter's type, which parentheses cannot enclose.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#define LOCKPROF_UNTIMED(fn, type, kind, mode, op)            \
+  LOCKPROF_EXPORT int fn(type* l) noexcept {                  \
+    LOCKPROF_DIRECT(fn, l);                                   \
+    return lockprof::AcquireUntimed<kind, mode, op>(l, SITE); \
+  }
+#define LOCKPROF_TIMED(fn, type, kind, mode)                                      \
+  LOCKPROF_EXPORT int fn(type* l, const timespec* t) noexcept {                   \
+    LOCKPROF_DIRECT(fn, l, t);                                                    \
+    return lockprof::AcquireTimed<kind, mode>(l, false, CLOCK_REALTIME, t, SITE); \
+  }
+#define LOCKPROF_CLOCKED(fn, type, kind, mode)                               \
+  LOCKPROF_EXPORT int fn(type* l, clockid_t c, const timespec* t) noexcept { \
+    LOCKPROF_DIRECT(fn, l, c, t);                                            \
+    return lockprof::AcquireTimed<kind, mode>(l, true, c, t, SITE);          \
+  }
+#define LOCKPROF_RELEASE(fn, type, kind)     \
+  LOCKPROF_EXPORT int fn(type* l) noexcept { \
+    LOCKPROF_DIRECT(fn, l);                  \
+    return lockprof::Release<kind>(l);       \
+  }
+// NOLINTEND(bugprone-macro-parentheses)
 
-LOCKPROF_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_rdlock, l);
-  return lockprof::AcquireUntimed<kRwlock, kRead, kLockOp>(l, SITE);
-}
-LOCKPROF_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_wrlock, l);
-  return lockprof::AcquireUntimed<kRwlock, kWrite, kLockOp>(l, SITE);
-}
-LOCKPROF_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t* l) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_tryrdlock, l);
-  return lockprof::AcquireUntimed<kRwlock, kRead, kTryOp>(l, SITE);
-}
-LOCKPROF_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t* l) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_trywrlock, l);
-  return lockprof::AcquireUntimed<kRwlock, kWrite, kTryOp>(l, SITE);
-}
-LOCKPROF_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const timespec* t) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_timedrdlock, l, t);
-  return lockprof::AcquireTimed<kRwlock, kRead>(l, false, CLOCK_REALTIME, t, SITE);
-}
-LOCKPROF_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const timespec* t) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_timedwrlock, l, t);
-  return lockprof::AcquireTimed<kRwlock, kWrite>(l, false, CLOCK_REALTIME, t, SITE);
-}
-LOCKPROF_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t c,
-                                               const timespec* t) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_clockrdlock, l, c, t);
-  return lockprof::AcquireTimed<kRwlock, kRead>(l, true, c, t, SITE);
-}
-LOCKPROF_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t c,
-                                               const timespec* t) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_clockwrlock, l, c, t);
-  return lockprof::AcquireTimed<kRwlock, kWrite>(l, true, c, t, SITE);
-}
-LOCKPROF_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) noexcept {
-  LOCKPROF_DIRECT(pthread_rwlock_unlock, l);
-  return lockprof::Release<kRwlock>(l);
-}
+LOCKPROF_UNTIMED(pthread_mutex_lock, pthread_mutex_t, kMutex, kMutexMode, kLockOp)
+LOCKPROF_UNTIMED(pthread_mutex_trylock, pthread_mutex_t, kMutex, kMutexMode, kTryOp)
+LOCKPROF_TIMED(pthread_mutex_timedlock, pthread_mutex_t, kMutex, kMutexMode)
+LOCKPROF_CLOCKED(pthread_mutex_clocklock, pthread_mutex_t, kMutex, kMutexMode)
+LOCKPROF_RELEASE(pthread_mutex_unlock, pthread_mutex_t, kMutex)
+
+LOCKPROF_UNTIMED(pthread_rwlock_rdlock, pthread_rwlock_t, kRwlock, kRead, kLockOp)
+LOCKPROF_UNTIMED(pthread_rwlock_wrlock, pthread_rwlock_t, kRwlock, kWrite, kLockOp)
+LOCKPROF_UNTIMED(pthread_rwlock_tryrdlock, pthread_rwlock_t, kRwlock, kRead, kTryOp)
+LOCKPROF_UNTIMED(pthread_rwlock_trywrlock, pthread_rwlock_t, kRwlock, kWrite, kTryOp)
+LOCKPROF_TIMED(pthread_rwlock_timedrdlock, pthread_rwlock_t, kRwlock, kRead)
+LOCKPROF_TIMED(pthread_rwlock_timedwrlock, pthread_rwlock_t, kRwlock, kWrite)
+LOCKPROF_CLOCKED(pthread_rwlock_clockrdlock, pthread_rwlock_t, kRwlock, kRead)
+LOCKPROF_CLOCKED(pthread_rwlock_clockwrlock, pthread_rwlock_t, kRwlock, kWrite)
+LOCKPROF_RELEASE(pthread_rwlock_unlock, pthread_rwlock_t, kRwlock)
+#undef LOCKPROF_UNTIMED
+#undef LOCKPROF_TIMED
+#undef LOCKPROF_CLOCKED
+#undef LOCKPROF_RELEASE
 
 LOCKPROF_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
   LOCKPROF_DIRECT(pthread_cond_wait, c, m);

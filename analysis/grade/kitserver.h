@@ -87,6 +87,12 @@ static int to_join[COM_NUM_REQUEST]; /* connection i's thread is still to be joi
 #ifndef LOCK_DESIGN
 #define LOCK_DESIGN VARIANT
 #endif
+/* A lock per string (designs 2 and 4): n of them in `locks`, each set up by `init`. */
+#define STRING_LOCKS_INIT(locks, init)                 \
+  do {                                                 \
+    locks = malloc(n * sizeof *locks);                 \
+    for (int j = 0; j < n; j++) init(&locks[j], NULL); \
+  } while (0)
 #if LOCK_DESIGN == 1
 static pthread_mutex_t array_mutex = PTHREAD_MUTEX_INITIALIZER;
 #define RLOCK(i) pthread_mutex_lock(&array_mutex)
@@ -94,11 +100,7 @@ static pthread_mutex_t array_mutex = PTHREAD_MUTEX_INITIALIZER;
 #define UNLOCK(i) pthread_mutex_unlock(&array_mutex)
 #elif LOCK_DESIGN == 2
 static pthread_mutex_t *string_mutexes;
-#define LOCKS_INIT()                                                          \
-  do {                                                                        \
-    string_mutexes = malloc(n * sizeof(pthread_mutex_t));                     \
-    for (int j = 0; j < n; j++) pthread_mutex_init(&string_mutexes[j], NULL); \
-  } while (0)
+#define LOCKS_INIT() STRING_LOCKS_INIT(string_mutexes, pthread_mutex_init)
 #define RLOCK(i) pthread_mutex_lock(&string_mutexes[i])
 #define WLOCK(i) pthread_mutex_lock(&string_mutexes[i])
 #define UNLOCK(i) pthread_mutex_unlock(&string_mutexes[i])
@@ -109,11 +111,7 @@ static pthread_rwlock_t array_rwlock = PTHREAD_RWLOCK_INITIALIZER;
 #define UNLOCK(i) pthread_rwlock_unlock(&array_rwlock)
 #else
 static pthread_rwlock_t *string_rwlocks;
-#define LOCKS_INIT()                                                           \
-  do {                                                                         \
-    string_rwlocks = malloc(n * sizeof(pthread_rwlock_t));                     \
-    for (int j = 0; j < n; j++) pthread_rwlock_init(&string_rwlocks[j], NULL); \
-  } while (0)
+#define LOCKS_INIT() STRING_LOCKS_INIT(string_rwlocks, pthread_rwlock_init)
 #define RLOCK(i) pthread_rwlock_rdlock(&string_rwlocks[i])
 #define WLOCK(i) pthread_rwlock_wrlock(&string_rwlocks[i])
 #define UNLOCK(i) pthread_rwlock_unlock(&string_rwlocks[i])

@@ -71,6 +71,19 @@ class Check:
         return self.title_one if one and self.title_one else self.title
 
 
+def _sanitized(cid: str, option: str, runner: str, sanitizer: str, flags: str, *, title: str,
+               fix: str, rule: str = "") -> Check:
+    """A sanitizer's check, switched on by `option`: the submission rebuilt with
+    `-fsanitize=flags`, its servers run under `sanitizer` (checks.races.sanitized), a
+    failure only a finding. The rebuild needs the same of every Makefile, so every such
+    fix ends by saying it (`rule`: an example rule that takes the flags)."""
+    return Check(id=cid, stage="option", option=option, runner=runner,
+                 judges=f"servers run under {sanitizer}", title=title,
+                 fix=f"{fix}, and let the Makefile take CC, CFLAGS and LDFLAGS from the command "
+                     f"line{rule} so that it can be rebuilt with `-fsanitize={flags}`",
+                 finding=True)
+
+
 # Fix texts: backticks mark code (code spans in Markdown, <code> in HTML). Costs, measured
 # with the default settings on a 2-core machine at 0.2 s a kit run: consistency 20 s, idle
 # 2 s, speed 5 s, design 3 s, robustness 3 s, the clock probe 2 s; half as much again for margin.
@@ -213,23 +226,19 @@ RECORDS = (
                   "the lines of main1 (a one-server lab's main) under the clock probe as one "
                   "more when the probe judged them",
           per_server=True),
-    Check(id="races", stage="option", option="race", runner="checks.races:race_check",
-          judges="servers run under ThreadSanitizer",
-          title="Race detector (ThreadSanitizer)",
-          fix="make every access to shared data (the array, counters, the timing sums) under the "
-              "lock that protects it (the first stack in the evidence shows where), and let the "
-              "Makefile take CC, CFLAGS and LDFLAGS from the command line (`$(CC) $(CFLAGS) -o "
-              "main1 main1.c $(LDFLAGS)`) so that it can be rebuilt with `-fsanitize=thread`",
-          finding=True),
-    Check(id="memory", stage="option", option="memory", runner="checks.memory:memory_check",
-          judges="servers run under AddressSanitizer",
-          title="Memory errors (AddressSanitizer and UBSan)",
-          fix="the first error in the evidence names its kind and the source line: keep every "
-              "index inside its array (a batch counter reset before it passes the array's "
-              "end, a position checked against n), every copy inside its buffer (strncpy with "
-              "the buffer's size), and let the Makefile take CC, CFLAGS and LDFLAGS from the "
-              "command line so that it can be rebuilt with `-fsanitize=address,undefined`",
-          finding=True),
+    _sanitized("races", "race", "checks.races:race_check", "ThreadSanitizer", "thread",
+               title="Race detector (ThreadSanitizer)",
+               fix="make every access to shared data (the array, counters, the timing sums) "
+                   "under the lock that protects it (the first stack in the evidence shows "
+                   "where)",
+               rule=" (`$(CC) $(CFLAGS) -o main1 main1.c $(LDFLAGS)`)"),
+    _sanitized("memory", "memory", "checks.memory:memory_check", "AddressSanitizer",
+               "address,undefined",
+               title="Memory errors (AddressSanitizer and UBSan)",
+               fix="the first error in the evidence names its kind and the source line: keep "
+                   "every index inside its array (a batch counter reset before it passes the "
+                   "array's end, a position checked against n), every copy inside its buffer "
+                   "(strncpy with the buffer's size)"),
 )
 CHECKS = tuple(r for r in RECORDS if r.kind == CHECK)
 MEASUREMENTS = tuple(r for r in RECORDS if r.kind == MEASUREMENT)

@@ -8,7 +8,7 @@ import os
 import re
 import time
 
-from analysis.grade.checks.races import COMMON, ended, reports, sanitized
+from analysis.grade.checks.races import COMMON, no_error, reports, sanitized
 from analysis.grade.checks.robustness import MALFORMED, _send_probe
 from analysis.grade.measure import kitload as K
 from analysis.grade.measure.sandboxed import start
@@ -94,12 +94,9 @@ def _memory_one(ctx, bdir, name) -> tuple:
     err = first_error(reports(ctx, s), own_sources(bdir))
     if err:
         return True, f"{name}: {err} (after {served} requests answered)"
-    if why:
-        return None, f"{name}: not checked ({why})"
-    if ended(s):
-        return None, f"{name}: not checked: it ended during the runs ({ended(s)}), no report"
-    return False, (f"{name}: no memory error reported under {RUNS} kit runs (n=10, {served} "
-                   f"requests answered) and {len(MALFORMED)} malformed requests")
+    return no_error(s, name, why, "the runs",
+                    f"{name}: no memory error reported under {RUNS} kit runs (n=10, {served} "
+                    f"requests answered) and {len(MALFORMED)} malformed requests")
 
 
 def memory_check(ctx, _bin_dir, servers) -> dict:

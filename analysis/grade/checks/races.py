@@ -53,6 +53,17 @@ def ended(s) -> str:
     return "" if s.stopped_by_us else s.death()
 
 
+def no_error(s, name: str, why: str, runs: str, clean: str) -> tuple:
+    """A run_one's verdict (see sanitized) when the reports held no error: not checked when
+    the server did not start (`why`) or ended on its own during `runs`, where a report may
+    have been lost with it; else clean, `clean` its evidence line."""
+    if why:
+        return None, f"{name}: not checked ({why})"
+    if ended(s):
+        return None, f"{name}: not checked: it ended during {runs} ({ended(s)}), no report"
+    return False, clean
+
+
 def _race_one(ctx, bdir, name) -> tuple:
     """(True racy | False clean | None not checked, evidence line)."""
     s, why = start(ctx, bdir, name, 10, f"{name}_tsan", env=ENV,
@@ -70,11 +81,8 @@ def _race_one(ctx, bdir, name) -> tuple:
     fatal = next((ln for ln in log.splitlines() if "FATAL" in ln), "")
     if fatal:
         return None, f"{name}: not checked: ThreadSanitizer could not run: {fatal[:200]}"
-    if why:
-        return None, f"{name}: not checked ({why})"
-    if ended(s):
-        return None, f"{name}: not checked: it ended during the run ({ended(s)}), no report"
-    return False, f"{name}: no data race reported under one kit run (n=10)"
+    return no_error(s, name, why, "the run",
+                    f"{name}: no data race reported under one kit run (n=10)")
 
 
 def _judge(ctx, bdir, name, runtime, run_one) -> tuple:
