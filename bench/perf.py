@@ -26,7 +26,6 @@ server is stopped at the end of its run, and on any exit (Ctrl-C included).
       [--bin-dir build/release] [--yardstick DIR] [--strategies NAME,...] [--no-redis]
 """
 
-import argparse
 import json
 import os
 import platform
@@ -40,8 +39,8 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import sitting
 from perf_cells import CONNS, build_cells, estimate, has_io_option, has_option
-from yardstick import yardstick_dir
 
 from analysis.launch import procs
 from analysis.launch import server_spec as SS
@@ -297,12 +296,11 @@ def write_rows(path_csv: Path, rows: list) -> None:
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        prog="bench/perf.py",
-        description="lockbench against the physical limit (null servers, Redis), "
-                    "interleaved rounds in one sitting; writes results/perf/<UTC>/.")
-    p.add_argument("--rounds", type=int_in(1, 50), default=3,
-                   help="interleaved rounds (default 3)")
+    p = sitting.parser(
+        "bench/perf.py",
+        "lockbench against the physical limit (null servers, Redis), interleaved rounds in "
+        "one sitting; writes results/perf/<UTC>/.",
+        "perf", "main1..main4, lockserver and client")
     p.add_argument("--duration", type=float_in(0.5, 120), default=3.0,
                    help="seconds per throughput run (default 3)")
     p.add_argument("--quick", action="store_true",
@@ -310,11 +308,6 @@ def parse_args(argv):
                         "main1 and main4")
     p.add_argument("--kit-runs", type=int_in(1, 100), default=5,
                    help="kit runs (1000 requests each) per lab-metric measurement")
-    p.add_argument("--bin-dir", default=str(ROOT / "build" / "release"),
-                   help="where main1..main4, lockserver and client are")
-    p.add_argument("--yardstick", default=None,
-                   help="folder with the built yardstick: loadgen, nullsrv_tpc, nullsrv_epoll "
-                        "(default: build/yardstick of this checkout)")
     p.add_argument("--strategies", default="",
                    help="also lockserver strategies, comma-separated (e.g. seqlock-per-slot)")
     p.add_argument("--no-redis", action="store_true", help="skip Redis")
@@ -322,9 +315,6 @@ def parse_args(argv):
                    help="run only these kinds of configuration, comma-separated: "
                         "throughput, timing (the on/off blocks), lab (the lab-metric split), "
                         "clients (our client and loadgen against nullsrv_epoll)")
-    p.add_argument("--out", default=None, help="results folder (default results/perf/<UTC>)")
-    p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=None,
-                   help="seed of the round order")
     a = p.parse_args(argv)
     if a.quick:
         a.rounds, a.duration, a.kit_runs = 1, 1.0, 2
@@ -426,10 +416,7 @@ def finish(bench: Bench, out: Path, rows: list, meta: dict) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    try:  # a folder without the yardstick is a bad value: refused before anything starts
-        args.yardstick = str(yardstick_dir(args.yardstick))
-    except ValueError as exc:
-        print(f"perf: --yardstick: {exc}", file=sys.stderr)
+    if not sitting.find_yardstick(args, "perf"):
         return 2
 
     def on_term(signum, frame):

@@ -23,7 +23,6 @@ Needs perf (linux-perf) and the right to trace the server: root, or a perf_event
 of -1 with tracefs readable.
 """
 
-import argparse
 import csv
 import os
 import random
@@ -39,7 +38,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from yardstick import yardstick_dir
+import sitting
 
 from analysis.launch import procs
 from analysis.launch import server_spec as SS
@@ -75,13 +74,11 @@ class CostError(Exception):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        prog="bench/request_costs.py",
-        description="per keep-alive request: system calls, context switches, wake-ups, "
-                    "mallocs and CPU of main4 under each I/O model and of the do-nothing "
-                    "twins, counted with perf stat")
-    p.add_argument("--rounds", type=int_in(1, 50), default=3,
-                   help="interleaved rounds (default 3)")
+    p = sitting.parser(
+        "bench/request_costs.py",
+        "per keep-alive request: system calls, context switches, wake-ups, mallocs and CPU "
+        "of main4 under each I/O model and of the do-nothing twins, counted with perf stat",
+        "request_costs", "main4")
     p.add_argument("--requests", type=int_in(1000, 10_000_000), default=100_000,
                    help="requests per run (default 100000)")
     p.add_argument("--profile", action="store_true",
@@ -90,15 +87,6 @@ def parse_args(argv):
     p.add_argument("--only", default="",
                    help="only these configurations, comma-separated: "
                         + ", ".join(s[0] for s in SERVERS))
-    p.add_argument("--bin-dir", default=str(ROOT / "build" / "release"),
-                   help="where main4 is (default build/release)")
-    p.add_argument("--yardstick", default=None,
-                   help="folder with loadgen, nullsrv_tpc, nullsrv_epoll "
-                        "(default build/yardstick)")
-    p.add_argument("--out", default=None,
-                   help="results folder (default results/request_costs/<UTC>)")
-    p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=None,
-                   help="seed of the round order")
     a = p.parse_args(argv)
     names = [s[0] for s in SERVERS]
     only = [x.strip() for x in a.only.split(",") if x.strip()]
@@ -395,10 +383,7 @@ def write_csv(path: Path, rows: list) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    try:  # a folder without the yardstick is a bad value: refused before anything starts
-        args.yardstick = str(yardstick_dir(args.yardstick))
-    except ValueError as exc:
-        print(f"request_costs: --yardstick: {exc}", file=sys.stderr)
+    if not sitting.find_yardstick(args, "request_costs"):
         return 2
     if shutil.which("perf") is None:
         print("request_costs: perf not found (apt-get install linux-perf)", file=sys.stderr)
