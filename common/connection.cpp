@@ -37,15 +37,16 @@ class BlockingDriver {
     return core_.answered();
   }
 
-  // RunCore's driver. Now() is asked once per step; right after a recv or
-  // send that reported its time to the core (OnBytes, OnWritten, ...), that
-  // time is now, to the nanoseconds the core's bookkeeping takes, so the
-  // clock is read only after a handled frame: a keep-alive request reads it
-  // for the bytes, the reply and the handler's timing, not once more per
-  // step (on a machine whose clock is a system call, each read is one).
+  // RunCore's driver. Now() is asked once per step; when the step before told
+  // the core a new time (a recv or send reported: OnBytes, OnWritten, ...),
+  // that time is now, to the nanoseconds the core's bookkeeping takes, so the
+  // clock is read only after a handled frame or a wait: a keep-alive request
+  // reads it for the bytes, the reply and the handler's timing, not once more
+  // per step (on a machine whose clock is a system call, each read is one).
   int64_t Now() {
-    now_ = stamped_ ? core_.event_ns() : MonotonicNanos();
-    stamped_ = false;
+    const int64_t told = core_.event_ns();
+    now_ = told != seen_ ? told : MonotonicNanos();
+    seen_ = told;
     return now_;
   }
   bool Frame(ConnectionCore::Action action, int64_t /*now*/) {
@@ -68,16 +69,14 @@ class BlockingDriver {
   const StopSignal* stop_ = nullptr;
   ConnectionCore core_;
   int64_t now_ = 0;             // what Now() last answered
-  bool stamped_ = false;        // the last step told the core its time
+  int64_t seen_ = 0;            // the core's event_ns() when Now() last looked
   bool timed_out_ = false;      // the last recv ended at its timeout
   int64_t rcv_timeout_ns_ = 0;  // SO_RCVTIMEO now (0: none set yet)
 };
 
 bool BlockingDriver::Write() {
-  const int64_t before = core_.event_ns();
-  const IoOutcome out = WriteStep(fd_, &core_);
-  stamped_ = core_.event_ns() != before;  // not on EINTR: nothing was told
-  if (out == IoOutcome::kWouldBlock && WaitReady(fd_, POLLOUT, core_.deadline()) < 0) {
+  if (WriteStep(fd_, &core_) == IoOutcome::kWouldBlock &&
+      WaitReady(fd_, POLLOUT, core_.deadline()) < 0) {
     core_.OnError();
   }
   return true;
@@ -111,10 +110,7 @@ bool BlockingDriver::Read() {
     return true;
   }
   // Blocking: kWouldBlock is the end of the SO_RCVTIMEO wait.
-  const int64_t before = core_.event_ns();
-  const IoOutcome out = ReadStep(fd_, &core_, 0, stop_);
-  timed_out_ = timed_out_ || out == IoOutcome::kWouldBlock;
-  stamped_ = core_.event_ns() != before;  // not on EINTR or a timeout: nothing was told
+  if (ReadStep(fd_, &core_, 0, stop_) == IoOutcome::kWouldBlock) timed_out_ = true;
   return true;
 }
 
