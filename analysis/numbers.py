@@ -42,6 +42,15 @@ def float_above(lo: float, hi: float):
                       above=True)
 
 
+def one_of(names, what: str):
+    """One of `names` (a `what`: said in the refusal with every name)."""
+    def parse(t):
+        if t not in names:
+            raise argparse.ArgumentTypeError(f"unknown {what} {t!r} ({', '.join(names)})")
+        return t
+    return parse
+
+
 def list_of(conv, distinct_sorted: bool = False):
     """A comma list of values conv accepts (none empty); sorted without repeats when
     `distinct_sorted`."""

@@ -311,17 +311,12 @@ def parse_args(argv):
     p.add_argument("--strategies", default="",
                    help="also lockserver strategies, comma-separated (e.g. seqlock-per-slot)")
     p.add_argument("--no-redis", action="store_true", help="skip Redis")
-    p.add_argument("--only", default="",
-                   help="run only these kinds of configuration, comma-separated: "
-                        "throughput, timing (the on/off blocks), lab (the lab-metric split), "
-                        "clients (our client and loadgen against nullsrv_epoll)")
+    sitting.add_only(p, ("throughput", "timing", "lab", "clients"), "kind",
+                     "throughput, timing (the on/off blocks), lab (the lab-metric split), "
+                     "clients (our client and loadgen against nullsrv_epoll)")
     a = p.parse_args(argv)
     if a.quick:
         a.rounds, a.duration, a.kit_runs = 1, 1.0, 2
-    bad = [k for k in a.only.split(",") if k and k not in ("throughput", "timing", "lab",
-                                                            "clients")]
-    if bad:
-        p.error(f"--only: unknown kind {bad[0]!r} (throughput, timing, lab, clients)")
     return a
 
 

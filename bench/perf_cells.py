@@ -117,7 +117,7 @@ def lab_cells(bin_dir: Path, ios: list) -> list:
 def build_cells(args, bin_dir: Path, have_redis: bool) -> list:
     """Every configuration of one round, in a fixed order (each round shuffles it), kept to
     the kinds --only names."""
-    only = [k for k in (args.only or "").split(",") if k]
+    only = args.only
     ios = has_io_option(bin_dir / "main4") or ["default"]
     cells = (throughput_cells(args, ios, have_redis) + timing_cells(bin_dir, ios)
              + lab_cells(bin_dir, ios))

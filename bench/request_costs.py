@@ -84,16 +84,9 @@ def parse_args(argv):
     p.add_argument("--profile", action="store_true",
                    help="also one sampled run per configuration (perf record): the server's "
                         "CPU split by the system call it is in")
-    p.add_argument("--only", default="",
-                   help="only these configurations, comma-separated: "
-                        + ", ".join(s[0] for s in SERVERS))
+    sitting.add_only(p, tuple(s[0] for s in SERVERS), "configuration")
     a = p.parse_args(argv)
-    names = [s[0] for s in SERVERS]
-    only = [x.strip() for x in a.only.split(",") if x.strip()]
-    bad = [x for x in only if x not in names]
-    if bad:
-        p.error(f"--only: unknown configuration {bad[0]!r} ({', '.join(names)})")
-    a.configs = [s for s in SERVERS if not only or s[0] in only]
+    a.configs = [s for s in SERVERS if not a.only or s[0] in a.only]
     return a
 
 

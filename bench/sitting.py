@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from analysis.numbers import int_in
+from analysis.numbers import int_in, list_of, one_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "build" / "yardstick"
@@ -35,6 +35,14 @@ def parser(prog: str, description: str, results: str, binaries: str):
     p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=None,
                    help="seed of the round order")
     return p
+
+
+def add_only(p, names, what: str, said: str = "") -> None:
+    """--only NAME,...: a sitting kept to some of its `what`s (each one of `names`; `said`
+    describes them in --help, else the names are listed). args.only is the list, [] for all."""
+    p.add_argument("--only", type=list_of(one_of(names, what)), default=[],
+                   metavar=f"{what.upper().replace(' ', '_')},...",
+                   help=f"only these {what}s, comma-separated: {said or ', '.join(names)}")
 
 
 def yardstick_dir(given: str | None) -> Path:

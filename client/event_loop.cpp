@@ -35,8 +35,29 @@ void EventLoop::StartNext(uint32_t slot) {
 }
 
 void EventLoop::Book(LoopClient* c, ErrorKind kind, uint64_t done_ns, const std::string& detail) {
+  c->due_ns = kNoDeadline;
   BookRequest(shared_, /*open_loop=*/false, {c->sent_ns, c->sent_ns, done_ns}, kind, detail, c->w,
               &c->measured);
+}
+
+int EventLoop::WaitMs(uint64_t now) const {
+  constexpr uint64_t kMaxNs = 50'000'000ULL;
+  const uint64_t ns = next_due_ <= now ? 0 : std::min(next_due_ - now, kMaxNs);
+  return static_cast<int>((ns + 999'999ULL) / 1'000'000ULL);
+}
+
+void EventLoop::ExpireDue(uint64_t now) {
+  if (now < next_due_) return;
+  next_due_ = kNoDeadline;  // recomputed from the deadlines still ahead
+  for (LoopClient* c : adopted_) {
+    if (c->due_ns == kNoDeadline) continue;
+    if (now < c->due_ns) {
+      next_due_ = std::min(next_due_, c->due_ns);
+      continue;
+    }
+    Expire(c->slot, now);
+    if (c->due_ns == kNoDeadline) StartNext(c->slot);  // booked: its next request
+  }
 }
 
 void EventLoop::Run() {
@@ -61,7 +82,7 @@ void EventLoop::Run() {
     const int n =
         ::epoll_wait(ep_.get(), events.data(), static_cast<int>(events.size()), WaitMs(NowNs()));
     for (int i = 0; i < n; ++i) OnEvent(events[i].data.u64, events[i].events);
-    OnWake(NowNs());
+    ExpireDue(NowNs());
   }
   CloseAll();
   FinishWorker(shared_);

@@ -7,11 +7,13 @@
 // threads differ.
 //
 // The core opens the loop (its epoll set, then the start line every thread
-// waits at), starts every client, waits (epoll_wait, bounded by the driver's
-// next deadline), hands the events and the time to the driver, books each
-// finished request, and ends the loop (the driver closes its connections,
-// then the thread is counted done). A driver says only how a client's request
-// is started, what an event on it means and when its deadlines pass.
+// waits at), starts every client, waits (epoll_wait, bounded by the earliest
+// deadline a client's request has), hands the events to the driver, ends the
+// requests whose deadline passed through the driver, books each finished
+// request, and ends the loop (the driver closes its connections, then the
+// thread is counted done). A driver says only how a client's request is
+// started, what an event on it means, what its deadline is in each phase and
+// how it ends when that passes.
 //
 // Thread safety: a loop and its clients are used by the loop's thread alone
 // (Run), after construction on the plan's thread.
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +34,8 @@
 
 namespace kv::load {
 
+inline constexpr uint64_t kNoDeadline = std::numeric_limits<uint64_t>::max();
+
 // What every logical client of an event loop has.
 struct LoopClient {
   uint32_t slot = 0;  // index in its loop's client list (epoll data)
@@ -40,7 +45,8 @@ struct LoopClient {
   uint64_t measured = 0;
   bool done = false;
   Frame request{};
-  uint64_t sent_ns = 0;  // the request's start
+  uint64_t sent_ns = 0;             // the request's start
+  uint64_t due_ns = kNoDeadline;    // its phase's deadline (SetDue); none once booked
   LoopClient(const LoadConfig& cfg, uint32_t t, Worker* worker)
       : w(worker), workload(cfg.workload, t), quota(PlanClient(cfg, t).quota) {}
 };
@@ -66,10 +72,9 @@ class EventLoop {
   virtual bool Begin(uint32_t slot) = 0;
   // An event on the epoll data `data` with `events`.
   virtual void OnEvent(uint64_t data, uint32_t events) = 0;
-  // How long epoll_wait may sleep, ms.
-  virtual int WaitMs(uint64_t now) const = 0;
-  // After every wait: the deadlines that passed by `now`.
-  virtual void OnWake(uint64_t now) = 0;
+  // Client `slot`'s deadline (SetDue) passed at `now`: its request ends,
+  // booked (or it sets a later deadline).
+  virtual void Expire(uint32_t slot, uint64_t now) = 0;
   // The run is over (or stopped): every connection ends.
   virtual void CloseAll() = 0;
 
@@ -77,7 +82,13 @@ class EventLoop {
   // its quota, the run is stopped or past its deadline. A request that ends at
   // once is booked and the next one is tried, as a worker would.
   void StartNext(uint32_t slot);
-  // Books c's request (closed loop: due when sent), finished at `done_ns`.
+  // c's request (in flight) must move on by `due_ns`, or be ended by Expire.
+  void SetDue(LoopClient* c, uint64_t due_ns) {
+    c->due_ns = due_ns;
+    next_due_ = std::min(next_due_, due_ns);
+  }
+  // Books c's request (closed loop: due when sent), finished at `done_ns`; it
+  // has no deadline from then on.
   void Book(LoopClient* c, ErrorKind kind, uint64_t done_ns, const std::string& detail);
 
   int epoll_fd() const { return ep_.get(); }
@@ -88,10 +99,17 @@ class EventLoop {
  private:
   // True (and the client ended) once its next request must not start.
   bool EndIfDone(LoopClient* c);
+  // How long epoll_wait may sleep, ms: to the earliest deadline (rounded up),
+  // and at most 50 ms so that a stop is seen.
+  int WaitMs(uint64_t now) const;
+  // Ends (Expire) every request whose deadline passed by `now` and starts its
+  // client's next one.
+  void ExpireDue(uint64_t now);
 
   std::vector<LoopClient*> adopted_;  // by slot
   UniqueFd ep_;                       // the epoll set
   uint32_t active_ = 0;
+  uint64_t next_due_ = kNoDeadline;  // no client's deadline is earlier
 };
 
 // An event loop whose logical clients are Client (a LoopClient with the driver's own state of

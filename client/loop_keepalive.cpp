@@ -3,7 +3,7 @@
 // each logical client's connections t, t+T, t+2T, ... < C used in turn. Per
 // request: one send(), one epoll_wait() share, one recv() (usually), two
 // clock reads. Connects (once per connection) are blocking with the connect
-// timeout; the receive timeout is enforced by a scan every 50 ms.
+// timeout; an exchange's deadline is the core's (SetDue, Expire).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -19,8 +19,6 @@
 
 namespace kv::load {
 namespace {
-
-constexpr uint64_t kScanNs = 50'000'000ULL;
 
 struct KeepAliveClient : LoopClient {
   std::vector<LabConnection> conns;
@@ -56,16 +54,13 @@ class KeepAliveLoop final : public LoopOf<KeepAliveClient> {
  private:
   bool Begin(uint32_t slot) override;
   void OnEvent(uint64_t data, uint32_t events) override;
-  int WaitMs(uint64_t /*now*/) const override { return static_cast<int>(kScanNs / 1'000'000); }
-  void OnWake(uint64_t now) override;
+  void Expire(uint32_t slot, uint64_t now) override;
   void CloseAll() override;
 
   void Conclude(KeepAliveClient* c, LabConnection* conn);
   void Finish(KeepAliveClient* c, ErrorKind kind, const std::string& detail);
   void OnReadable(KeepAliveClient* c);
   bool OpenConnection(KeepAliveClient* c, LabConnection* conn);
-
-  uint64_t last_scan_ = 0;
 };
 
 // Connects `conn` (blocking, bounded by the connect timeout), makes it
@@ -111,6 +106,7 @@ bool KeepAliveLoop::Begin(uint32_t slot) {
     start = NowNs();  // the exchange's deadline runs from here
   }
   Exchange& ex = conn->BeginExchange(c->request, ExchangeDeadline(cfg_, start));
+  SetDue(c, static_cast<uint64_t>(ex.deadline()));
   SendRequest(conn->fd(), &ex);
   c->busy = conn;
   if (!ex.done()) return true;  // wait for the reply
@@ -165,17 +161,11 @@ void KeepAliveLoop::OnReadable(KeepAliveClient* c) {
   StartNext(c->slot);
 }
 
-// Every 50 ms: the exchanges whose deadline passed end.
-void KeepAliveLoop::OnWake(uint64_t now) {
-  if (now - last_scan_ < kScanNs) return;
-  last_scan_ = now;
-  for (const auto& c : clients_) {
-    if (c->busy == nullptr) continue;
-    c->busy->mutable_last()->Tick(static_cast<int64_t>(now));
-    if (!c->busy->last().done()) continue;
-    Conclude(c.get(), c->busy);
-    StartNext(c->slot);
-  }
+// The exchange's deadline passed: it ends (timed out, or with what it has).
+void KeepAliveLoop::Expire(uint32_t slot, uint64_t now) {
+  KeepAliveClient* c = clients_[slot].get();
+  c->busy->mutable_last()->Tick(static_cast<int64_t>(now));
+  Conclude(c, c->busy);
 }
 
 // At the end of the run: a connection with its request still in flight (the

@@ -46,7 +46,6 @@ struct OneShotClient : LoopClient {
   UniqueFd fd;
   Exchange ex;
   uint64_t done_ns = 0;  // when its reply (or its failure) was in
-  uint64_t due_ns = 0;   // the phase's deadline
   using LoopClient::LoopClient;
 };
 
@@ -57,8 +56,7 @@ class OneShotLoop final : public LoopOf<OneShotClient> {
  private:
   bool Begin(uint32_t slot) override;
   void OnEvent(uint64_t data, uint32_t events) override;
-  int WaitMs(uint64_t now) const override;
-  void OnWake(uint64_t now) override;
+  void Expire(uint32_t slot, uint64_t now) override;
   // Stopped: a request still in flight is dropped as it is.
   void CloseAll() override {
     for (const auto& c : clients_) c->fd.Reset();
@@ -68,18 +66,9 @@ class OneShotLoop final : public LoopOf<OneShotClient> {
   bool Watch(OneShotClient* c, uint32_t events);
   void OnReply(OneShotClient* c, uint32_t events);
   void OnEnd(OneShotClient* c);
-  void ExpireDeadlines(uint64_t now);
-  void SetDue(OneShotClient* c, uint64_t due);
   void ConnectFailed(OneShotClient* c, int err);
   void Conclude(OneShotClient* c, ErrorKind kind, const std::string& detail);
-
-  uint64_t next_due_ = UINT64_MAX;  // no deadline of a client is earlier
 };
-
-void OneShotLoop::SetDue(OneShotClient* c, uint64_t due) {
-  c->due_ns = due;
-  next_due_ = std::min(next_due_, due);
-}
 
 // Books c's request and ends its connection (without a half-close: either
 // the server's end is in, or the request failed and framing may be lost).
@@ -229,38 +218,17 @@ void OneShotLoop::OnEnd(OneShotClient* c) {
   Conclude(c, c->ex.outcome(), c->ex.Describe());
 }
 
-// Ends every phase whose deadline passed: a connect or a request timed out;
-// a server that keeps its end of a finished exchange open is left to it.
-void OneShotLoop::ExpireDeadlines(uint64_t now) {
-  next_due_ = UINT64_MAX;
-  for (const auto& client : clients_) {
-    OneShotClient* c = client.get();
-    if (c->phase == OneShotPhase::kIdle) continue;
-    if (now < c->due_ns) {
-      next_due_ = std::min(next_due_, c->due_ns);
-      continue;
-    }
-    if (c->phase == OneShotPhase::kConnecting) {
-      ConnectFailed(c, ETIMEDOUT);
-    } else {
-      if (c->phase == OneShotPhase::kReply) c->done_ns = now;
-      c->ex.Tick(static_cast<int64_t>(now));
-      Conclude(c, c->ex.outcome(), c->ex.Describe());
-    }
-    StartNext(c->slot);
+// The phase's deadline passed: a connect or a request timed out; a server
+// that keeps its end of a finished exchange open is left to it.
+void OneShotLoop::Expire(uint32_t slot, uint64_t now) {
+  OneShotClient* c = clients_[slot].get();
+  if (c->phase == OneShotPhase::kConnecting) {
+    ConnectFailed(c, ETIMEDOUT);
+    return;
   }
-}
-
-// How long epoll_wait may sleep: to the earliest deadline (rounded up), and
-// at most 50 ms so that a stop is seen.
-int OneShotLoop::WaitMs(uint64_t now) const {
-  constexpr uint64_t kMaxNs = 50'000'000ULL;
-  const uint64_t ns = next_due_ <= now ? 0 : std::min(next_due_ - now, kMaxNs);
-  return static_cast<int>((ns + 999'999ULL) / 1'000'000ULL);
-}
-
-void OneShotLoop::OnWake(uint64_t now) {
-  if (now >= next_due_) ExpireDeadlines(now);
+  if (c->phase == OneShotPhase::kReply) c->done_ns = now;
+  c->ex.Tick(static_cast<int64_t>(now));
+  Conclude(c, c->ex.outcome(), c->ex.Describe());
 }
 
 }  // namespace

@@ -120,3 +120,23 @@ def test_each_numeric_option_refuses_bad_spellings_and_takes_its_lowest(name, pa
     code, said = parse(parser, [*before, f"{option}={kind(lo) if lo > 0 or kind is int else 1}",
                                 *tail])
     assert code is None, said
+
+
+@pytest.mark.parametrize("prog, names", [
+    ("perf", ("throughput", "timing", "lab", "clients")),
+    ("request_costs", ("nullsrv_tpc", "thread", "epoll-1-loop", "uring")),
+])
+def test_a_sittings_only_takes_its_own_names_and_refuses_any_other(prog, names):
+    """--only of the benchmark sittings (bench/sitting.py): a list of known names, spaces
+    after the commas allowed; an unknown or empty name is refused with one line naming it
+    and every name it could be."""
+    parser = Capture(bench(prog).parse_args)
+    a = parser.parse_args(["--only", f"{names[0]}, {names[-1]}"])
+    assert a.only == [names[0], names[-1]]
+    assert parser.parse_args([]).only == []
+    for bad in ("nope", f"{names[0]},", f"{names[0]},{names[1].upper()}"):
+        code, said = parse(parser, ["--only", bad])
+        lines = [x for x in said.splitlines() if "error:" in x]
+        assert code == 2 and len(lines) == 1 and "--only" in lines[0], said
+    code, said = parse(parser, ["--only", "nope"])
+    assert "'nope'" in said and all(n in said for n in names), said
