@@ -125,22 +125,69 @@ TSAN = "-fsanitize=thread"
 
 def test_an_honest_sanitized_binary_has_no_hooks_and_is_checked(tmp_path):
     t = _gcc(tmp_path, "t", f'#include "{KIT_HEADER}"\n', TSAN, "-DVARIANT=1")
-    assert symbols.inspect(t, "tsan") == ([], "")
+    assert symbols.inspect(t, "tsan") == ([], "", [])
     a = _gcc(tmp_path, "a", PLAIN, "-fsanitize=address,undefined")
-    assert symbols.inspect(a, "asan") == ([], "")
+    assert symbols.inspect(a, "asan") == ([], "", [])
 
 
 def test_hooks_and_redirections_are_named_from_the_symbols_not_the_bytes(tmp_path):
     b = _gcc(tmp_path, "hooked", HOOKED, TSAN)
-    hooks, why = symbols.inspect(b, "tsan")
-    assert why == ""
+    hooks, why, unread = symbols.inspect(b, "tsan")
+    assert why == "" and unread == []
     assert [h.split(" (")[0] for h in hooks] == [
         "calls AnnotateIgnoreWritesBegin", "calls __sanitizer_set_report_path",
         "defines __tsan_default_options"], hooks
     # the names in a string are not symbols
     quoted = _gcc(tmp_path, "quoted", 'const char *s = "__tsan_default_options '
                   '__sanitizer_set_report_path";\nint main(void) { return !s; }\n', TSAN)
-    assert symbols.inspect(quoted, "tsan") == ([], "")
+    assert symbols.inspect(quoted, "tsan") == ([], "", [])
+
+
+# Every sanitizer's compiled-in defaults and report callback in one program.
+EVERY_TOOL = "".join(
+    f'const char *__{t}_default_options(void) {{ return ""; }}\n'
+    for t in ("tsan", "asan", "ubsan", "lsan")) + """\
+void __tsan_on_report(void *r) { (void)r; }
+void __asan_on_error(void) {}
+void __ubsan_on_report(void) {}
+void __sanitizer_on_print(const char *s) { (void)s; }
+int main(void) { return 0; }
+"""
+
+
+def test_a_hook_counts_only_where_a_runtime_of_the_build_reads_it(tmp_path):
+    """Each sanitized build is held to the hooks its own runtimes export (libtsan for the
+    race check; libasan and libubsan for the memory check): another sanitizer's hook is
+    named as unread, never as tampering."""
+    def names(lines):
+        return sorted(h.split(" ")[1] for h in lines)
+    t = _gcc(tmp_path, "t", EVERY_TOOL, TSAN)
+    hooks, why, unread = symbols.inspect(t, "tsan")
+    assert why == ""
+    assert names(hooks) == ["__sanitizer_on_print", "__tsan_default_options",
+                            "__tsan_on_report"], hooks
+    assert names(unread) == ["__asan_default_options", "__asan_on_error",
+                             "__lsan_default_options", "__ubsan_default_options",
+                             "__ubsan_on_report"], unread
+    a = _gcc(tmp_path, "a", EVERY_TOOL, "-fsanitize=address,undefined")
+    hooks, why, unread = symbols.inspect(a, "asan")
+    assert why == ""
+    assert names(hooks) == ["__asan_default_options", "__asan_on_error",
+                            "__lsan_default_options", "__sanitizer_on_print",
+                            "__ubsan_default_options", "__ubsan_on_report"], hooks
+    assert names(unread) == ["__tsan_default_options", "__tsan_on_report"], unread
+
+
+def test_a_runtime_that_cannot_be_read_leaves_every_hook_counted(tmp_path, monkeypatch):
+    """Where the system's copy of a runtime is missing, nothing is let off."""
+    t = _gcc(tmp_path, "t", EVERY_TOOL, TSAN)
+    symbols._exports.cache_clear()
+    monkeypatch.setattr(symbols, "LIBRARY_DIRS", (str(tmp_path / "nowhere") + "/",))
+    try:
+        hooks, _, unread = symbols.inspect(t, "tsan")
+    finally:
+        symbols._exports.cache_clear()
+    assert unread == [] and len(hooks) == 8, hooks
 
 
 def test_without_section_headers_the_loaders_view_still_shows_the_hooks(tmp_path):
@@ -160,11 +207,11 @@ def test_a_binary_the_symbols_cannot_clear_is_not_checked(tmp_path):
     static = _gcc(tmp_path, "static", HOOKED, TSAN, "-static-libtsan")
     assert symbols.inspect(static, "tsan") == (
         [], "the sanitizer runtime is linked into the binary: its hooks cannot be told from "
-            "the program's")
+            "the program's", [])
     rpath = _gcc(tmp_path, "rpath", PLAIN, TSAN, "-Wl,-rpath,/sub/bin")
     assert "library path /sub/bin" in symbols.inspect(rpath, "tsan")[1]
     (tmp_path / "link").symlink_to(plain)
-    hooks, why = symbols.inspect(tmp_path / "link", "tsan")
+    hooks, why, _ = symbols.inspect(tmp_path / "link", "tsan")
     assert hooks == [] and why.startswith("could not read its symbols: not readable")
 
 
@@ -195,11 +242,12 @@ def test_a_malformed_file_is_an_answer_never_a_crash(tmp_path):
 
 # ---- one grading -----------------------------------------------------------------------
 
-HOSTILE = {  # case: (the check it silences, what must be named)
-    "tsan_silencer": ("races", "defines __tsan_default_options"),
-    "tsan_suppressor": ("races", "defines __tsan_default_suppressions"),
-    "asan_logpath": ("memory", "defines __asan_default_options"),
-    "asan_redirect": ("memory", "calls __sanitizer_set_report_path"),
+HOSTILE = {  # case: (the checks it silences, what must be named)
+    "tsan_silencer": (("races",), "defines __tsan_default_options"),
+    "tsan_suppressor": (("races",), "defines __tsan_default_suppressions"),
+    "asan_logpath": (("memory",), "defines __asan_default_options"),
+    # every runtime takes a report path: both checks
+    "asan_redirect": (("races", "memory"), "calls __sanitizer_set_report_path"),
 }
 
 
@@ -223,13 +271,18 @@ def test_a_submission_that_silences_its_sanitizer_fails_and_an_honest_one_passes
 
     honest = got("correct")
     assert {k: c["status"] for k, c in honest.items()} == {"races": "pass", "memory": "pass"}
-    for case, (cid, named) in HOSTILE.items():
-        c = got(case)[cid]
-        text = "\n".join(c["evidence"])
-        assert c["status"] == "fail", (case, c)
-        assert c["evidence"][0].startswith("FAIL for tampering"), (case, c["evidence"][:2])
-        for server in ("main1", "main2", "main3", "main4"):
-            assert f"{server}: tampering: {named} (" in text, (case, server, text[:800])
+    for case, (cids, named) in HOSTILE.items():
+        for cid, c in got(case).items():
+            text = "\n".join(c["evidence"])
+            if cid not in cids:  # the other runtime never reads it: its run is judged
+                assert "tampering" not in text, (case, cid, text[:800])
+                assert f"main1: not held against it, as no runtime of this build reads it: "\
+                       f"{named} (" in text, (case, cid, text[:800])
+                continue
+            assert c["status"] == "fail", (case, c)
+            assert c["evidence"][0].startswith("FAIL for tampering"), (case, c["evidence"][:2])
+            for server in ("main1", "main2", "main3", "main4"):
+                assert f"{server}: tampering: {named} (" in text, (case, server, text[:800])
     # the grader's options are the ones the runtime used: the race report switched off by
     # the binary's defaults, and the overflow report sent to its own file, are on the page
     silenced = "\n".join(got("tsan_silencer")["races"]["evidence"])

@@ -87,14 +87,19 @@ def _race_one(ctx, bdir, name) -> tuple:
 
 def _judge(ctx, bdir, name, runtime, run_one) -> tuple:
     """One server: its symbols, then its run (run even when tampered with: the page shows
-    what the grader's options found). (True | False | None, evidence lines)."""
-    hooks, why = symbols.inspect(bdir / name, runtime)
+    what the grader's options found). A hook only another sanitizer's runtime reads is
+    named, and the run judges. (True | False | None, evidence lines)."""
+    hooks, why, unread = symbols.inspect(bdir / name, runtime)
     found, line = run_one(ctx, bdir, name)
     if hooks:
         return True, [f"{name}: tampering: {'; '.join(hooks)}", line]
+    lines = [line]
+    if unread:
+        lines.append(f"{name}: not held against it, as no runtime of this build reads it: "
+                     f"{'; '.join(unread)}")
     if why and found is not True:
-        return None, [f"{name}: not checked: {why}", line]
-    return found, [line]
+        return None, [f"{name}: not checked: {why}", *lines]
+    return found, lines
 
 
 def sanitized(ctx, cid: str, flags: str, what: str, run_one, servers, runtime: str) -> dict:

@@ -5,12 +5,20 @@ hooks (its compiled-in options and suppressions, the weak callbacks a report goe
 or calls the functions that redirect reports or annotate accesses, whether the runtime is
 really linked, and whether the program brings libraries or a loader of its own.
 
+A hook counts against a check only when a sanitizer runtime the binary links with (read
+from the system's own copy) exports its name: the one place the runtime's calls can reach
+the program's code. A program's `__asan_default_options` changes nothing ThreadSanitizer
+sees, so the race check names it as unread and judges the run; the memory check, whose
+runtime calls it, fails it. When a runtime cannot be read, every hook counts.
+
 The names are the ones gcc 12's runtimes (libtsan.so.2, libasan.so.8, libubsan.so.1,
 liblsan.so.0) export as weak definitions a program may replace, or as functions that
 send reports elsewhere. A program that defines one of them decides, from inside, what the
 grader would otherwise read from its output: that is tampering, whatever it returns."""
 
+import functools
 import itertools
+import os
 import re
 
 from analysis import elf
@@ -58,6 +66,11 @@ ANNOTATION_PREFIXES = {"Annotate": "a ThreadSanitizer annotation (ignore, benign
                        "__tsan_mutex_": "tells ThreadSanitizer a lock is taken or released"}
 RUNTIMES = {"tsan": "__tsan_init", "asan": "__asan_init"}
 SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/")
+# A sanitizer runtime among a binary's DT_NEEDED, by its soname; looked up where the
+# system's loader looks (the multiarch folders first), never where the binary says.
+RUNTIME_SONAME = re.compile(r"lib(tsan|asan|ubsan|lsan|hwasan|msan)\.so(\.\d+)*")
+LIBRARY_DIRS = tuple(f"{d}{os.uname().machine}-linux-gnu/" for d in ("/lib/", "/usr/lib/")) + (
+    "/lib64/", "/usr/lib64/", "/lib/", "/usr/lib/")
 
 
 class Elf:
@@ -96,11 +109,40 @@ def read(path) -> Elf:
     return Elf(data)
 
 
-def tampering(elf: Elf) -> list:
+@functools.lru_cache(maxsize=16)
+def _exports(soname: str) -> frozenset | None:
+    """The names the system's copy of a library exports (defined or weak, read as the
+    loader reads them), or None when it cannot be found or read. A soname is a link to the
+    library's file: followed, but only to a file in the system's folders."""
+    for folder in LIBRARY_DIRS:
+        path = os.path.realpath(folder + soname)
+        if not path.startswith(SYSTEM_DIRS):
+            continue
+        try:
+            return frozenset(n for n, defined in read(path).symbols.items() if defined)
+        except Malformed:
+            continue
+    return None
+
+
+def runtime_exports(elf: Elf) -> frozenset | None:
+    """Every name the sanitizer runtimes `elf` needs export: the hooks those runtimes can
+    call or take; None when it needs none or one cannot be read (then every hook counts)."""
+    libs = [n for n in elf.needed if RUNTIME_SONAME.fullmatch(n)]
+    names = [_exports(n) for n in libs]
+    if not libs or None in names:
+        return None
+    return frozenset().union(*names)
+
+
+def tampering(elf: Elf, reached: frozenset | None = None) -> list:
     """'defines NAME (what it does)' for each hook the program overrides, 'calls NAME (...)'
-    for each report redirection and annotation it calls, in name order."""
+    for each report redirection and annotation it calls, in name order; with `reached`
+    (runtime_exports), only the names in it."""
     found = []
     for name, defined in sorted(elf.symbols.items()):
+        if reached is not None and name not in reached:
+            continue
         if defined and (_DEFAULTS.fullmatch(name) or name in HOOKS):
             what = HOOKS.get(name) or ("compiled-in options" if name.endswith("options")
                                        else "compiled-in suppressions")
@@ -134,13 +176,17 @@ def unchecked(elf: Elf, runtime: str) -> str:
 
 
 def inspect(path, runtime: str) -> tuple:
-    """(tampering lines, '' or why the symbols cannot clear the binary) for the sanitized
-    binary at path; `runtime`: tsan or asan. Never raises on what the file holds."""
+    """(tampering lines, '' or why the symbols cannot clear the binary, the hooks it has
+    that its runtimes do not read) for the sanitized binary at path; `runtime`: tsan or
+    asan. Never raises on what the file holds."""
     try:
         elf = read(path)
     except Malformed as e:
-        return [], f"could not read its symbols: {e}"
+        return [], f"could not read its symbols: {e}", []
     why = unchecked(elf, runtime)
     if elf.symbols.get(RUNTIMES[runtime]):   # the runtime's own weak hooks are in it too
-        return [], why
-    return tampering(elf), why
+        return [], why, []
+    reached = runtime_exports(elf)
+    found = tampering(elf, reached)
+    unread = [h for h in tampering(elf) if h not in found]
+    return found, why, unread
