@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 N = 1000            # array size of every run
 
 
-class PerfError(Exception):
+class PerfError(sitting.Error):
     """A one-line reason the benchmark cannot go on."""
 
 
@@ -71,19 +71,6 @@ def run_measured(argv: list, timeout: float) -> tuple:
     res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return res, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def parse_loadgen(text: str) -> dict:
-    """loadgen's 'RESULT label=.. rps=.. lat n=.. mean_us=.. p50_us=.. p99_us=..' line."""
-    for line in text.splitlines():
-        if line.startswith("RESULT "):
-            kv = dict(t.split("=", 1) for t in line.split() if "=" in t)
-            return {"rps": float(kv.get("rps", "nan")), "done": int(kv.get("done", 0)),
-                    "errors": int(kv.get("err_connect", 0)) + int(kv.get("err_io", 0)),
-                    "p50_us": float(kv.get("p50_us", "nan")),
-                    "p99_us": float(kv.get("p99_us", "nan")),
-                    "mean_us": float(kv.get("mean_us", "nan"))}
-    raise PerfError("loadgen printed no RESULT line")
 
 
 def parse_ours(text: str) -> dict:
@@ -173,12 +160,8 @@ class Bench:
     def start_server(self, cell: dict, port: int, tag: str):
         spec = self.spec(cell)
         opts = self.our_options(cell) if spec.kind == "lockbench" else SS.Options()
-        srv = SS.launch(spec, N, port, SS.Place(self.work, kit_work=self.work, ready_timeout=10),
-                        log_file=self.logs / f"{tag}.server.log", opts=opts)
-        try:
-            return srv.start()
-        except procs.StartError as exc:
-            raise PerfError(str(exc)) from None
+        return sitting.start_server(spec, N, port, self.work, self.logs / f"{tag}.server.log",
+                                    opts)
 
     # -- one run ---------------------------------------------------------------------
     def run_cell(self, cell: dict, rnd: int) -> list:
@@ -219,7 +202,7 @@ class Bench:
                     "-l", cell["id"]]
             if cell["mode"] == "keepalive":
                 argv.append("-k")
-            parse = parse_loadgen
+            parse = sitting.loadgen_result
         else:
             argv = [str(self.bin / "client"), str(N), "127.0.0.1", str(port), "--real-port",
                     "--threads", str(CONNS), "--connection", cell["mode"], "--duration",
@@ -296,11 +279,7 @@ def write_rows(path_csv: Path, rows: list) -> None:
 
 
 def parse_args(argv):
-    p = sitting.parser(
-        "bench/perf.py",
-        "lockbench against the physical limit (null servers, Redis), interleaved rounds in "
-        "one sitting; writes results/perf/<UTC>/.",
-        "perf", "main1..main4, lockserver and client")
+    p = sitting.parser(__doc__, ("main1", "main2", "main3", "main4", "client"))
     p.add_argument("--duration", type=float_in(0.5, 120), default=3.0,
                    help="seconds per throughput run (default 3)")
     p.add_argument("--quick", action="store_true",
@@ -318,13 +297,6 @@ def parse_args(argv):
     if a.quick:
         a.rounds, a.duration, a.kit_runs = 1, 1.0, 2
     return a
-
-
-def check_binaries(bin_dir: Path) -> None:
-    for b in ("main1", "main2", "main3", "main4", "client"):
-        if not os.access(bin_dir / b, os.X_OK):
-            raise PerfError(f"binary not found: {bin_dir / b} (build first: cmake "
-                            "--preset release && cmake --build --preset release)")
 
 
 def run_meta(args, bench: Bench, bin_dir: Path, started: datetime, have_redis: bool) -> dict:
@@ -365,7 +337,7 @@ def run_one(bench: Bench, cell: dict, rnd: int, progress: Progress) -> list:
     base.update(round=rnd, cell=cell["id"])
     try:
         got = bench.run_cell(cell, rnd)
-    except (PerfError, subprocess.TimeoutExpired) as exc:
+    except (sitting.Error, subprocess.TimeoutExpired) as exc:
         progress.note(f"perf: round {rnd} {cell['id']}: {exc}")
         got = [{"error": str(exc)[:300]}]
     return [{**base, **g} for g in got]
@@ -411,7 +383,7 @@ def finish(bench: Bench, out: Path, rows: list, meta: dict) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if not sitting.find_yardstick(args, "perf"):
+    if not sitting.begin(args):
         return 2
 
     def on_term(signum, frame):
@@ -419,15 +391,11 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     bench = None
     try:
-        bin_dir = Path(args.bin_dir).resolve()
-        check_binaries(bin_dir)
-        started = datetime.now(UTC)
-        out = Path(args.out) if args.out else (
-            ROOT / "results" / "perf" / started.strftime("%Y%m%dT%H%M%SZ"))
+        out, bin_dir = args.out, args.bin_dir
         bench = Bench(args, out)
         have_redis = bool(bench.redis and bench.redis_bench)
         cells = build_cells(args, bin_dir, have_redis)
-        meta = run_meta(args, bench, bin_dir, started, have_redis)
+        meta = run_meta(args, bench, bin_dir, args.started, have_redis)
         write_meta(out, meta)
         rows = run_rounds(bench, cells, args, out)
         finish(bench, out, rows, meta)
@@ -435,7 +403,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("perf: interrupted; servers stopped", file=sys.stderr)
         return 130
-    except PerfError as exc:
+    except sitting.Error as exc:
         print(f"perf: {exc}", file=sys.stderr)
         return 1
     finally:

@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import sitting
@@ -45,7 +44,6 @@ from analysis.launch import server_spec as SS
 from analysis.machine import cpu_model
 from analysis.numbers import int_in
 
-ROOT = Path(__file__).resolve().parent.parent
 N = 1000          # array size
 CONNECTIONS = 100
 SERVERS = (       # name, program, options (ours) or template (the yardstick's)
@@ -69,16 +67,12 @@ EVENTS = ("task-clock", "context-switches", "cpu-migrations", "sched:sched_wakeu
 MALLOC_PROBE = "probe_libc:malloc"
 
 
-class CostError(Exception):
+class CostError(sitting.Error):
     """A one-line reason the benchmark cannot go on."""
 
 
 def parse_args(argv):
-    p = sitting.parser(
-        "bench/request_costs.py",
-        "per keep-alive request: system calls, context switches, wake-ups, mallocs and CPU "
-        "of main4 under each I/O model and of the do-nothing twins, counted with perf stat",
-        "request_costs", "main4")
+    p = sitting.parser(__doc__, ("main4",))
     p.add_argument("--requests", type=int_in(1000, 10_000_000), default=100_000,
                    help="requests per run (default 100000)")
     p.add_argument("--profile", action="store_true",
@@ -108,12 +102,8 @@ class Bench:
         else:
             spec = SS.ServerSpec(name, "lockbench", self.bin / prog)
             opts = SS.Options(0.0, extra=("--no-twin", *how))
-        srv = SS.launch(spec, N, port, SS.Place(self.work, kit_work=self.work, ready_timeout=10),
-                        log_file=self.logs / f"{tag}.server.log", opts=opts)
-        try:
-            return srv.start()
-        except procs.StartError as exc:
-            raise CostError(str(exc)) from None
+        return sitting.start_server(spec, N, port, self.work, self.logs / f"{tag}.server.log",
+                                    opts)
 
     def loadgen(self, port: int) -> list:
         return [str(self.ys / "loadgen"), "-p", str(port), "-t", str(CONNECTIONS),
@@ -134,7 +124,7 @@ class Bench:
                                "-p", str(srv.proc.pid)], self.loadgen(port))
         finally:
             srv.stop()
-        done = loadgen_done(client.stdout)
+        done = sitting.loadgen_result(client.stdout)["done"]
         row = {"config": config[0], "round": rnd, "done": done, "rps": loadgen_rps(client.stdout)}
         for event, count in read_perf_stat(stat_file).items():
             row[event] = count / done if done else None
@@ -225,13 +215,6 @@ class Control:
                 os.close(fd)
 
 
-def loadgen_done(text: str) -> int:
-    m = re.search(r"\bdone=(\d+)", text)
-    if not m:
-        raise CostError("loadgen printed no RESULT line")
-    return int(m.group(1))
-
-
 def loadgen_rps(text: str) -> float:
     m = re.search(r"\brps=([\d.]+)", text)
     return float(m.group(1)) if m else float("nan")
@@ -315,7 +298,7 @@ def run_rounds(bench: Bench, configs: list, rounds: int) -> list:
                   file=sys.stderr, flush=True)
             try:
                 rows.append(bench.run(config, rnd))
-            except CostError as exc:
+            except sitting.Error as exc:
                 raise CostError(f"{config[0]}, round {rnd}: {exc}") from None
     return rows
 
@@ -378,21 +361,16 @@ def write_csv(path: Path, rows: list) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if not sitting.find_yardstick(args, "request_costs"):
+    if not sitting.begin(args):
         return 2
     if shutil.which("perf") is None:
         print("request_costs: perf not found (apt-get install linux-perf)", file=sys.stderr)
         return 1
-    started = datetime.now(UTC)
-    out = Path(args.out) if args.out else (
-        ROOT / "results" / "request_costs" / started.strftime("%Y%m%dT%H%M%SZ"))
+    out = args.out
     work = Path(tempfile.mkdtemp(prefix="lockbench_costs_"))
     bench = None
     try:
         (out / "logs").mkdir(parents=True, exist_ok=True)
-        main4 = Path(args.bin_dir).resolve() / "main4"
-        if not os.access(main4, os.X_OK):
-            raise CostError(f"binary not found: {main4} (cmake --build --preset release)")
         bench = Bench(args, work, out / "logs")
         rows = run_rounds(bench, args.configs, args.rounds)
         write_csv(out / "runs.csv", rows)
@@ -413,7 +391,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("request_costs: interrupted; servers stopped", file=sys.stderr)
         return 130
-    except (CostError, OSError, subprocess.TimeoutExpired) as exc:
+    except (sitting.Error, OSError, subprocess.TimeoutExpired) as exc:
         print(f"request_costs: {exc}", file=sys.stderr)
         return 1
     finally:
