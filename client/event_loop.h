@@ -45,8 +45,8 @@ struct LoopClient {
   uint64_t measured = 0;
   bool done = false;
   Frame request{};
-  uint64_t sent_ns = 0;             // the request's start
-  uint64_t due_ns = kNoDeadline;    // its phase's deadline (SetDue); none once booked
+  uint64_t sent_ns = 0;           // the request's start
+  uint64_t due_ns = kNoDeadline;  // its phase's deadline (SetDue); none once booked
   LoopClient(const LoadConfig& cfg, uint32_t t, Worker* worker)
       : w(worker), workload(cfg.workload, t), quota(PlanClient(cfg, t).quota) {}
 };
