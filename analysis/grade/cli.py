@@ -141,11 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _what_options(ap) -> None:
     """The options that say what a submission is graded as, and on which checks."""
+    versions = "; ".join(f"{name}: {lab.what}" for name, lab in labs.LABS.items())
     ap.add_argument("--lab", type=_lab, metavar="VERSION",
-                    help="the version of the lab: 2019-2023 (main1..main4), 2024+ (one "
-                         "server main) or 2018 (main, the kit without its delay; timing "
-                         "lines are sums); a year names its version (default: told apart "
-                         "from what the submission builds and its common.h)")
+                    help=f"the version of the lab ({versions}); a year names its version "
+                         "(default: told apart from what the submission builds and its "
+                         "common.h)")
     ap.add_argument("--layout", type=_layout, metavar="mainN=NAME,...",
                     help="where the servers are when a submission names them otherwise, e.g. "
                          "main1=main (a make target or a built file)")

@@ -134,3 +134,10 @@ def test_a_build_failure_is_not_charged_on_a_platform_for_either_lab():
         assert hosted.build_failed(ev), servers
         ev["checks"][1]["evidence"] = ["missing: main2"]
         assert not hosted.build_failed(ev)
+
+
+def test_the_lab_options_help_names_every_version_the_table_has():
+    """--lab's help is read from labs.LABS: a version added there is offered in --help."""
+    from analysis.grade import cli
+    act = next(a for a in cli.build_parser()._actions if "--lab" in a.option_strings)
+    assert all(f"{name}: {lab.what}" in act.help for name, lab in labs.LABS.items()), act.help
