@@ -29,10 +29,10 @@ class Error(Exception):
 
 
 def parser(doc: str, needs: tuple):
-    """A sitting's command line from its program's docstring, whose first line is
-    'bench/NAME.py: what it measures.', and the binaries it runs (`needs`, in --bin-dir).
-    Its own options go after these: --rounds, --bin-dir, --yardstick, --out (default
-    results/NAME/<UTC>) and --seed."""
+    """A sitting's command line from its program's docstring, whose first line is its
+    path and what it measures ('bench/perf.py: how close ...'), and the binaries it runs
+    (`needs`, in --bin-dir). Its own options go after these: --rounds, --bin-dir,
+    --yardstick, --out (default results/<the program's name>/<UTC>) and --seed."""
     prog, _, what = doc.strip().splitlines()[0].partition(": ")
     name = Path(prog).stem
     p = argparse.ArgumentParser(
