@@ -136,6 +136,7 @@ std::vector<std::unique_ptr<EventLoop>> DealClients(Shared* shared, const Worker
                                                     uint32_t count) {
   count = std::max(count, 1u);
   std::vector<std::unique_ptr<Loop>> loops;
+  loops.reserve(count);
   for (uint32_t i = 0; i < count; ++i) loops.push_back(std::make_unique<Loop>(shared));
   for (uint32_t t = 0; t < workers.size(); ++t) loops[t % count]->Add(t, workers[t].get());
   return {std::make_move_iterator(loops.begin()), std::make_move_iterator(loops.end())};

@@ -171,8 +171,10 @@ TEST(ClockReadsTest, AWarmKeepAliveRequestReadsTheClockSevenTimes) {
   EXPECT_EQ(model->Drain(MonotonicNanos() + 2'000'000'000), 0u);
   std::remove(options.time_file.c_str());
   // Up to one more a request: the timing log's batch lines, the
-  // schedstat sample and the server thread's last step in the window.
-  EXPECT_GE(during, 7u * kRequests);
+  // schedstat sample and the server thread's last step in the window. One
+  // fewer at most: the last request's read after its send may come after
+  // the client has its reply and the window is closed.
+  EXPECT_GE(during, 7u * kRequests - 1);
   EXPECT_LE(during, 7u * kRequests + kRequests / 100)
       << static_cast<double>(during) / kRequests << " clock reads a request";
 }

@@ -159,7 +159,8 @@ size_t Cat(char* b, size_t cap, size_t at, const char* s) {
 void PutSite(uintptr_t ra) {
   Dl_info info;
   link_map* map = nullptr;
-  char site[1024], num[24];
+  char site[1024];
+  char num[24] = {};
   size_t k = 0;
   if (ra == 0 ||
       // NOLINTNEXTLINE(performance-no-int-to-ptr): a return address, from the program

@@ -135,7 +135,7 @@ void StacksStart() {
     return;
   }
   g_get_ip = ip;
-  uintptr_t pc[kStackMax];
+  uintptr_t pc[kStackMax] = {};
   Walk w{pc, 0, kStackMax};
   bt(OnFrame, &w);  // its one-time set-up, here rather than on a lock path
   __atomic_store_n(&g_backtrace, bt, __ATOMIC_RELEASE);
