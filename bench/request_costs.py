@@ -124,8 +124,9 @@ class Bench:
                                "-p", str(srv.proc.pid)], self.loadgen(port))
         finally:
             srv.stop()
-        done = sitting.loadgen_result(client.stdout)["done"]
-        row = {"config": config[0], "round": rnd, "done": done, "rps": loadgen_rps(client.stdout)}
+        result = sitting.loadgen_result(client.stdout)
+        done = result["done"]
+        row = {"config": config[0], "round": rnd, "done": done, "rps": result["rps"]}
         for event, count in read_perf_stat(stat_file).items():
             row[event] = count / done if done else None
         if row.get("task-clock") is not None:  # perf counts it in ms
@@ -213,11 +214,6 @@ class Control:
         for fd in (self.w, self.r):
             if fd is not None:
                 os.close(fd)
-
-
-def loadgen_rps(text: str) -> float:
-    m = re.search(r"\brps=([\d.]+)", text)
-    return float(m.group(1)) if m else float("nan")
 
 
 def read_perf_stat(path: Path) -> dict:
