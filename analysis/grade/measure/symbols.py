@@ -135,24 +135,27 @@ def runtime_exports(elf: Elf) -> frozenset | None:
     return frozenset().union(*names)
 
 
-def tampering(elf: Elf, reached: frozenset | None = None) -> list:
-    """'defines NAME (what it does)' for each hook the program overrides, 'calls NAME (...)'
-    for each report redirection and annotation it calls, in name order; with `reached`
-    (runtime_exports), only the names in it."""
+def _hooks(elf: Elf) -> list:
+    """(NAME, 'defines NAME (what it does)') for each hook the program overrides, (NAME,
+    'calls NAME (...)') for each report redirection and annotation it calls, in name order."""
     found = []
     for name, defined in sorted(elf.symbols.items()):
-        if reached is not None and name not in reached:
-            continue
         if defined and (_DEFAULTS.fullmatch(name) or name in HOOKS):
             what = HOOKS.get(name) or ("compiled-in options" if name.endswith("options")
                                        else "compiled-in suppressions")
-            found.append(f"defines {name} ({what})")
+            found.append((name, f"defines {name} ({what})"))
         elif name in REDIRECTS:
-            found.append(f"{'defines' if defined else 'calls'} {name} ({REDIRECTS[name]})")
+            found.append((name, f"{'defines' if defined else 'calls'} {name} "
+                                f"({REDIRECTS[name]})"))
         elif not defined and (what := ANNOTATIONS.get(name) or next(
                 (w for p, w in ANNOTATION_PREFIXES.items() if name.startswith(p)), "")):
-            found.append(f"calls {name} ({what})")
+            found.append((name, f"calls {name} ({what})"))
     return found
+
+
+def tampering(elf: Elf) -> list:
+    """Every hook line of the program (_hooks), whichever runtime reads it."""
+    return [line for _, line in _hooks(elf)]
 
 
 def unchecked(elf: Elf, runtime: str) -> str:
@@ -187,6 +190,7 @@ def inspect(path, runtime: str) -> tuple:
     if elf.symbols.get(RUNTIMES[runtime]):   # the runtime's own weak hooks are in it too
         return [], why, []
     reached = runtime_exports(elf)
-    found = tampering(elf, reached)
-    unread = [h for h in tampering(elf) if h not in found]
-    return found, why, unread
+    hooks = _hooks(elf)
+    counted = [line for name, line in hooks if reached is None or name in reached]
+    unread = [line for name, line in hooks if reached is not None and name not in reached]
+    return counted, why, unread
